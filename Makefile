@@ -1,0 +1,88 @@
+# tfm: one plain Makefile. `make` builds ./tfm; see README.md for the rest.
+CC       ?= cc
+PORTABLE ?= 0
+PREFIX   ?= /usr/local
+ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
+# The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
+# thread pool (two busy-waiting pools on 2 cores slow each other down).
+OMP_BLAS_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
+PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson 2>/dev/null)
+OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0
+PKG_LIBS     = $(shell pkg-config --libs libcjson 2>/dev/null) \
+               $(if $(wildcard $(OMP_BLAS_DIR)/libopenblas.so.0),$(OMP_BLAS_LIBS),$(shell pkg-config --libs openblas 2>/dev/null))
+WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fopenmp -MMD -MP $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS   = $(PKG_LIBS) -fopenmp -lm $(EXTRA_LDFLAGS)
+
+BUILD   ?= build
+SRC      = $(wildcard src/*.c)
+LIB_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRC)))
+TEST_OBJ = $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/*.c))
+BIN     ?= tfm
+
+# Build the binary (default).
+all: $(BIN)
+
+$(BIN): $(BUILD)/main.o $(LIB_OBJ) | deps
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: src/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%.o: tests/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
+
+$(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Install the Debian packages the build needs, when pkg-config does not find them.
+deps:
+	@sh scripts/deps.sh
+
+# Unpack the shipped Multi30k data (data/*.gz) at first use.
+DATA = $(patsubst %.gz,%,$(wildcard data/*.gz))
+data: $(DATA)
+data/%: data/%.gz
+	gzip -dc $< > $@.tmp && mv $@.tmp $@
+
+# Run every test; the last line is "N passed, N failed".
+test: $(BIN) $(BUILD)/run_tests data
+	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests bash tests/run_all.sh
+
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/tfm \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+
+# Train configs/tiny.json on Multi30k and translate a few test sentences.
+demo: $(BIN) data
+	bash scripts/demo.sh
+
+# Speed benchmarks (minutes): see BENCHMARKS.md.
+bench: $(BIN) data
+	bash scripts/bench_train.sh
+
+# Regenerate the PyTorch reference dump and compare (needs python3-torch).
+check-torch: $(BIN) $(BUILD)/run_tests
+	/usr/bin/python3 scripts/make_ref.py tests/data/ref_tiny.bin
+	$(BUILD)/run_tests ref
+
+# Static checks.
+lint:
+	cppcheck --quiet --enable=warning,performance,portability --std=c11 src
+
+# Install the binary under PREFIX.
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tfm
+
+# Remove build outputs.
+clean:
+	rm -rf build build-asan tfm
+
+.PHONY: all deps data test asan demo bench check-torch lint install clean
+-include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)

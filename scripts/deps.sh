@@ -1,0 +1,15 @@
+#!/bin/sh
+# deps.sh: installs the Debian packages tfm builds with, when they are missing.
+# Quiet and quick when everything is there.
+missing=""
+pkg-config --exists openblas || missing="$missing libopenblas-dev"
+pkg-config --exists libcjson || missing="$missing libcjson-dev"
+[ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
+    [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq && $SUDO apt-get install -y -qq build-essential pkg-config $missing >/dev/null

@@ -1,0 +1,95 @@
+/* blas: kernel selection, self-test and sgemm wrappers over OpenBLAS. */
+#include "blas.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *kernel_source = "detected by OpenBLAS";
+
+/* Cores OpenBLAS falls back to when it does not recognise the CPU. */
+static int is_fallback_core(const char *core)
+{
+    static const char *const fallback[] = {
+        "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+        "Katmai", "Coppermine", "Northwood", "Banias", "generic", "Generic",
+    };
+    for (size_t i = 0; i < sizeof fallback / sizeof *fallback; i++)
+        if (core && strcmp(core, fallback[i]) == 0) return 1;
+    return 0;
+}
+
+void blas_select_kernel(char **argv)
+{
+    if (getenv("OPENBLAS_CORETYPE")) {
+        kernel_source = getenv("TFM_KERNEL_REEXEC") ? "chosen by tfm" : "set by OPENBLAS_CORETYPE";
+        return;
+    }
+    if (getenv("TFM_KERNEL_REEXEC")) return;        /* never loop */
+    if (!is_fallback_core(openblas_get_corename())) return;
+    const char *want = NULL;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2")) want = "Haswell";
+    if (!want) return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("TFM_KERNEL_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the slow kernel, and say so in --version. */
+    unsetenv("OPENBLAS_CORETYPE");
+    kernel_source = "detected by OpenBLAS (re-exec failed)";
+}
+
+const char *blas_kernel_name(void) { return openblas_get_corename(); }
+const char *blas_kernel_source(void) { return kernel_source; }
+
+int blas_set_threads(int n)
+{
+    if (n <= 0) n = omp_get_num_procs();
+    openblas_set_num_threads(n);
+    omp_set_num_threads(n);
+    return n;
+}
+
+TfmStatus blas_selftest(TfmErr *err)
+{
+    enum { M = 37, N = 29, K = 53 };
+    float a[M * K], b[K * N], c[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7919) % 23) / 11.0f - 1.0f;
+    for (int i = 0; i < K * N; i++) b[i] = (float)((i * 104729) % 19) / 9.0f - 1.0f;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N,
+                0.0f, c, N);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double ref = 0;
+            for (int k = 0; k < K; k++) ref += (double)a[i * K + k] * b[k * N + j];
+            if (!(fabs(c[i * N + j] - ref) <= 1e-4 * (1 + fabs(ref))))
+                return err_set(err, TFM_ERR_NUMERIC,
+                               "OpenBLAS kernel %s computes wrong sgemm results "
+                               "(set OPENBLAS_CORETYPE to another core)",
+                               openblas_get_corename());
+        }
+    return TFM_OK;
+}
+
+void blas_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+               const float *a, int lda, const float *b, int ldb, float beta,
+               float *c, int ldc)
+{
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+                beta, c, ldc);
+}
+
+void blas_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, long stride_a,
+                       const float *b, int ldb, long stride_b, float beta,
+                       float *c, int ldc, long stride_c, int count)
+{
+    for (int i = 0; i < count; i++)
+        blas_gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda,
+                  b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+}

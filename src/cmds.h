@@ -1,0 +1,20 @@
+/* cmds: the subcommands. Each parses its own options (getopt_long), returns
+ * TFM_OK, a TFM_ERR_* with err->msg set (TFM_ERR_USAGE exits 2), or
+ * TFM_INTERRUPTED with err->signo. Only main.c prints errors and exits. */
+#ifndef TFM_CMDS_H
+#define TFM_CMDS_H
+
+#include "err.h"
+
+TfmStatus cmd_train(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_translate(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_average(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_info(int argc, char **argv, TfmErr *err);
+
+/* Scans argv for -h/--help before "--"; commands use it to print help
+ * even when other arguments are wrong. */
+int cmd_wants_help(int argc, char **argv);
+
+#endif

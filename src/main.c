@@ -1,0 +1,94 @@
+/* main: looks up the subcommand, runs it, prints the one "tfm: " error line
+ * and maps the status to the exit code (0 ok, 1 runtime error, 2 usage,
+ * 128+signal when interrupted). The only place that prints errors or exits. */
+#include <stdio.h>
+#include <string.h>
+
+#include "blas.h"
+#include "cmds.h"
+#include "version.h"
+
+typedef struct {
+    const char *name;
+    TfmStatus (*run)(int argc, char **argv, TfmErr *err);
+    const char *summary;
+} Command;
+
+static const Command commands[] = {
+    {"train",     cmd_train,     "train a model from a JSON config"},
+    {"translate", cmd_translate, "translate stdin to stdout (greedy or beam search)"},
+    {"bleu",      cmd_bleu,      "corpus BLEU, identical to sacreBLEU"},
+    {"bpe",       cmd_bpe,       "learn, encode and decode BPE subwords"},
+    {"average",   cmd_average,   "average the parameters of checkpoints"},
+    {"info",      cmd_info,      "show a model's config, vocabulary and parameter count"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof *commands };
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: tfm COMMAND [OPTIONS]\n\n"
+                 "Transformer machine translation: train, translate, score.\n\n"
+                 "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n  tfm help COMMAND     help for one command (same as tfm COMMAND --help)\n"
+                 "  tfm --version        version and the BLAS kernel in use\n");
+}
+
+static const Command *find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static int report(TfmStatus status, const TfmErr *err)
+{
+    if (status == TFM_OK) return 0;
+    if (status == TFM_INTERRUPTED) {
+        if (err->msg[0]) fprintf(stderr, "tfm: %s\n", err->msg);
+        return 128 + err->signo;
+    }
+    fprintf(stderr, "tfm: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return status == TFM_ERR_USAGE ? 2 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    blas_select_kernel(argv);
+    TfmErr err = {0};
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("tfm %s\nOpenBLAS kernel: %s (%s)\n", TFM_VERSION, blas_kernel_name(),
+               blas_kernel_source());
+        return 0;
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            print_usage(stdout);
+            return 0;
+        }
+        const Command *c = find_command(argv[2]);
+        if (!c) return report(err_set(&err, TFM_ERR_USAGE, "unknown command '%s' (see tfm --help)", argv[2]), &err);
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return report(c->run(2, help_argv, &err), &err);
+    }
+    const Command *c = find_command(name);
+    if (!c) {
+        const char *what = name[0] == '-' ? "option" : "command";
+        return report(err_set(&err, TFM_ERR_USAGE, "unknown %s '%s' (see tfm --help)", what, name), &err);
+    }
+    /* The command sees argv[0] = its own name, as getopt expects. */
+    TfmStatus st = c->run(argc - 1, argv + 1, &err);
+    if (fflush(stdout) != 0 && st == TFM_OK)
+        st = err_set(&err, TFM_ERR_IO, "stdout: write failed");
+    return report(st, &err);
+}

@@ -1,0 +1,87 @@
+/* model: the Transformer encoder-decoder of "Attention Is All You Need",
+ * forward and hand-written backward over one batch.
+ *
+ * Layout. All parameters live in one float array `params` (and gradients in
+ * `grads`, same layout), carved into named row-major tensors listed in
+ * `tensors` with stable names (e.g. "enc.0.self.wq", "dec.1.cross.wo",
+ * "emb.shared"). Weights are (out, in) as in PyTorch. Activations live in a
+ * workspace sized once by model_alloc_training for the largest batch.
+ *
+ * Tokens: ids < cfg.vocab_size; TOK_PAD marks padding in every (n, len) array.
+ *
+ * Usage:
+ *     Model m; model_init(&m, &cfg, err); model_init_weights(&m, &rng);
+ *     model_alloc_training(&m, max_tokens, max_len, err);
+ *     model_forward(&m, &batch, 0.1f, &dropout_rng, &stats, err);
+ *     model_backward(&m, &batch);   // grads of stats.loss / stats.n_tokens
+ */
+#ifndef TFM_MODEL_H
+#define TFM_MODEL_H
+
+#include <stddef.h>
+#include "config.h"
+#include "err.h"
+#include "rng.h"
+
+enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
+
+typedef struct {
+    int n;              /* sentences */
+    int src_len;        /* columns of src */
+    int tgt_len;        /* columns of tgt_in and tgt_out */
+    const int *src;     /* (n, src_len): tokens + TOK_EOS, then TOK_PAD */
+    const int *tgt_in;  /* (n, tgt_len): TOK_BOS + tokens, then TOK_PAD */
+    const int *tgt_out; /* (n, tgt_len): tokens + TOK_EOS, then TOK_PAD */
+} Batch;
+
+typedef struct {
+    char name[48];
+    size_t offset;      /* into params/grads, in floats */
+    int rows, cols;     /* a vector has rows == 1 */
+} TensorInfo;
+
+typedef struct {
+    double loss;        /* label-smoothed cross-entropy, summed over non-pad targets */
+    double nll;         /* negative log-likelihood, summed likewise */
+    long n_tokens;      /* non-pad target tokens */
+} LossStats;
+
+typedef struct ModelWork ModelWork;   /* activations and scratch, private */
+
+typedef struct {
+    ModelConfig cfg;
+    float *params;
+    float *grads;       /* NULL until model_alloc_training */
+    size_t n_params;
+    TensorInfo *tensors;
+    int n_tensors;
+    ModelWork *work;    /* NULL until model_alloc_training */
+} Model;
+
+/* Builds the tensor table and allocates params (zeroed). cfg must be valid
+ * (vocab_size and max_len set). */
+TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err);
+
+/* Xavier-uniform projections, N(0, d^-1/2) embeddings, LayerNorm gain 1 bias 0. */
+void model_init_weights(Model *m, Rng *rng);
+
+/* Allocates grads and the activation workspace for any batch with
+ * n * src_len <= max_tokens, n * tgt_len <= max_tokens, lengths <= max_len. */
+TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err);
+
+/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout).
+ * Errors: TFM_ERR_FORMAT for a batch that does not fit the workspace or has
+ * out-of-range ids. */
+TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
+                        Rng *dropout_rng, LossStats *out, TfmErr *err);
+
+/* Zeroes grads, then sets them to d(loss / n_tokens)/d(params) for the batch
+ * of the last model_forward. */
+void model_backward(Model *m, const Batch *b);
+
+/* Looks up a tensor by name; NULL if absent. */
+const TensorInfo *model_tensor(const Model *m, const char *name);
+
+void model_free(Model *m);
+
+#endif

@@ -1,0 +1,51 @@
+# cli_lib.sh: helpers for the shell tests of the real binary. Source it, call the
+# checks, end with `cli_summary`, which prints "N passed, N failed".
+# TFM is the binary under test; each test file gets a scratch dir in $T.
+set -u
+TFM=${TFM:-$PWD/tfm}
+T=$(mktemp -d "${TMPDIR:-/tmp}/tfm-cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cli_passed=0
+cli_failed=0
+
+cli_ok()   { cli_passed=$((cli_passed + 1)); }
+cli_fail() { cli_failed=$((cli_failed + 1)); echo "  FAIL: $*" >&2; }
+
+# expect_exit CODE NAME -- CMD...: runs CMD, checks its exit code and, for a
+# non-zero code, that stderr is exactly one line starting "tfm: ".
+# The stderr text is left in $T/err, stdout in $T/out.
+expect_exit() {
+    local want=$1 name=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err" </dev/null
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        cli_fail "$name: exit $got, expected $want; stderr: $(head -c 300 "$T/err")"
+        return 1
+    fi
+    if [ "$want" != 0 ]; then
+        local lines
+        lines=$(wc -l <"$T/err")
+        if [ "$lines" != 1 ] || ! head -c 5 "$T/err" | grep -q '^tfm: '; then
+            cli_fail "$name: stderr is not one 'tfm: ' line: $(head -c 300 "$T/err")"
+            return 1
+        fi
+    fi
+    cli_ok
+}
+
+# expect_err_line NAME TEXT: the last expect_exit's stderr equals TEXT exactly.
+expect_err_line() {
+    if [ "$(cat "$T/err")" = "$2" ]; then cli_ok
+    else cli_fail "$1: stderr '$(cat "$T/err")', expected '$2'"; fi
+}
+
+# check NAME CMD...: passes when CMD succeeds.
+check() {
+    local name=$1; shift
+    if "$@"; then cli_ok; else cli_fail "$name"; fi
+}
+
+cli_summary() {
+    echo "$cli_passed passed, $cli_failed failed"
+    [ "$cli_failed" = 0 ]
+}

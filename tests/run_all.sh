@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# run_all.sh: runs the C unit tests and every tests/cli_*.sh, adds up their
+# "N passed, N failed" lines and prints the total as the last line.
+set -u
+cd "$(dirname "$0")/.."
+total_p=0 total_f=0
+run() {
+    local name=$1; shift
+    local out
+    out=$("$@" 2> >(sed "s|^|[$name] |" >&2))
+    local rc=$?
+    local line
+    line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "[$name] no summary line (exit $rc)" >&2
+        total_f=$((total_f + 1))
+        return
+    fi
+    local p f
+    p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+    echo "[$name] $line"
+    total_p=$((total_p + p)); total_f=$((total_f + f))
+}
+run unit "${RUN_TESTS:-build/run_tests}"
+for t in tests/cli_*.sh; do
+    [ "$t" = tests/cli_lib.sh ] && continue
+    run "$(basename "$t" .sh)" bash "$t"
+done
+echo "$total_p passed, $total_f failed"
+[ "$total_f" = 0 ]

@@ -1,0 +1,73 @@
+/* run_tests: runs every registered TEST (or those whose name contains argv[1])
+ * and ends with "N passed, N failed"; exits 1 on any failure. */
+#include "test.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_TESTS 1024
+
+static struct { const char *name, *file; TestFn fn; } tests[MAX_TESTS];
+static int n_tests;
+static int current_failures;
+
+void test_register(const char *name, const char *file, TestFn fn)
+{
+    if (n_tests < MAX_TESTS) {
+        tests[n_tests].name = name;
+        tests[n_tests].file = file;
+        tests[n_tests].fn = fn;
+        n_tests++;
+    }
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "  %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    current_failures++;
+}
+
+const char *test_data_dir(void)
+{
+    const char *d = getenv("TFM_TEST_DATA");
+    return d ? d : "tests/data";
+}
+
+const char *test_shared_dir(void)
+{
+    const char *d = getenv("TFM_SHARED");
+    return d ? d : "../shared";
+}
+
+int main(int argc, char **argv)
+{
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    int passed = 0, failed = 0;
+    for (int i = 0; i < n_tests; i++) {
+        if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter))
+            continue;
+        current_failures = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (current_failures) {
+            failed++;
+            fprintf(stderr, "FAIL %s (%s)\n", tests[i].name, tests[i].file);
+        } else {
+            passed++;
+            if (getenv("TFM_TEST_VERBOSE"))
+                fprintf(stderr, "ok   %s (%.0f ms)\n", tests[i].name, ms);
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+/* test.h: a tiny test harness. TEST(name) defines a test that registers itself
+ * (constructor attribute), so test files need no shared list. CHECK* record a
+ * failure with file:line and keep going; run_tests prints "N passed, N failed". */
+#ifndef TFM_TEST_H
+#define TFM_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+
+typedef void (*TestFn)(void);
+void test_register(const char *name, const char *file, TestFn fn);
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Folder of committed fixtures (tests/data), and the shared folder (../shared). */
+const char *test_data_dir(void);
+const char *test_shared_dir(void);
+
+#define TEST(name)                                                       \
+    static void name(void);                                              \
+    __attribute__((constructor)) static void name##_register(void)       \
+    { test_register(#name, __FILE__, name); }                            \
+    static void name(void)
+
+#define CHECK(cond)                                                      \
+    do { if (!(cond)) test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); } while (0)
+
+#define CHECK_EQ_INT(a, b)                                               \
+    do { long long a_ = (long long)(a), b_ = (long long)(b);             \
+         if (a_ != b_) test_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", \
+                                 #a, a_, #b, b_); } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                            \
+    do { double a_ = (double)(a), b_ = (double)(b);                      \
+         if (!(fabs(a_ - b_) <= (tol)))                                  \
+             test_fail(__FILE__, __LINE__, "%s = %.9g, expected %.9g (tol %g)", \
+                       #a, a_, b_, (double)(tol)); } while (0)
+
+#define CHECK_STR(a, b)                                                  \
+    do { const char *a_ = (a), *b_ = (b);                                \
+         if (!a_ || !b_ || strcmp(a_, b_) != 0)                          \
+             test_fail(__FILE__, __LINE__, "%s = \"%s\", expected \"%s\"", \
+                       #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } while (0)
+
+#endif
