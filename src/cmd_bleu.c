@@ -1,8 +1,207 @@
-/* cmd_bleu: placeholder until the bleu command is built. */
+/* cmd_bleu: `tfm bleu HYP REF [REF ...]`, the command line over bleu.c.
+ * Prints sacreBLEU's line (or JSON) on stdout and the signature on stderr. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "bleu.h"
 #include "cmds.h"
+
+static const char usage[] =
+    "usage: tfm bleu HYP REF [REF ...] [options]\n"
+    "\n"
+    "Corpus BLEU of HYP against one or more references, identical to sacreBLEU 2.x\n"
+    "(files read as UTF-8, split on \"\\n\", trailing whitespace stripped). HYP may be \"-\"\n"
+    "for stdin. Prints `BLEU = ...` on stdout and sacreBLEU's signature on stderr.\n"
+    "\n"
+    "options:\n"
+    "  -lc, --lowercase            case-insensitive BLEU (Python's str.lower)\n"
+    "  --tokenize 13a|intl|char|none\n"
+    "                              tokenizer (default 13a, as mteval-v13a)\n"
+    "  --smooth exp|floor|add-k|none\n"
+    "                              smoothing of zero n-gram counts (default exp)\n"
+    "  --smooth-value V            value for floor (default 0.1) or add-k (default 1)\n"
+    "  --sentence                  one sentence BLEU a line (effective order, as\n"
+    "                              sacreBLEU --sentence-level)\n"
+    "  --json                      print a JSON object (one per line with --sentence)\n"
+    "  -h, --help                  show this help\n";
+
+typedef struct {
+    BleuOptions opt;
+    bool sentence, json;
+    char **files;
+    int n_files;
+} BleuArgs;
+
+static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmErr *err)
+{
+    static const struct option longopts[] = {
+        {"lowercase", no_argument, NULL, 'l'},
+        {"tokenize", required_argument, NULL, 't'},
+        {"smooth", required_argument, NULL, 's'},
+        {"smooth-value", required_argument, NULL, 'v'},
+        {"sentence", no_argument, NULL, 'S'},
+        {"sentence-level", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bleu_options_default(&a->opt);
+    /* getopt_long cannot take sacreBLEU's "-lc" as one short option. */
+    int n = 0, dashdash = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) dashdash = 1;
+        if (i > 0 && !dashdash && strcmp(argv[i], "-lc") == 0) { a->opt.lowercase = true; continue; }
+        copy[n++] = argv[i];
+    }
+    copy[n] = NULL;
+    optind = 0;                     /* glibc: full re-initialisation */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(n, copy, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l': a->opt.lowercase = true; break;
+        case 't':
+            if (!bleu_parse_tokenizer(optarg, &a->opt.tokenize))
+                return err_set(err, TFM_ERR_USAGE,
+                               "bleu: --tokenize: expected 13a, intl, char or none, got '%s'", optarg);
+            break;
+        case 's':
+            if (!bleu_parse_smooth(optarg, &a->opt.smooth))
+                return err_set(err, TFM_ERR_USAGE,
+                               "bleu: --smooth: expected exp, floor, add-k or none, got '%s'", optarg);
+            break;
+        case 'v': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(v) || v < 0)
+                return err_set(err, TFM_ERR_USAGE,
+                               "bleu: --smooth-value: expected a non-negative number, got '%s'", optarg);
+            a->opt.smooth_value = v;
+            break;
+        }
+        case 'S': a->sentence = true; break;
+        case 'j': a->json = true; break;
+        case ':':
+            return err_set(err, TFM_ERR_USAGE, "bleu: option '%s' needs a value", copy[optind - 1]);
+        default:
+            if (optopt)
+                return err_set(err, TFM_ERR_USAGE, "bleu: unknown option '-%c' (see tfm bleu --help)", optopt);
+            return err_set(err, TFM_ERR_USAGE, "bleu: unknown option '%s' (see tfm bleu --help)",
+                           copy[optind - 1]);
+        }
+    }
+    if (a->sentence) a->opt.effective_order = true;
+    a->files = copy + optind;
+    a->n_files = n - optind;
+    if (a->n_files < 2)
+        return err_set(err, TFM_ERR_USAGE, "bleu: expected HYP REF [REF ...] (see tfm bleu --help)");
+    return TFM_OK;
+}
+
+/* Prints one score as sacreBLEU's line or as a one-line JSON object. */
+static TfmStatus print_score(const BleuScore *sc, const BleuArgs *a, const char *sig, TfmErr *err)
+{
+    char line[512];
+    bleu_format(sc, line, sizeof line);
+    if (!a->json) {
+        printf("%s\n", line);
+        return TFM_OK;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return err_set(err, TFM_ERR_NOMEM, "bleu: out of memory");
+    int ok = cJSON_AddStringToObject(o, "name", "BLEU") &&
+             cJSON_AddNumberToObject(o, "score", sc->score) &&
+             cJSON_AddStringToObject(o, "signature", sig) &&
+             cJSON_AddStringToObject(o, "verbose_score", line + strlen("BLEU = ")) &&
+             cJSON_AddItemToObject(o, "precisions", cJSON_CreateDoubleArray(sc->precisions, BLEU_MAX_ORDER)) &&
+             cJSON_AddItemToObject(o, "counts", cJSON_CreateDoubleArray(sc->counts, BLEU_MAX_ORDER)) &&
+             cJSON_AddItemToObject(o, "totals", cJSON_CreateDoubleArray(sc->totals, BLEU_MAX_ORDER)) &&
+             cJSON_AddNumberToObject(o, "bp", sc->bp) &&
+             cJSON_AddNumberToObject(o, "ratio", sc->ratio) &&
+             cJSON_AddNumberToObject(o, "sys_len", (double)sc->sys_len) &&
+             cJSON_AddNumberToObject(o, "ref_len", (double)sc->ref_len);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return err_set(err, TFM_ERR_NOMEM, "bleu: out of memory");
+    printf("%s\n", text);
+    cJSON_free(text);
+    return TFM_OK;
+}
 
 TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
 {
-    (void)argc; (void)argv;
-    return err_set(err, TFM_ERR_IO, "bleu: not built yet");
+    if (cmd_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return TFM_OK;
+    }
+    TfmStatus status = TFM_OK;
+    BleuArgs a = {0};
+    BleuStats total = {0}, st;
+    BleuScore sc;
+    char sig[256];
+    BleuLines *files = NULL;
+    BleuScorer *scorer = NULL;
+    const char **seg = NULL;
+    size_t *seg_len = NULL;
+    char **copy = xcalloc((size_t)argc + 1, sizeof *copy, err);
+    if (!copy) return err->status;
+    if (parse_args(argc, argv, copy, &a, err)) goto fail;
+
+    size_t n_refs = (size_t)a.n_files - 1;
+    files = xcalloc((size_t)a.n_files, sizeof *files, err);
+    seg = xcalloc(n_refs, sizeof *seg, err);
+    seg_len = xcalloc(n_refs, sizeof *seg_len, err);
+    if (!files || !seg || !seg_len) goto fail;
+    for (int i = 0; i < a.n_files; i++)
+        if (bleu_read_lines(a.files[i], &files[i], err)) goto fail;
+    for (int i = 1; i < a.n_files; i++) {
+        if (files[i].n_lines != files[0].n_lines) {
+            err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has %zu lines, %s has %zu",
+                    a.files[0], files[0].n_lines, a.files[i], files[i].n_lines);
+            goto fail;
+        }
+    }
+
+    bleu_signature(&a.opt, n_refs, sig, sizeof sig);
+    if (bleu_scorer_new(&a.opt, &scorer, err)) goto fail;
+    for (size_t i = 0; i < files[0].n_lines; i++) {
+        for (size_t r = 0; r < n_refs; r++) {
+            seg[r] = files[r + 1].line[i];
+            seg_len[r] = files[r + 1].len[i];
+        }
+        if (bleu_segment_stats(scorer, files[0].line[i], files[0].len[i], seg, seg_len, n_refs,
+                               &st, err))
+            goto fail;
+        if (a.sentence) {
+            bleu_compute(&st, &a.opt, &sc);
+            if (print_score(&sc, &a, sig, err)) goto fail;
+        }
+        bleu_stats_add(&total, &st);
+    }
+    if (!a.sentence) {
+        bleu_compute(&total, &a.opt, &sc);
+        if (print_score(&sc, &a, sig, err)) goto fail;
+    }
+    if (!a.json) fprintf(stderr, "%s\n", sig);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        err_set(err, TFM_ERR_IO, "stdout: write failed");
+        goto fail;
+    }
+    goto done;
+fail:
+    status = err->status;
+done:
+    bleu_scorer_free(scorer);
+    if (files)
+        for (int i = 0; i < a.n_files; i++) bleu_lines_free(&files[i]);
+    free(files);
+    free(seg);
+    free(seg_len);
+    free(copy);
+    return status;
 }

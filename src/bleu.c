@@ -1,0 +1,819 @@
+/* bleu: sacreBLEU-identical BLEU. Every step mirrors a line of sacreBLEU 2.x
+ * (metrics/bleu.py, tokenizers/tokenizer_13a.py, tokenizer_re.py,
+ * tokenizer_intl.py, tokenizer_char.py); comments name the Python they copy.
+ * Strings are handled as UTF-8 bytes; where sacreBLEU works on code points
+ * (str.split, str.rstrip, str.lower, \p{P}) we decode with unicode.c. Bytes
+ * that are not valid UTF-8 (sacreBLEU would refuse the file) are kept as
+ * opaque one-byte characters: not space, not punctuation, not a digit. */
+#include "bleu.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unicode.h"
+#include "version.h"
+
+typedef struct { unsigned char *p; size_t n, cap; } Buf;
+typedef struct { size_t off, len; } Span;
+
+/* One n-gram of the current segment's references. An entry is live when its
+ * gen equals the table's, so clearing the table between segments is O(1). */
+typedef struct {
+    uint32_t gen;
+    uint32_t order;                 /* 1..BLEU_MAX_ORDER */
+    uint32_t ids[BLEU_MAX_ORDER];   /* token ids; unused tail is 0 */
+    uint32_t ref_max;               /* max count over the references */
+    uint32_t cur, cur_ref;          /* count in reference cur_ref */
+    uint32_t hyp_count;
+} Ngram;
+
+#define NO_ID UINT32_MAX
+
+struct BleuScorer {
+    BleuOptions opt;
+    Buf a, b;                       /* ping-pong buffers of the tokenizer passes */
+    Span *spans;                    /* tokens of the last preprocessed line */
+    size_t n_spans, cap_spans;
+    /* Token interning, shared by all segments: string -> id. */
+    Buf strs;
+    Span *str;                      /* id -> bytes in strs */
+    size_t n_strs, cap_strs;
+    uint32_t *islots;               /* id + 1, 0 = empty; power-of-two size */
+    size_t islot_cap;
+    /* Token ids of the current segment: references, then the hypothesis. */
+    uint32_t *ids;
+    size_t n_ids, cap_ids;
+    size_t *ref_start;              /* n_refs + 1 offsets into ids */
+    size_t cap_ref_start;
+    Ngram *tab;
+    size_t tab_cap;
+    uint32_t gen;
+};
+
+/* ---- small helpers ---- */
+
+static TfmStatus grow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err)
+{
+    if (need <= *cap) return TFM_OK;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
+        c *= 2;
+    }
+    size_t bytes;
+    if (!size_mul_ok(c, elem, &bytes)) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
+    void *q = xrealloc(*p, bytes, err);
+    if (!q) return TFM_ERR_NOMEM;
+    *p = q;
+    *cap = c;
+    return TFM_OK;
+}
+
+/* Room for `factor * n + extra` bytes: every tokenizer pass grows its input
+ * at most threefold (a symbol becomes " s "). */
+static TfmStatus buf_reserve(Buf *b, size_t n, size_t factor, TfmErr *err)
+{
+    size_t need;
+    if (!size_mul_ok(n, factor, &need) || need > SIZE_MAX - 16)
+        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
+    return grow((void **)&b->p, &b->cap, need + 16, 1, err);
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* Python str.isspace() for ASCII: \t \n \v \f \r, 0x1c..0x1f and space. */
+static int ascii_space(unsigned char c)
+{
+    return c == ' ' || (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Is the character at p[i] whitespace (str.split's notion)? *len gets its size. */
+static int space_at(const unsigned char *p, size_t n, size_t i, size_t *len)
+{
+    if (p[i] < 0x80) { *len = 1; return ascii_space(p[i]); }
+    uint32_t cp;
+    *len = unicode_decode(p + i, n - i, &cp);
+    return cp != UNI_INVALID && (unicode_props(cp) & UNI_SPACE);
+}
+
+/* Length of s[0..n) after Python's str.rstrip(). Whitespace characters are
+ * valid UTF-8, so stepping back to the last lead byte and decoding forward
+ * finds them; anything else ends the strip. */
+static size_t rstrip_len(const unsigned char *s, size_t n)
+{
+    while (n > 0) {
+        if (s[n - 1] < 0x80) {
+            if (!ascii_space(s[n - 1])) break;
+            n--;
+            continue;
+        }
+        size_t p = n - 1, back = 0;
+        while (p > 0 && back < 3 && (s[p] & 0xC0) == 0x80) { p--; back++; }
+        uint32_t cp;
+        size_t len = unicode_decode(s + p, n - p, &cp);
+        if (cp == UNI_INVALID || p + len != n || !(unicode_props(cp) & UNI_SPACE)) break;
+        n = p;
+    }
+    return n;
+}
+
+static TfmStatus push_span(BleuScorer *s, size_t off, size_t len, TfmErr *err)
+{
+    if (grow((void **)&s->spans, &s->cap_spans, s->n_spans + 1, sizeof *s->spans, err))
+        return err->status;
+    s->spans[s->n_spans].off = off;
+    s->spans[s->n_spans].len = len;
+    s->n_spans++;
+    return TFM_OK;
+}
+
+/* ' '.join(line.split()) then .split(): the tokens are the maximal runs of
+ * non-whitespace characters. */
+static TfmStatus split_ws(BleuScorer *s, const unsigned char *p, size_t n, TfmErr *err)
+{
+    size_t i = 0, len;
+    while (i < n) {
+        if (space_at(p, n, i, &len)) { i += len; continue; }
+        size_t start = i;
+        i += len;
+        while (i < n && !space_at(p, n, i, &len)) i += len;
+        if (push_span(s, start, i - start, err)) return err->status;
+    }
+    return TFM_OK;
+}
+
+/* tokenizer_char: " ".join(line) then split(): every non-space character
+ * (an invalid byte counts as one) is a token. */
+static TfmStatus split_chars(BleuScorer *s, const unsigned char *p, size_t n, TfmErr *err)
+{
+    size_t i = 0, len;
+    while (i < n) {
+        int sp = space_at(p, n, i, &len);
+        if (!sp && push_span(s, i, len, err)) return err->status;
+        i += len;
+    }
+    return TFM_OK;
+}
+
+/* str.replace(pat, rep) in place; rep is never longer than pat. */
+static size_t replace_all(unsigned char *p, size_t n, const char *pat, const char *rep)
+{
+    size_t pl = strlen(pat), rl = strlen(rep), r = 0, w = 0;
+    if (!memchr(p, pat[0], n)) return n;
+    while (r < n) {
+        if (p[r] == (unsigned char)pat[0] && n - r >= pl && memcmp(p + r, pat, pl) == 0) {
+            memcpy(p + w, rep, rl);
+            w += rl;
+            r += pl;
+        } else {
+            p[w++] = p[r++];
+        }
+    }
+    return w;
+}
+
+/* ---- 13a (tokenizer_13a.py + tokenizer_re.py) ----
+ * The regexes are ASCII, so they run on bytes: a multi-byte character can
+ * only match [^0-9], and matching its last byte (or first, for a following
+ * context) yields the same output as Python matching the whole character. */
+
+/* r'([\{-\~\[-\` -\&\(-\+\:-\@\/])' -> r' \1 ' */
+static int is_13a_punct(unsigned char c)
+{
+    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
+           (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
+}
+
+static size_t pass13a_punct(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (is_13a_punct(in[i])) { out[o++] = ' '; out[o++] = in[i]; out[o++] = ' '; }
+        else out[o++] = in[i];
+    }
+    return o;
+}
+
+/* r'([^0-9])([\.,])' -> r'\1 \2 ' (matches do not overlap: the scan resumes
+ * after the period, as re.sub does) */
+static size_t pass13a_period_after(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        if (i + 1 < n && !is_digit(in[i]) && (in[i + 1] == '.' || in[i + 1] == ',')) {
+            out[o++] = in[i]; out[o++] = ' '; out[o++] = in[i + 1]; out[o++] = ' ';
+            i += 2;
+        } else {
+            out[o++] = in[i++];
+        }
+    }
+    return o;
+}
+
+/* r'([\.,])([^0-9])' -> r' \1 \2' */
+static size_t pass13a_period_before(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        if (i + 1 < n && (in[i] == '.' || in[i] == ',') && !is_digit(in[i + 1])) {
+            out[o++] = ' '; out[o++] = in[i]; out[o++] = ' '; out[o++] = in[i + 1];
+            i += 2;
+        } else {
+            out[o++] = in[i++];
+        }
+    }
+    return o;
+}
+
+/* r'([0-9])(-)' -> r'\1 \2 ' */
+static size_t pass13a_dash(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        if (i + 1 < n && is_digit(in[i]) && in[i + 1] == '-') {
+            out[o++] = in[i]; out[o++] = ' '; out[o++] = '-'; out[o++] = ' ';
+            i += 2;
+        } else {
+            out[o++] = in[i++];
+        }
+    }
+    return o;
+}
+
+/* ---- intl (tokenizer_intl.py), on code points ---- */
+
+static unsigned props_at(const unsigned char *p, size_t n, size_t i, size_t *len)
+{
+    uint32_t cp;
+    *len = unicode_decode(p + i, n - i, &cp);
+    return cp == UNI_INVALID ? 0 : unicode_props(cp);
+}
+
+/* regex r'(\P{N})(\p{P})' -> r'\1 \2 ' when punct_second, else
+ * r'(\p{P})(\P{N})' -> r' \1 \2'. */
+static size_t pass_intl_punct(const unsigned char *in, size_t n, unsigned char *out,
+                              int punct_second)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        size_t l1, l2 = 0;
+        unsigned p1 = props_at(in, n, i, &l1), p2 = 0;
+        if (i + l1 < n) p2 = props_at(in, n, i + l1, &l2);
+        int match = l2 && (punct_second ? !(p1 & UNI_NUMBER) && (p2 & UNI_PUNCT)
+                                        : (p1 & UNI_PUNCT) && !(p2 & UNI_NUMBER));
+        if (!match) {
+            memcpy(out + o, in + i, l1);
+            o += l1;
+            i += l1;
+            continue;
+        }
+        if (!punct_second) out[o++] = ' ';
+        memcpy(out + o, in + i, l1);
+        o += l1;
+        out[o++] = ' ';
+        memcpy(out + o, in + i + l1, l2);
+        o += l2;
+        if (punct_second) out[o++] = ' ';
+        i += l1 + l2;
+    }
+    return o;
+}
+
+/* regex r'(\p{S})' -> r' \1 ' */
+static size_t pass_intl_symbol(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        size_t l;
+        unsigned p = props_at(in, n, i, &l);
+        if (p & UNI_SYMBOL) out[o++] = ' ';
+        memcpy(out + o, in + i, l);
+        o += l;
+        if (p & UNI_SYMBOL) out[o++] = ' ';
+        i += l;
+    }
+    return o;
+}
+
+/* ---- preprocessing: BLEU._preprocess_segment ---- */
+
+typedef size_t (*PassFn)(const unsigned char *in, size_t n, unsigned char *out);
+
+/* Runs one pass from *cur into whichever ping-pong buffer *cur is not. */
+static TfmStatus run_pass(BleuScorer *s, const unsigned char **cur, size_t *n, PassFn fn,
+                          TfmErr *err)
+{
+    Buf *dst = *cur == s->a.p ? &s->b : &s->a;
+    if (buf_reserve(dst, *n, 3, err)) return err->status;
+    *n = fn(*cur, *n, dst->p);
+    *cur = dst->p;
+    return TFM_OK;
+}
+
+static size_t pass_intl_1(const unsigned char *in, size_t n, unsigned char *out)
+{
+    return pass_intl_punct(in, n, out, 1);
+}
+
+static size_t pass_intl_2(const unsigned char *in, size_t n, unsigned char *out)
+{
+    return pass_intl_punct(in, n, out, 0);
+}
+
+/* Fills s->spans with the tokens of line and sets *text to the bytes they
+ * point into. */
+static TfmStatus preprocess(BleuScorer *s, const unsigned char *line, size_t n,
+                            const unsigned char **text, TfmErr *err)
+{
+    const unsigned char *cur = line;
+    s->n_spans = 0;
+    /* if self.lowercase: sent = sent.lower() */
+    if (s->opt.lowercase) {
+        if (buf_reserve(&s->a, n, 3, err)) return err->status;
+        n = unicode_lower_utf8(cur, n, s->a.p);
+        cur = s->a.p;
+    }
+    /* self.tokenizer(sent.rstrip()) */
+    n = rstrip_len(cur, n);
+    switch (s->opt.tokenize) {
+    case BLEU_TOK_NONE:
+        break;
+    case BLEU_TOK_CHAR:
+        *text = cur;
+        return split_chars(s, cur, n, err);
+    case BLEU_TOK_13A: {
+        /* " {} ".format(line) after the replacements (which never involve
+         * the added spaces, so the order does not matter). */
+        Buf *dst = cur == s->a.p ? &s->b : &s->a;
+        if (buf_reserve(dst, n, 1, err)) return err->status;
+        dst->p[0] = ' ';
+        memcpy(dst->p + 1, cur, n);
+        size_t m = n + 1;
+        m = replace_all(dst->p + 1, m - 1, "<skipped>", "") + 1;
+        m = replace_all(dst->p + 1, m - 1, "-\n", "") + 1;
+        m = replace_all(dst->p + 1, m - 1, "\n", " ") + 1;
+        m = replace_all(dst->p + 1, m - 1, "&quot;", "\"") + 1;
+        m = replace_all(dst->p + 1, m - 1, "&amp;", "&") + 1;
+        m = replace_all(dst->p + 1, m - 1, "&lt;", "<") + 1;
+        m = replace_all(dst->p + 1, m - 1, "&gt;", ">") + 1;
+        dst->p[m++] = ' ';
+        cur = dst->p;
+        n = m;
+        if (run_pass(s, &cur, &n, pass13a_punct, err)) return err->status;
+        int has_period = memchr(cur, '.', n) || memchr(cur, ',', n);
+        if (has_period && run_pass(s, &cur, &n, pass13a_period_after, err)) return err->status;
+        if (has_period && run_pass(s, &cur, &n, pass13a_period_before, err)) return err->status;
+        if (memchr(cur, '-', n) && run_pass(s, &cur, &n, pass13a_dash, err)) return err->status;
+        break;
+    }
+    case BLEU_TOK_INTL:
+        if (run_pass(s, &cur, &n, pass_intl_1, err)) return err->status;
+        if (run_pass(s, &cur, &n, pass_intl_2, err)) return err->status;
+        if (run_pass(s, &cur, &n, pass_intl_symbol, err)) return err->status;
+        break;
+    }
+    *text = cur;
+    return split_ws(s, cur, n, err);
+}
+
+/* ---- token interning and n-gram table ---- */
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;           /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+static TfmStatus intern_rehash(BleuScorer *s, size_t cap, TfmErr *err)
+{
+    uint32_t *slots = xcalloc(cap, sizeof *slots, err);
+    if (!slots) return err->status;
+    for (size_t id = 0; id < s->n_strs; id++) {
+        size_t h = (size_t)hash_bytes(s->strs.p + s->str[id].off, s->str[id].len) & (cap - 1);
+        while (slots[h]) h = (h + 1) & (cap - 1);
+        slots[h] = (uint32_t)id + 1;
+    }
+    free(s->islots);
+    s->islots = slots;
+    s->islot_cap = cap;
+    return TFM_OK;
+}
+
+/* Id of token p[0..n); a new id when `add`, else NO_ID if unseen. */
+static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add,
+                        uint32_t *id, TfmErr *err)
+{
+    if ((s->n_strs + 1) * 2 > s->islot_cap &&
+        intern_rehash(s, s->islot_cap ? s->islot_cap * 2 : 1024, err))
+        return err->status;
+    size_t mask = s->islot_cap - 1, h = (size_t)hash_bytes(p, n) & mask;
+    for (; s->islots[h]; h = (h + 1) & mask) {
+        uint32_t k = s->islots[h] - 1;
+        if (s->str[k].len == n && memcmp(s->strs.p + s->str[k].off, p, n) == 0) {
+            *id = k;
+            return TFM_OK;
+        }
+    }
+    if (!add) { *id = NO_ID; return TFM_OK; }
+    if (s->n_strs >= NO_ID - 1) return err_set(err, TFM_ERR_NOMEM, "bleu: too many distinct tokens");
+    if (grow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
+        return err->status;
+    if (s->strs.n + n < s->strs.n) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
+    if (grow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
+    memcpy(s->strs.p + s->strs.n, p, n);
+    s->str[s->n_strs].off = s->strs.n;
+    s->str[s->n_strs].len = n;
+    s->strs.n += n;
+    s->islots[h] = (uint32_t)s->n_strs + 1;
+    *id = (uint32_t)s->n_strs++;
+    return TFM_OK;
+}
+
+/* Preprocesses line and appends its token ids to s->ids. */
+static TfmStatus add_line_ids(BleuScorer *s, const char *line, size_t len, int add, TfmErr *err)
+{
+    const unsigned char *text = NULL;
+    if (preprocess(s, (const unsigned char *)line, len, &text, err)) return err->status;
+    if (grow((void **)&s->ids, &s->cap_ids, s->n_ids + s->n_spans, sizeof *s->ids, err))
+        return err->status;
+    for (size_t i = 0; i < s->n_spans; i++) {
+        uint32_t id = NO_ID;
+        if (intern(s, text + s->spans[i].off, s->spans[i].len, add, &id, err)) return err->status;
+        s->ids[s->n_ids++] = id;
+    }
+    return TFM_OK;
+}
+
+static size_t ngram_hash(uint32_t order, const uint32_t *ids)
+{
+    uint64_t h = order;
+    for (uint32_t k = 0; k < order; k++) h = (h ^ ids[k]) * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h ^ (h >> 31));
+}
+
+/* Makes room for `count` live n-grams (load <= 1/2) and empties the table. */
+static TfmStatus ngram_reset(BleuScorer *s, size_t count, TfmErr *err)
+{
+    size_t cap = 64;
+    while (cap / 2 < count) {
+        if (cap > SIZE_MAX / 4) return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
+        cap *= 2;
+    }
+    if (cap > s->tab_cap) {
+        Ngram *t = xcalloc(cap, sizeof *t, err);
+        if (!t) return err->status;
+        free(s->tab);
+        s->tab = t;
+        s->tab_cap = cap;
+        s->gen = 0;
+    }
+    if (++s->gen == 0) {            /* wrapped: stale entries could look live */
+        memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
+        s->gen = 1;
+    }
+    return TFM_OK;
+}
+
+/* The live entry for (order, ids), or the empty slot where it belongs. */
+static Ngram *ngram_slot(BleuScorer *s, uint32_t order, const uint32_t *ids)
+{
+    size_t mask = s->tab_cap - 1, h = ngram_hash(order, ids) & mask;
+    for (;; h = (h + 1) & mask) {
+        Ngram *e = &s->tab[h];
+        if (e->gen != s->gen) return e;
+        if (e->order == order && memcmp(e->ids, ids, order * sizeof *ids) == 0) return e;
+    }
+}
+
+/* ---- public API ---- */
+
+void bleu_options_default(BleuOptions *opt)
+{
+    opt->tokenize = BLEU_TOK_13A;
+    opt->lowercase = false;
+    opt->smooth = BLEU_SMOOTH_EXP;
+    opt->smooth_value = -1.0;
+    opt->effective_order = false;
+}
+
+TfmStatus bleu_scorer_new(const BleuOptions *opt, BleuScorer **out, TfmErr *err)
+{
+    *out = NULL;
+    BleuScorer *s = xcalloc(1, sizeof *s, err);
+    if (!s) return err->status;
+    s->opt = *opt;
+    *out = s;
+    return TFM_OK;
+}
+
+void bleu_scorer_free(BleuScorer *s)
+{
+    if (!s) return;
+    free(s->a.p);
+    free(s->b.p);
+    free(s->spans);
+    free(s->strs.p);
+    free(s->str);
+    free(s->islots);
+    free(s->ids);
+    free(s->ref_start);
+    free(s->tab);
+    free(s);
+}
+
+TfmStatus bleu_tokenize(BleuScorer *s, const char *line, size_t len,
+                        const char **out, size_t *out_len, TfmErr *err)
+{
+    const unsigned char *text = NULL;
+    if (preprocess(s, (const unsigned char *)line, len, &text, err)) return err->status;
+    /* Join in whichever ping-pong buffer the tokens are not in. */
+    Buf *dst = text == s->a.p ? &s->b : &s->a;
+    size_t total = 0;
+    for (size_t i = 0; i < s->n_spans; i++) total += s->spans[i].len + 1;
+    if (buf_reserve(dst, total, 1, err)) return err->status;
+    size_t o = 0;
+    for (size_t i = 0; i < s->n_spans; i++) {
+        if (i) dst->p[o++] = ' ';
+        memcpy(dst->p + o, text + s->spans[i].off, s->spans[i].len);
+        o += s->spans[i].len;
+    }
+    dst->p[o] = '\0';
+    *out = (const char *)dst->p;
+    *out_len = o;
+    return TFM_OK;
+}
+
+TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
+                             const char *const *refs, const size_t *ref_lens,
+                             size_t n_refs, BleuStats *out, TfmErr *err)
+{
+    memset(out, 0, sizeof *out);
+    s->n_ids = 0;
+    if (grow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
+        return err->status;
+    for (size_t r = 0; r < n_refs; r++) {
+        s->ref_start[r] = s->n_ids;
+        if (add_line_ids(s, refs[r], ref_lens[r], 1, err)) return err->status;
+    }
+    s->ref_start[n_refs] = s->n_ids;
+    size_t hyp0 = s->n_ids;
+    if (add_line_ids(s, hyp, hyp_len, 0, err)) return err->status;
+    long long hl = (long long)(s->n_ids - hyp0);
+
+    /* _get_closest_ref_len: smallest |hyp - ref|, ties to the shorter ref. */
+    long long best_diff = -1, best_len = -1;
+    for (size_t r = 0; r < n_refs; r++) {
+        long long rl = (long long)(s->ref_start[r + 1] - s->ref_start[r]);
+        long long d = llabs(hl - rl);
+        if (best_diff == -1 || d < best_diff) { best_diff = d; best_len = rl; }
+        else if (d == best_diff && rl < best_len) best_len = rl;
+    }
+    out->sys_len = hl;
+    out->ref_len = best_len;
+
+    /* _extract_reference_info: per n-gram, the max count over references. */
+    size_t n_ngrams;
+    if (!size_mul_ok(hyp0, BLEU_MAX_ORDER, &n_ngrams))
+        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
+    if (ngram_reset(s, n_ngrams, err)) return err->status;
+    for (size_t r = 0; r < n_refs; r++) {
+        const uint32_t *ids = s->ids + s->ref_start[r];
+        size_t len = s->ref_start[r + 1] - s->ref_start[r];
+        for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
+            for (size_t i = 0; i + order <= len; i++) {
+                Ngram *e = ngram_slot(s, order, ids + i);
+                if (e->gen != s->gen) {
+                    memset(e, 0, sizeof *e);
+                    e->gen = s->gen;
+                    e->order = order;
+                    memcpy(e->ids, ids + i, order * sizeof *ids);
+                    e->cur_ref = (uint32_t)r;
+                } else if (e->cur_ref != r) {
+                    e->cur_ref = (uint32_t)r;
+                    e->cur = 0;
+                }
+                if (++e->cur > e->ref_max) e->ref_max = e->cur;
+            }
+        }
+    }
+
+    /* _compute_segment_statistics: correct += min(hyp count, ref max) per
+     * distinct n-gram, counted one occurrence at a time. */
+    const uint32_t *ids = s->ids + hyp0;
+    for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
+        if (hl >= (long long)order) out->totals[order - 1] = hl - order + 1;
+        for (long long i = 0; i + order <= hl; i++) {
+            int unseen = 0;
+            for (uint32_t k = 0; k < order; k++) unseen |= ids[i + k] == NO_ID;
+            if (unseen) continue;
+            Ngram *e = ngram_slot(s, order, ids + i);
+            if (e->gen != s->gen) continue;
+            if (++e->hyp_count <= e->ref_max) out->counts[order - 1]++;
+        }
+    }
+    return TFM_OK;
+}
+
+void bleu_stats_add(BleuStats *acc, const BleuStats *x)
+{
+    acc->sys_len += x->sys_len;
+    acc->ref_len += x->ref_len;
+    for (int k = 0; k < BLEU_MAX_ORDER; k++) {
+        acc->counts[k] += x->counts[k];
+        acc->totals[k] += x->totals[k];
+    }
+}
+
+/* utils.my_log: log floored at -9999999999 for 0. */
+static double my_log(double x)
+{
+    return x == 0.0 ? -9999999999.0 : log(x);
+}
+
+void bleu_compute(const BleuStats *st, const BleuOptions *opt, BleuScore *out)
+{
+    memset(out, 0, sizeof *out);
+    double sv = opt->smooth_value;
+    if (sv < 0) sv = opt->smooth == BLEU_SMOOTH_FLOOR ? 0.1 : opt->smooth == BLEU_SMOOTH_ADD_K ? 1.0 : 0.0;
+    double *correct = out->counts, *total = out->totals;
+    int any = 0;
+    for (int k = 0; k < BLEU_MAX_ORDER; k++) {
+        correct[k] = (double)st->counts[k];
+        total[k] = (double)st->totals[k];
+        any |= st->counts[k] != 0;
+    }
+    out->sys_len = st->sys_len;
+    out->ref_len = st->ref_len;
+    out->ratio = st->ref_len ? (double)st->sys_len / (double)st->ref_len : 0.0;
+    if (st->sys_len < st->ref_len)
+        out->bp = st->sys_len > 0 ? exp(1.0 - (double)st->ref_len / (double)st->sys_len) : 0.0;
+    else
+        out->bp = 1.0;
+    if (!any) return;                          /* "Early stop if there are no matches (#141)" */
+
+    double smooth_mteval = 1.0;
+    int eff_order = BLEU_MAX_ORDER;
+    for (int n = 1; n <= BLEU_MAX_ORDER; n++) {
+        if (opt->smooth == BLEU_SMOOTH_ADD_K && n > 1) {
+            correct[n - 1] += sv;
+            total[n - 1] += sv;
+        }
+        if (total[n - 1] == 0) break;
+        if (opt->effective_order) eff_order = n;
+        if (correct[n - 1] == 0) {
+            if (opt->smooth == BLEU_SMOOTH_EXP) {
+                smooth_mteval *= 2;
+                out->precisions[n - 1] = 100. / (smooth_mteval * total[n - 1]);
+            } else if (opt->smooth == BLEU_SMOOTH_FLOOR) {
+                out->precisions[n - 1] = 100. * sv / total[n - 1];
+            }
+        } else {
+            out->precisions[n - 1] = 100. * correct[n - 1] / total[n - 1];
+        }
+    }
+    double sum = 0.0;
+    for (int k = 0; k < eff_order; k++) sum += my_log(out->precisions[k]);
+    out->score = out->bp * exp(sum / eff_order);
+}
+
+TfmStatus bleu_corpus(const BleuOptions *opt, const char *const *hyps, size_t n,
+                      const char *const *const *refs, size_t n_refs,
+                      BleuScore *out, TfmErr *err)
+{
+    BleuScorer *s = NULL;
+    const char **seg = NULL;
+    size_t *lens = NULL;
+    BleuStats total = {0}, st;
+    if (bleu_scorer_new(opt, &s, err)) goto fail;
+    seg = xcalloc(n_refs ? n_refs : 1, sizeof *seg, err);
+    lens = xcalloc(n_refs ? n_refs : 1, sizeof *lens, err);
+    if (!seg || !lens) goto fail;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t r = 0; r < n_refs; r++) {
+            seg[r] = refs[r][i];
+            lens[r] = strlen(refs[r][i]);
+        }
+        if (bleu_segment_stats(s, hyps[i], strlen(hyps[i]), seg, lens, n_refs, &st, err))
+            goto fail;
+        bleu_stats_add(&total, &st);
+    }
+    bleu_compute(&total, opt, out);
+    free(seg);
+    free(lens);
+    bleu_scorer_free(s);
+    return TFM_OK;
+fail:
+    free(seg);
+    free(lens);
+    bleu_scorer_free(s);
+    return err->status;
+}
+
+void bleu_format(const BleuScore *sc, char *buf, size_t size)
+{
+    /* BLEUScore: f"{score:.2f} {p1:.1f}/.../{p4:.1f} (BP = {bp:.3f} ratio = {ratio:.3f} ...)" */
+    snprintf(buf, size,
+             "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
+             sc->score, sc->precisions[0], sc->precisions[1], sc->precisions[2],
+             sc->precisions[3], sc->bp, sc->ratio, sc->sys_len, sc->ref_len);
+}
+
+void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t size)
+{
+    char smooth[48];
+    double sv = opt->smooth_value;
+    if (opt->smooth == BLEU_SMOOTH_FLOOR || opt->smooth == BLEU_SMOOTH_ADD_K) {
+        if (sv < 0) sv = opt->smooth == BLEU_SMOOTH_FLOOR ? 0.1 : 1.0;
+        snprintf(smooth, sizeof smooth, "%s[%.2f]", bleu_smooth_name(opt->smooth), sv);
+    } else {
+        snprintf(smooth, sizeof smooth, "%s", bleu_smooth_name(opt->smooth));
+    }
+    snprintf(buf, size, "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:tfm-%s", n_refs,
+             opt->lowercase ? "lc" : "mixed", opt->effective_order ? "yes" : "no",
+             bleu_tokenizer_name(opt->tokenize), smooth, TFM_VERSION);
+}
+
+TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err)
+{
+    memset(out, 0, sizeof *out);
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    size_t n = 0, cap = 0;
+    char *data = NULL;
+    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    for (;;) {
+        if (grow((void **)&data, &cap, n + 65536, 1, err)) goto fail;
+        size_t got = fread(data + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!is_stdin && fclose(f) != 0) {
+        f = NULL;
+        err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno));
+        goto fail;
+    }
+    f = NULL;
+    size_t lines = 0;
+    for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + n - p))); p++) lines++;
+    if (n > 0 && data[n - 1] != '\n') lines++;
+    out->line = xcalloc(lines ? lines : 1, sizeof *out->line, err);
+    out->len = xcalloc(lines ? lines : 1, sizeof *out->len, err);
+    if (!out->line || !out->len) goto fail;
+    size_t start = 0, k = 0;
+    while (start < n) {
+        const char *nl = memchr(data + start, '\n', n - start);
+        size_t end = nl ? (size_t)(nl - data) : n;
+        out->line[k] = data + start;
+        out->len[k] = end - start;
+        k++;
+        start = end + 1;
+    }
+    out->data = data;
+    out->n_lines = lines;
+    return TFM_OK;
+fail:
+    if (f && !is_stdin) fclose(f);
+    free(data);
+    free(out->line);
+    free(out->len);
+    memset(out, 0, sizeof *out);
+    return err->status;
+}
+
+void bleu_lines_free(BleuLines *l)
+{
+    if (!l) return;
+    free(l->data);
+    free(l->line);
+    free(l->len);
+    memset(l, 0, sizeof *l);
+}
+
+static const char *const tok_names[] = {"13a", "intl", "char", "none"};
+static const char *const smooth_names[] = {"exp", "floor", "add-k", "none"};
+
+bool bleu_parse_tokenizer(const char *name, BleuTokenizer *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, tok_names[i]) == 0) { *out = (BleuTokenizer)i; return true; }
+    return false;
+}
+
+bool bleu_parse_smooth(const char *name, BleuSmooth *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, smooth_names[i]) == 0) { *out = (BleuSmooth)i; return true; }
+    return false;
+}
+
+const char *bleu_tokenizer_name(BleuTokenizer t) { return tok_names[t]; }
+const char *bleu_smooth_name(BleuSmooth s) { return smooth_names[s]; }
