@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_TESTS 1024
 
@@ -44,6 +45,41 @@ const char *test_shared_dir(void)
 {
     const char *d = getenv("TFM_SHARED");
     return d ? d : "../shared";
+}
+
+static char tmpdir[256];
+
+static void remove_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+}
+
+const char *test_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        snprintf(tmpdir, sizeof tmpdir, "%s/tfm-test.XXXXXX", base);
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+        atexit(remove_tmpdir);
+    }
+    return tmpdir;
+}
+
+const char *test_write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+    return path;
 }
 
 int main(int argc, char **argv)

@@ -14,6 +14,10 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 /* Folder of committed fixtures (tests/data), and the shared folder (../shared). */
 const char *test_data_dir(void);
 const char *test_shared_dir(void);
+/* A fresh scratch folder for this process (removed at exit). */
+const char *test_tmpdir(void);
+/* Writes text to dir/name and returns the path (static buffer, reused). */
+const char *test_write_file(const char *name, const char *text);
 
 #define TEST(name)                                                       \
     static void name(void);                                              \
