@@ -7,6 +7,13 @@
 #include <stdbool.h>
 #include "err.h"
 
+/* The BPE vocabulary holds 4 specials (pad, unk, bos, eos) and the 256 byte
+ * pieces before any merge, so data.vocab_size cannot be smaller. */
+#define CONFIG_MIN_VOCAB_SIZE 260
+/* Largest integer a JSON number (an IEEE double) holds exactly: the upper
+ * bound of train.seed and the step counts, so that they survive to_json. */
+#define CONFIG_MAX_JSON_INT 9007199254740991LL
+
 typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
 typedef enum { LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2 } LrSchedule;
 
@@ -22,7 +29,7 @@ typedef struct {
     float dropout, attn_dropout, relu_dropout;
     NormKind norm;
     bool share_embeddings;
-    int vocab_size;         /* not a JSON key: set from the vocabulary */
+    int vocab_size;         /* not a JSON key: 0 until set from the vocabulary */
     int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */
 } ModelConfig;
 
@@ -62,22 +69,41 @@ typedef struct {
 } TfmConfig;
 
 /* Fills every field with its default (strings: out_dir "checkpoints",
- * model "model.tfm", data paths NULL). */
+ * model "model.tfm", data paths and vocab NULL; model.vocab_size 0,
+ * model.max_len = data.max_len + 2). The strings are malloc'd (free with
+ * config_free); they are NULL if that allocation failed. */
 void config_defaults(TfmConfig *cfg);
 
-/* Reads and validates a config file. Data paths are resolved against the
- * file's folder and must be readable files. Errors: TFM_ERR_IO (unreadable),
- * TFM_ERR_CONFIG ("path.json: train.lr.warmup: expected ..."; syntax errors
- * as "path.json: line L column C: ..."). On error *cfg holds nothing to free. */
+/* Reads and validates a config file (docs/config.md lists the keys). Data
+ * paths are resolved against the file's folder; data.train_src, train_tgt,
+ * valid_src and valid_tgt must be readable regular files, and so must
+ * data.vocab if it exists.
+ * Errors, each prefixed with "path.json: ":
+ *   TFM_ERR_IO      "cannot open: ...", "cannot read: ...", a data file that
+ *                   is missing or unreadable ("data.train_src: cannot open ...");
+ *   TFM_ERR_CONFIG  "train.lr.warmup: expected a positive integer, got -5",
+ *                   "model.foo: unknown key", syntax errors as
+ *                   "line L column C: invalid JSON near '...'";
+ *   TFM_ERR_NOMEM.
+ * On error *cfg holds nothing to free (config_free is harmless). */
 TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err);
 
-/* Parses JSON text (as written by config_to_json). base_dir resolves relative
- * data paths (NULL: keep as is); check_files: require data files to exist. */
+/* Parses JSON text (as written by config_to_json), with the checks of
+ * config_load but no file-name prefix. base_dir resolves relative data paths
+ * (NULL: keep them as given); check_files: require the data files to exist. */
 TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
                        bool check_files, TfmErr *err);
 
-/* The full config as pretty JSON, every key present (null for unset paths).
- * Returns a malloc'd string, NULL on allocation failure. */
+/* Checks the values already in *cfg against the same ranges as the parser
+ * (for callers that override fields, e.g. `--threads`, `--seed`) and the
+ * cross-key rules (heads divide d_model). Errors: TFM_ERR_CONFIG naming the
+ * JSON path, e.g. "train.seed: expected a non-negative integer up to ...". */
+TfmStatus config_check(const TfmConfig *cfg, TfmErr *err);
+
+/* The full config as pretty JSON (2-space indent), every key present, null
+ * for unset paths; floats printed shortest-exact so that config_parse of the
+ * result gives the same struct (model.vocab_size, which is no JSON key, comes
+ * back as 0). Returns a malloc'd string, NULL on allocation failure. */
 char *config_to_json(const TfmConfig *cfg);
 
 /* Frees the owned strings; the struct may be reused after config_defaults. */
