@@ -4,8 +4,12 @@
  * Layout. All parameters live in one float array `params` (and gradients in
  * `grads`, same layout), carved into named row-major tensors listed in
  * `tensors` with stable names (e.g. "enc.0.self.wq", "dec.1.cross.wo",
- * "emb.shared"). Weights are (out, in) as in PyTorch. Activations live in a
- * workspace sized once by model_alloc_training for the largest batch.
+ * "emb.shared"). Weights are (out, in) as in PyTorch. The full order (fixed:
+ * the PyTorch reference and checkpoints rely on it) is written at the top of
+ * model.c; q/k/v weights of a layer are contiguous so one (3D, D) gemm
+ * projects all three (cross-attention: k/v as one (2D, D) block).
+ * Activations live in a workspace sized once by model_alloc_training for the
+ * largest batch. The kernels (layers.h) are reusable for incremental decoding.
  *
  * Tokens: ids < cfg.vocab_size; TOK_PAD marks padding in every (n, len) array.
  *
@@ -47,6 +51,7 @@ typedef struct {
 } LossStats;
 
 typedef struct ModelWork ModelWork;   /* activations and scratch, private */
+typedef struct ModelLayout ModelLayout; /* per-layer parameter offsets, private */
 
 typedef struct {
     ModelConfig cfg;
@@ -56,6 +61,12 @@ typedef struct {
     TensorInfo *tensors;
     int n_tensors;
     ModelWork *work;    /* NULL until model_alloc_training */
+    ModelLayout *layout;
+    float *pos_table;   /* (cfg.max_len, d_model) sinusoidal positions */
+    /* Views into params, set by model_init: the embedding of source tokens,
+     * of target tokens, and the output projection (V, D); all three are the
+     * same matrix when cfg.share_embeddings. */
+    const float *emb_src, *emb_tgt, *out_proj;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
@@ -78,6 +89,18 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
 /* Zeroes grads, then sets them to d(loss / n_tokens)/d(params) for the batch
  * of the last model_forward. */
 void model_backward(Model *m, const Batch *b);
+
+/* Number of floats in the parameter array of cfg (no allocation). 0 when
+ * the count overflows size_t. */
+size_t model_param_count(const ModelConfig *cfg);
+
+/* Evaluation-mode encoder (no dropout): enc_out (n·src_len, D) gets the
+ * encoder stack's output (after the final LayerNorm for pre-norm) for src
+ * (n, src_len) padded with TOK_PAD. Allocates its own scratch for the call
+ * and frees it. Independent of model_alloc_training.
+ * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len), TFM_ERR_NOMEM. */
+TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_out,
+                       TfmErr *err);
 
 /* Looks up a tensor by name; NULL if absent. */
 const TensorInfo *model_tensor(const Model *m, const char *name);

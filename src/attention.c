@@ -1,0 +1,117 @@
+/* attention: multi-head scaled dot-product attention with padding and causal
+ * masks, per (sentence, head) through strided sgemm. The (sentence, head)
+ * pairs run in parallel; inside an OpenMP region OpenBLAS runs each small
+ * product on the calling thread. */
+#include "layers.h"
+
+#include <math.h>
+#include <omp.h>
+
+#include "blas.h"
+#include "model.h"
+
+long attn_probs_size(const AttnShape *s)
+{
+    return (long)s->n * s->heads * s->tq * s->tk;
+}
+
+static int key_visible(const AttnShape *s, int b, int i, int j)
+{
+    if (s->causal && j > i + (s->tk - s->tq)) return 0;
+    if (s->key_tok && s->key_tok[(long)b * s->key_tok_stride + j] == TOK_PAD) return 0;
+    return 1;
+}
+
+void attention_forward(float *out, float *att, float *att_d, const float *q,
+                       const float *k, const float *v, const AttnShape *s,
+                       float p, uint64_t seed)
+{
+    const int H = s->heads, dh = s->dh, tq = s->tq, tk = s->tk;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const long pairs = (long)s->n * H;
+#pragma omp parallel for schedule(static)
+    for (long bh = 0; bh < pairs; bh++) {
+        const int b = (int)(bh / H), h = (int)(bh % H);
+        const float *qb = q + b * s->q_stride + h * dh;
+        const float *kb = k + b * s->k_stride + h * dh;
+        const float *vb = v + b * s->v_stride + h * dh;
+        float *ob = out + b * s->o_stride + h * dh;
+        float *a = att + bh * tq * tk;
+        /* S = Q·Kᵀ/sqrt(Dh) */
+        blas_gemm(0, 1, tq, tk, dh, scale, qb, s->ldq, kb, s->ldk, 0.0f, a, tk);
+        for (int i = 0; i < tq; i++) {
+            float *row = a + (long)i * tk;
+            float mx = -INFINITY;
+            for (int j = 0; j < tk; j++) {
+                if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
+                else if (row[j] > mx) mx = row[j];
+            }
+            if (mx == -INFINITY) {      /* every key masked: zeros, not NaN */
+                for (int j = 0; j < tk; j++) row[j] = 0.0f;
+                continue;
+            }
+            float sum = 0;
+            for (int j = 0; j < tk; j++) {
+                row[j] = expf(row[j] - mx);   /* exp(-inf) = 0 for masked keys */
+                sum += row[j];
+            }
+            const float inv = 1.0f / sum;
+            for (int j = 0; j < tk; j++) row[j] *= inv;
+        }
+        float *ad = a;
+        if (p > 0) {
+            /* Each pair has its own stream, so the mask does not depend on
+             * which thread runs which pair. */
+            ad = att_d + bh * tq * tk;
+            dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
+        }
+        /* O = P·V */
+        blas_gemm(0, 0, tq, dh, tk, 1.0f, ad, tk, vb, s->ldv, 0.0f, ob, s->ldo);
+    }
+}
+
+/* forward: S = c·Q·Kᵀ (c = 1/sqrt(Dh)), P = softmax(S), P' = drop(P), O = P'·V.
+ *   dP' = dO·Vᵀ,  dV += P'ᵀ·dO
+ *   dP  = dP'·scale where P' > 0, else 0 (the dropout mask, read off P')
+ *   dS  = P ⊙ (dP - Σ_j P·dP)          (softmax; masked keys have P = 0)
+ *   dQ += c·dS·K,  dK += c·dSᵀ·Q */
+void attention_backward(float *dq, float *dk, float *dv, float *datt,
+                        const float *dout, const float *att, const float *att_d,
+                        const float *q, const float *k, const float *v,
+                        const AttnShape *s, float p)
+{
+    const int H = s->heads, dh = s->dh, tq = s->tq, tk = s->tk;
+    const float c = 1.0f / sqrtf((float)dh);
+    const float dscale = p > 0 ? dropout_scale(p) : 1.0f;
+    const long pairs = (long)s->n * H;
+#pragma omp parallel for schedule(static)
+    for (long bh = 0; bh < pairs; bh++) {
+        const int b = (int)(bh / H), h = (int)(bh % H);
+        const float *qb = q + b * s->q_stride + h * dh;
+        const float *kb = k + b * s->k_stride + h * dh;
+        const float *vb = v + b * s->v_stride + h * dh;
+        const float *dob = dout + b * s->o_stride + h * dh;
+        const float *a = att + bh * tq * tk;
+        const float *ad = p > 0 ? att_d + bh * tq * tk : a;
+        float *da = datt + bh * tq * tk;
+        blas_gemm(0, 1, tq, tk, dh, 1.0f, dob, s->ldo, vb, s->ldv, 0.0f, da, tk);
+        if (dv)
+            blas_gemm(1, 0, tk, dh, tq, 1.0f, ad, tk, dob, s->ldo, 1.0f,
+                      dv + b * s->v_stride + h * dh, s->ldv);
+        for (int i = 0; i < tq; i++) {
+            const float *pr = a + (long)i * tk, *pdr = ad + (long)i * tk;
+            float *dr = da + (long)i * tk;
+            if (p > 0)
+                for (int j = 0; j < tk; j++) dr[j] = pdr[j] > 0 ? dr[j] * dscale : 0.0f;
+            float dot = 0;
+            for (int j = 0; j < tk; j++) dot += pr[j] * dr[j];
+            for (int j = 0; j < tk; j++) dr[j] = pr[j] * (dr[j] - dot);
+        }
+        if (dq)
+            blas_gemm(0, 0, tq, dh, tk, c, da, tk, kb, s->ldk, 1.0f,
+                      dq + b * s->q_stride + h * dh, s->ldq);
+        if (dk)
+            blas_gemm(1, 0, tk, dh, tq, c, da, tk, qb, s->ldq, 1.0f,
+                      dk + b * s->k_stride + h * dh, s->ldk);
+    }
+}

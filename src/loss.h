@@ -1,0 +1,18 @@
+/* loss: label-smoothed cross-entropy over logits, fused with log-softmax and
+ * its gradient (one pass over the (M, V) logits instead of three). Matches
+ * PyTorch's CrossEntropyLoss(label_smoothing=eps, reduction='sum'): the
+ * target distribution is (1-eps)·onehot(y) + eps/V over all V classes. */
+#ifndef TFM_LOSS_H
+#define TFM_LOSS_H
+
+/* For each of the m rows of logits (m, V) with target tgt[r] (0 <= tgt < V):
+ *   loss_r = -Σ_c q_c·log p_c,  nll_r = -log p_{tgt},  p = softmax(row).
+ * Returns Σ loss_r in *loss and Σ nll_r in *nll (accumulated in double, in a
+ * fixed order). If grad_scale != 0 the logits are OVERWRITTEN by
+ * grad_scale · ∂loss_r/∂logits = grad_scale · (p - q); else left unchanged.
+ * row_scratch: 2m doubles. */
+void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
+                        float grad_scale, double *row_scratch, double *loss,
+                        double *nll);
+
+#endif
