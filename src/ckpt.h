@@ -1,0 +1,56 @@
+/* ckpt: the model file format (docs/model-format.md). A file is
+ * self-contained: config JSON, vocabulary, named parameter tensors and, for
+ * training checkpoints, the Adam moments and the trainer's position and
+ * random state. Writes are atomic (temp file, fsync, rename); reads verify
+ * magic, version, sizes and a checksum before trusting anything. */
+#ifndef TFM_CKPT_H
+#define TFM_CKPT_H
+
+#include <stdbool.h>
+#include "bpe.h"
+#include "config.h"
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+
+/* Where training stands; saved in checkpoints so a resumed run continues
+ * exactly where the interrupted one would have. */
+typedef struct {
+    long step;              /* optimizer updates done */
+    long epoch;             /* current epoch, 0-based */
+    long batch_in_epoch;    /* next batch of that epoch */
+    Rng dropout_rng;
+    double best_metric;     /* lower is better (valid loss or -BLEU) */
+    bool has_best;
+    int bad_validations;    /* validations since the best, for patience */
+    double elapsed_s;       /* training time before this run */
+} TrainState;
+
+/* Everything a model file holds. */
+typedef struct {
+    TfmConfig cfg;
+    Bpe *bpe;
+    Model model;
+    bool has_train_state;
+    Adam adam;              /* valid when has_train_state */
+    TrainState ts;          /* valid when has_train_state */
+} ModelFile;
+
+/* Writes cfg, bpe, the model's params and, when adam and ts are non-NULL,
+ * the training state, atomically to path. Errors: TFM_ERR_IO naming path. */
+TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
+                    const Model *model, const Adam *adam, const TrainState *ts,
+                    TfmErr *err);
+
+/* Reads a model file into out (which the caller frees with ckpt_free).
+ * want_train_state: also load Adam moments (they are skipped otherwise).
+ * Errors: TFM_ERR_IO (unreadable), TFM_ERR_FORMAT ("path: ..." for bad magic,
+ * version, truncation, checksum mismatch, missing or mis-shaped tensors). */
+TfmStatus ckpt_load(const char *path, ModelFile *out, bool want_train_state, TfmErr *err);
+
+void ckpt_free(ModelFile *mf);
+
+/* Copies a file atomically (used for best.tfm -> train.model). */
+TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err);
+
+#endif

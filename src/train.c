@@ -1,0 +1,458 @@
+/* train: the training loop. One step: batch -> forward -> backward -> clip ->
+ * Adam at the scheduled lr. Everything that decides the next step (params,
+ * Adam moments, data position, dropout rng) is in the checkpoint, so a
+ * resumed run continues bit for bit (same threads). */
+#include "train.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpe.h"
+#include "ckpt.h"
+#include "corpus.h"
+#include "model.h"
+#include "optim.h"
+#include "progress.h"
+
+enum { LOG_EVERY = 50 };
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+void train_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+typedef struct {
+    const TfmConfig *cfg;
+    const TrainOptions *opt;
+    Bpe *bpe;
+    Corpus train, valid;
+    Batcher train_b, valid_b;
+    Model model;
+    Adam adam;
+    TrainState ts;
+    Progress prog;
+    char *last_path, *best_path;
+    double run_start;           /* monotonic seconds at the start of this run */
+    long validated_step;        /* step of the latest validation, -1 none */
+    /* since the last log record */
+    double sum_loss, sum_nll;
+    long sum_tokens, sum_real_tokens;
+    double sum_step_s;          /* training time, validation and saving excluded */
+} Trainer;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static double elapsed(const Trainer *t) { return t->ts.elapsed_s + now_s() - t->run_start; }
+
+static char *path_join(const char *dir, const char *name, TfmErr *err)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = xmalloc(n, err);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* mkdir -p */
+static TfmStatus make_dirs(const char *path, TfmErr *err)
+{
+    char *p = strdup(path);
+    if (!p) return err_set(err, TFM_ERR_NOMEM, "out of memory");
+    TfmStatus st = TFM_OK;
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0') continue;
+        *s = '\0';
+        struct stat sb;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            st = err_set(err, TFM_ERR_IO, "%s: cannot create folder: %s", p, strerror(errno));
+            break;
+        }
+        if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            st = err_set(err, TFM_ERR_IO, "%s: not a folder", p);
+            break;
+        }
+        *s = c;
+        if (c == '\0') break;
+    }
+    free(p);
+    return st;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static bool same_model(const ModelConfig *a, const ModelConfig *b)
+{
+    return a->d_model == b->d_model && a->heads == b->heads && a->enc_layers == b->enc_layers &&
+           a->dec_layers == b->dec_layers && a->d_ff == b->d_ff && a->norm == b->norm &&
+           a->share_embeddings == b->share_embeddings && a->dropout == b->dropout &&
+           a->attn_dropout == b->attn_dropout && a->relu_dropout == b->relu_dropout;
+}
+
+/* ---- set-up ---- */
+
+static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
+{
+    const DataConfig *d = &t->cfg->data;
+    if (d->vocab) return bpe_load(&t->bpe, d->vocab, err);
+    const char *files[2] = {d->train_src, d->train_tgt};
+    progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
+                  d->vocab_size, d->train_src, d->train_tgt);
+    TfmStatus st = bpe_learn(&t->bpe, files, 2, d->vocab_size, err);
+    if (st != TFM_OK) return st;
+    char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
+    if (!path) return TFM_ERR_NOMEM;
+    st = bpe_save(t->bpe, path, err);
+    free(path);
+    return st;
+}
+
+static TfmStatus resume(Trainer *t, TfmErr *err)
+{
+    ModelFile mf;
+    TfmStatus st = ckpt_load(t->last_path, &mf, true, err);
+    if (st != TFM_OK) return st;
+    if (!mf.has_train_state) {
+        ckpt_free(&mf);
+        return err_set(err, TFM_ERR_FORMAT, "%s: has no training state to resume from "
+                       "(use --restart)", t->last_path);
+    }
+    if (!same_model(&mf.cfg.model, &t->cfg->model) || mf.cfg.data.max_len != t->cfg->data.max_len) {
+        ckpt_free(&mf);
+        return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config "
+                       "(use --restart to start over)", t->last_path);
+    }
+    /* take ownership of the pieces */
+    t->bpe = mf.bpe;
+    mf.bpe = NULL;
+    t->model = mf.model;
+    memset(&mf.model, 0, sizeof mf.model);
+    t->adam = mf.adam;
+    memset(&mf.adam, 0, sizeof mf.adam);
+    t->adam.beta1 = t->cfg->train.beta1;    /* the user's current optimizer settings */
+    t->adam.beta2 = t->cfg->train.beta2;
+    t->adam.eps = t->cfg->train.eps;
+    t->adam.weight_decay = t->cfg->train.weight_decay;
+    t->ts = mf.ts;
+    ckpt_free(&mf);
+    progress_note(&t->prog, "resuming from %s at step %ld (epoch %ld)", t->last_path,
+                  t->ts.step, t->ts.epoch + 1);
+    return TFM_OK;
+}
+
+static TfmStatus fresh_start(Trainer *t, TfmErr *err)
+{
+    TfmStatus st = get_vocabulary(t, err);
+    if (st != TFM_OK) return st;
+    ModelConfig mc = t->cfg->model;
+    mc.vocab_size = bpe_vocab_size(t->bpe);
+    mc.max_len = t->cfg->data.max_len + 2;
+    if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
+    Rng init_rng;
+    rng_seed(&init_rng, t->cfg->train.seed);
+    model_init_weights(&t->model, &init_rng);
+    if ((st = adam_init(&t->adam, t->model.n_params, &t->cfg->train, err)) != TFM_OK) return st;
+    memset(&t->ts, 0, sizeof t->ts);
+    rng_seed(&t->ts.dropout_rng, t->cfg->train.seed ^ 0xd209u);
+    return TFM_OK;
+}
+
+static TfmStatus load_data(Trainer *t, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    TfmStatus st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
+                               cfg->data.max_len, err);
+    if (st != TFM_OK) return st;
+    if ((st = corpus_load(&t->valid, cfg->data.valid_src, cfg->data.valid_tgt, t->bpe,
+                          cfg->data.max_len, err)) != TFM_OK)
+        return st;
+    int budget = cfg->train.batch_tokens;
+    if ((st = batcher_init(&t->train_b, &t->train, budget, cfg->train.seed, true, err)) != TFM_OK ||
+        (st = batcher_init(&t->valid_b, &t->valid, budget, cfg->train.seed, false, err)) != TFM_OK)
+        return st;
+    progress_note(&t->prog, "train: %ld pairs of %ld lines (%ld empty, %ld over %d tokens, %ld over "
+                  "batch_tokens skipped); valid: %ld pairs",
+                  t->train.n_pairs, t->train.n_lines, t->train.skipped_empty,
+                  t->train.skipped_long, cfg->data.max_len, t->train_b.skipped_budget,
+                  t->valid.n_pairs);
+    if (t->train.n_pairs - t->train_b.skipped_budget <= 0)
+        return err_set(err, TFM_ERR_FORMAT, "%s: no usable training pairs", cfg->data.train_src);
+    batcher_plan_epoch(&t->valid_b, 0);
+    return TFM_OK;
+}
+
+/* ---- evaluation and saving ---- */
+
+static TfmStatus validate(Trainer *t, double *loss_out, TfmErr *err)
+{
+    double nll = 0;
+    long tokens = 0;
+    for (long i = 0; i < t->valid_b.n_batches; i++) {
+        Batch b;
+        LossStats ls;
+        batcher_get(&t->valid_b, i, &b);
+        TfmStatus st = model_forward(&t->model, &b, t->cfg->train.label_smoothing, NULL, &ls, err);
+        if (st != TFM_OK) return st;
+        nll += ls.nll;
+        tokens += ls.n_tokens;
+    }
+    *loss_out = tokens ? nll / tokens : NAN;
+    return TFM_OK;
+}
+
+/* Removes numbered checkpoints beyond the newest `keep`. */
+static void prune_checkpoints(const char *dir, int keep)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    long steps[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096) {
+        long s;
+        char tail[8];
+        if (sscanf(e->d_name, "ckpt.%ld.%7s", &s, tail) == 2 && strcmp(tail, "tfm") == 0)
+            steps[n++] = s;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        int newer = 0;
+        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
+        if (newer >= keep) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/ckpt.%ld.tfm", dir, steps[i]);
+            unlink(path);
+        }
+    }
+}
+
+static TfmStatus save_last(Trainer *t, TfmErr *err)
+{
+    TrainState ts = t->ts;
+    ts.elapsed_s = elapsed(t);
+    TfmStatus st = ckpt_save(t->last_path, t->cfg, t->bpe, &t->model, &t->adam, &ts, err);
+    if (st != TFM_OK) return st;
+    /* The numbered copy is a hard link: last.tfm is replaced by rename, so
+     * the link keeps this content. */
+    char name[64], *numbered;
+    snprintf(name, sizeof name, "ckpt.%ld.tfm", t->ts.step);
+    if (!(numbered = path_join(t->cfg->train.out_dir, name, err))) return TFM_ERR_NOMEM;
+    unlink(numbered);
+    if (link(t->last_path, numbered) != 0) st = ckpt_copy(t->last_path, numbered, err);
+    free(numbered);
+    if (st == TFM_OK) prune_checkpoints(t->cfg->train.out_dir, t->cfg->train.keep);
+    return st;
+}
+
+static void fill_event(const Trainer *t, ProgressEvent *ev)
+{
+    ev->step = t->ts.step;
+    ev->epoch = t->ts.epoch;
+    ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
+    ev->tok_per_s = ev->eta_s = NAN;
+    ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1);
+    ev->elapsed_s = elapsed(t);
+}
+
+/* Validates, logs, keeps best.tfm and counts validations without improvement. */
+static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
+{
+    double loss;
+    TfmStatus st = validate(t, &loss, err);
+    if (st != TFM_OK) return st;
+    t->validated_step = t->ts.step;
+    ProgressEvent ev;
+    fill_event(t, &ev);
+    ev.valid_loss = loss;
+    ev.valid_ppl = exp(loss);
+    if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
+    bool better = !t->ts.has_best || loss < t->ts.best_metric;
+    progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f%s", t->ts.step, loss, exp(loss),
+                  better ? " (best)" : "");
+    if (better) {
+        t->ts.best_metric = loss;
+        t->ts.has_best = true;
+        t->ts.bad_validations = 0;
+        return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, NULL, err);
+    }
+    t->ts.bad_validations++;
+    return TFM_OK;
+}
+
+/* ---- the loop ---- */
+
+static double eta(const Trainer *t, double step_s)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    double best = INFINITY;
+    if (tc->max_steps > 0) best = fmin(best, (tc->max_steps - t->ts.step) * step_s);
+    if (tc->max_time_s > 0) best = fmin(best, tc->max_time_s - elapsed(t));
+    if (tc->max_epochs > 0 && t->train_b.n_batches > 0) {
+        double left = (tc->max_epochs - t->ts.epoch) * (double)t->train_b.n_batches -
+                      t->ts.batch_in_epoch;
+        best = fmin(best, left * step_s);
+    }
+    return isinf(best) ? NAN : fmax(best, 0);
+}
+
+static bool limit_reached(const Trainer *t)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    return (tc->max_steps > 0 && t->ts.step >= tc->max_steps) ||
+           (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs) ||
+           (tc->max_time_s > 0 && elapsed(t) >= tc->max_time_s);
+}
+
+static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    LossStats ls;
+    long next = t->ts.step + 1;
+    TfmStatus st = model_forward(&t->model, b, tc->label_smoothing, &t->ts.dropout_rng, &ls, err);
+    if (st != TFM_OK) return st;
+    if (!isfinite(ls.loss))
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: loss is %s; stopping (last.tfm keeps "
+                       "the last good state)", next, isnan(ls.loss) ? "NaN" : "Inf");
+    model_backward(&t->model, b);
+    double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
+    if (!isfinite(norm))
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (last.tfm "
+                       "keeps the last good state)", next, isnan(norm) ? "NaN" : "Inf");
+    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next);
+    adam_update(&t->adam, t->model.params, t->model.grads, lr);
+    t->ts.step = next;
+    t->sum_loss += ls.loss;
+    t->sum_nll += ls.nll;
+    t->sum_tokens += ls.n_tokens;
+    t->sum_real_tokens += batch_real_tokens(b);
+    return TFM_OK;
+}
+
+static TfmStatus log_training(Trainer *t, bool to_log, double step_s, TfmErr *err)
+{
+    ProgressEvent ev;
+    fill_event(t, &ev);
+    if (t->sum_tokens > 0) {
+        ev.train_loss = t->sum_loss / t->sum_tokens;
+        ev.train_nll = t->sum_nll / t->sum_tokens;
+    }
+    ev.tok_per_s = t->sum_step_s > 0 ? t->sum_real_tokens / t->sum_step_s : NAN;
+    ev.eta_s = eta(t, step_s);
+    progress_show(&t->prog, &ev, false);
+    if (!to_log) return TFM_OK;
+    t->sum_loss = t->sum_nll = 0;
+    t->sum_tokens = t->sum_real_tokens = 0;
+    t->sum_step_s = 0;
+    return progress_log(&t->prog, &ev, err);
+}
+
+static TfmStatus loop(Trainer *t, TfmErr *err)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    TfmStatus st;
+    double step_time = NAN;
+    while (!limit_reached(t)) {
+        if (stop_signal) break;
+        if (t->train_b.epoch != t->ts.epoch) batcher_plan_epoch(&t->train_b, t->ts.epoch);
+        if (t->ts.batch_in_epoch >= t->train_b.n_batches) {
+            t->ts.epoch++;
+            t->ts.batch_in_epoch = 0;
+            continue;
+        }
+        Batch b;
+        batcher_get(&t->train_b, t->ts.batch_in_epoch, &b);
+        double t0 = now_s();
+        if ((st = train_step(t, &b, err)) != TFM_OK) return st;
+        t->ts.batch_in_epoch++;
+        double dt = now_s() - t0;
+        t->sum_step_s += dt;
+        step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
+        if ((st = log_training(t, t->ts.step % LOG_EVERY == 0, step_time, err)) != TFM_OK)
+            return st;
+        if (tc->valid_every > 0 && t->ts.step % tc->valid_every == 0) {
+            if ((st = validate_and_log(t, err)) != TFM_OK) return st;
+            if (tc->patience > 0 && t->ts.bad_validations >= tc->patience) {
+                progress_note(&t->prog, "early stopping: no improvement in %d validations",
+                              tc->patience);
+                break;
+            }
+        }
+        if (tc->save_every > 0 && t->ts.step % tc->save_every == 0 &&
+            (st = save_last(t, err)) != TFM_OK)
+            return st;
+    }
+    if (stop_signal) {
+        progress_note(&t->prog, "signal %d: saving %s", (int)stop_signal, t->last_path);
+        if ((st = save_last(t, err)) != TFM_OK) return st;
+        err->signo = stop_signal;
+        return err_set(err, TFM_INTERRUPTED, "interrupted at step %ld; run the same command "
+                       "to resume", t->ts.step);
+    }
+    if (t->validated_step != t->ts.step && (st = validate_and_log(t, err)) != TFM_OK) return st;
+    if ((st = save_last(t, err)) != TFM_OK) return st;
+    return ckpt_copy(t->best_path, tc->model, err);
+}
+
+TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
+{
+    Trainer t;
+    memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.opt = opt;
+    t.validated_step = -1;
+    t.run_start = now_s();
+    TfmStatus st;
+    if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
+    if ((st = progress_open(&t.prog, cfg->train.out_dir, opt->quiet, err)) != TFM_OK) return st;
+    if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
+        !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
+        st = TFM_ERR_NOMEM;
+        goto done;
+    }
+    bool resuming = !opt->restart && file_exists(t.last_path);
+    st = resuming ? resume(&t, err) : fresh_start(&t, err);
+    if (st != TFM_OK) goto done;
+    if ((st = load_data(&t, err)) != TFM_OK) goto done;
+    if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens, cfg->data.max_len + 1,
+                                   err)) != TFM_OK)
+        goto done;
+    t.run_start = now_s();
+    st = loop(&t, err);
+done:
+    progress_close(&t.prog);
+    batcher_free(&t.train_b);
+    batcher_free(&t.valid_b);
+    corpus_free(&t.train);
+    corpus_free(&t.valid);
+    model_free(&t.model);
+    adam_free(&t.adam);
+    if (t.bpe) bpe_free(t.bpe);
+    free(t.last_path);
+    free(t.best_path);
+    return st;
+}

@@ -1,0 +1,173 @@
+/* Tests for ckpt: save -> load -> save gives identical bytes; truncated,
+ * bit-flipped, empty and wrong-version files are refused with a clear error. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "ckpt.h"
+
+typedef struct {
+    TfmConfig cfg;
+    Bpe *bpe;
+    Model model;
+    Adam adam;
+    TrainState ts;
+} Fixture;
+
+static int fixture_init(Fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    config_defaults(&f->cfg);
+    f->cfg.data.train_src = strdup("train.de");
+    f->cfg.data.train_tgt = strdup("train.en");
+    f->cfg.data.valid_src = strdup("valid.de");
+    f->cfg.data.valid_tgt = strdup("valid.en");
+    f->cfg.data.max_len = 20;
+    ModelConfig *mc = &f->cfg.model;
+    mc->d_model = 16;
+    mc->heads = 2;
+    mc->enc_layers = 1;
+    mc->dec_layers = 2;
+    mc->d_ff = 24;
+    const char *text = test_write_file("ckpt_corpus.txt", "ein kleiner Test\na small test\n");
+    const char *paths[1] = {text};
+    TfmErr err = {0};
+    if (bpe_learn(&f->bpe, paths, 1, 280, &err) != TFM_OK) return 0;
+    mc->vocab_size = bpe_vocab_size(f->bpe);
+    mc->max_len = f->cfg.data.max_len + 2;
+    if (model_init(&f->model, mc, &err) != TFM_OK) return 0;
+    Rng rng;
+    rng_seed(&rng, 3);
+    model_init_weights(&f->model, &rng);
+    if (adam_init(&f->adam, f->model.n_params, &f->cfg.train, &err) != TFM_OK) return 0;
+    for (size_t i = 0; i < f->adam.n; i++) {
+        f->adam.m[i] = (float)i * 1e-3f;
+        f->adam.v[i] = (float)i * 1e-6f;
+    }
+    f->adam.step = 17;
+    f->ts.step = 17;
+    f->ts.epoch = 2;
+    f->ts.batch_in_epoch = 5;
+    rng_seed(&f->ts.dropout_rng, 99);
+    f->ts.best_metric = 3.25;
+    f->ts.has_best = true;
+    f->ts.bad_validations = 1;
+    f->ts.elapsed_s = 12.5;
+    return 1;
+}
+
+static void fixture_free(Fixture *f)
+{
+    config_free(&f->cfg);
+    bpe_free(f->bpe);
+    model_free(&f->model);
+    adam_free(&f->adam);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, fp) != (size_t)n) n = 0;
+    fclose(fp);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void spit(const char *path, const char *buf, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    if (fp) {
+        if (len) fwrite(buf, 1, len, fp);
+        fclose(fp);
+    }
+}
+
+static char path_a[600], path_b[600], path_bad[600];
+
+static void paths_init(void)
+{
+    snprintf(path_a, sizeof path_a, "%s/a.tfm", test_tmpdir());
+    snprintf(path_b, sizeof path_b, "%s/b.tfm", test_tmpdir());
+    snprintf(path_bad, sizeof path_bad, "%s/bad.tfm", test_tmpdir());
+}
+
+TEST(test_ckpt_round_trip_identical_bytes)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    ModelFile mf;
+    CHECK(ckpt_load(path_a, &mf, true, &err) == TFM_OK);
+    CHECK(mf.has_train_state);
+    CHECK_EQ_INT(mf.ts.step, 17);
+    CHECK_EQ_INT(mf.ts.epoch, 2);
+    CHECK_EQ_INT(mf.ts.batch_in_epoch, 5);
+    CHECK(memcmp(&mf.ts.dropout_rng, &f.ts.dropout_rng, sizeof(Rng)) == 0);
+    CHECK_EQ_INT(mf.adam.step, 17);
+    CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+    CHECK(memcmp(mf.adam.v, f.adam.v, f.adam.n * sizeof(float)) == 0);
+    CHECK(ckpt_save(path_b, &mf.cfg, mf.bpe, &mf.model, &mf.adam, &mf.ts, &err) == TFM_OK);
+    size_t la, lb;
+    char *a = slurp(path_a, &la), *b = slurp(path_b, &lb);
+    CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+    ckpt_free(&mf);
+    /* a model without training state loads without one */
+    CHECK(ckpt_save(path_b, &f.cfg, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
+    CHECK(ckpt_load(path_b, &mf, true, &err) == TFM_OK);
+    CHECK(!mf.has_train_state);
+    ckpt_free(&mf);
+    fixture_free(&f);
+}
+
+static void expect_refused(const char *buf, size_t len, const char *want_suffix)
+{
+    spit(path_bad, buf, len);
+    ModelFile mf;
+    TfmErr err = {0};
+    TfmStatus st = ckpt_load(path_bad, &mf, true, &err);
+    CHECK(st == TFM_ERR_FORMAT);
+    char want[800];
+    snprintf(want, sizeof want, "%s: %s", path_bad, want_suffix);
+    CHECK_STR(err.msg, want);
+}
+
+TEST(test_ckpt_refuses_damaged_files)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    size_t len;
+    char *buf = slurp(path_a, &len);
+    expect_refused(buf, 0, "not a tfm model file (bad magic)");
+    expect_refused(buf, 10, "not a tfm model file (bad magic)");
+    expect_refused(buf, len / 2, "truncated file");
+    expect_refused(buf, len - 1, "truncated file");
+    for (size_t pos = 100; pos < len - 16; pos += len / 7) {   /* bit flips anywhere */
+        buf[pos] ^= 0x10;
+        expect_refused(buf, len, "checksum mismatch (corrupted file)");
+        buf[pos] ^= 0x10;
+    }
+    buf[8] = 9;                                                /* version 9 */
+    expect_refused(buf, len, "unsupported model format version 9 (this tfm reads 1)");
+    buf[8] = 1;
+    memcpy(buf, "GGUF", 4);
+    expect_refused(buf, len, "not a tfm model file (bad magic)");
+    free(buf);
+    /* a missing file is an I/O error */
+    ModelFile mf;
+    CHECK(ckpt_load("/nonexistent/x.tfm", &mf, false, &err) == TFM_ERR_IO);
+    fixture_free(&f);
+}

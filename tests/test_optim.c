@@ -1,0 +1,68 @@
+/* Tests for optim: schedules at known steps, Adam against a hand-computed
+ * example, decoupled weight decay, clipping. */
+#include "test.h"
+
+#include "optim.h"
+
+TEST(test_lr_noam_known_steps)
+{
+    LrConfig lc = {.schedule = LR_NOAM, .warmup = 4000, .factor = 1.0f};
+    /* factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5), d = 512 */
+    CHECK_NEAR(lr_at(&lc, 512, 1), 1.746928107e-07, 1e-13);
+    CHECK_NEAR(lr_at(&lc, 512, 4000), 6.987712430e-04, 1e-10);
+    CHECK_NEAR(lr_at(&lc, 512, 16000), 3.493856215e-04, 1e-10);
+    lc.factor = 2.0f;
+    CHECK_NEAR(lr_at(&lc, 512, 4000), 2 * 6.987712430e-04, 1e-10);
+}
+
+TEST(test_lr_inverse_sqrt_and_constant)
+{
+    LrConfig lc = {.schedule = LR_INVERSE_SQRT, .warmup = 4000, .peak = 5e-4f};
+    CHECK_NEAR(lr_at(&lc, 512, 2000), 2.5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 4000), 5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 16000), 2.5e-4, 1e-9);
+    lc.schedule = LR_CONSTANT;
+    CHECK_NEAR(lr_at(&lc, 512, 1), 5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 123456), 5e-4, 1e-9);
+}
+
+TEST(test_adam_hand_computed)
+{
+    /* Two steps with b1 0.9, b2 0.999, eps 1e-8, lr 0.1; expected values from
+     * the textbook formulas evaluated in double precision. */
+    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    Adam a;
+    CHECK(adam_init(&a, 2, &tc, NULL) == TFM_OK);
+    float p[2] = {1.0f, -2.0f};
+    float g1[2] = {0.5f, -1.0f}, g2[2] = {0.25f, 1.0f};
+    adam_update(&a, p, g1, 0.1f);
+    CHECK_NEAR(p[0], 0.9, 1e-6);
+    CHECK_NEAR(p[1], -1.9, 1e-6);
+    adam_update(&a, p, g2, 0.1f);
+    CHECK_NEAR(p[0], 0.8067820405, 1e-6);
+    CHECK_NEAR(p[1], -1.9052631588, 1e-6);
+    CHECK_EQ_INT(a.step, 2);
+    adam_free(&a);
+}
+
+TEST(test_adam_weight_decay_is_decoupled)
+{
+    /* With a zero gradient Adam's own step is 0, so only lr * wd * p remains. */
+    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.5f};
+    Adam a;
+    CHECK(adam_init(&a, 1, &tc, NULL) == TFM_OK);
+    float p[1] = {2.0f}, g[1] = {0.0f};
+    adam_update(&a, p, g, 0.1f);
+    CHECK_NEAR(p[0], 2.0 - 0.1 * 0.5 * 2.0, 1e-6);
+    adam_free(&a);
+}
+
+TEST(test_clip_grad_norm)
+{
+    float g[2] = {3.0f, 4.0f};
+    CHECK_NEAR(clip_grad_norm(g, 2, 0.0f), 5.0, 1e-6);   /* 0: no clipping */
+    CHECK_NEAR(g[0], 3.0, 0);
+    CHECK_NEAR(clip_grad_norm(g, 2, 1.0f), 5.0, 1e-6);
+    CHECK_NEAR(g[0], 0.6, 1e-5);
+    CHECK_NEAR(g[1], 0.8, 1e-5);
+}
