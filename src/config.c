@@ -31,7 +31,7 @@ typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NUL
 enum {
     F_REQUIRED = 1,      /* missing key is an error */
     F_INPUT = 2,         /* a path relative to the config's folder */
-    F_MUST_EXIST = 4,    /* with check_files: a readable regular file */
+    F_MUST_EXIST = 4,    /* with check_files: a readable regular file (unless null) */
 };
 
 typedef struct {
@@ -68,7 +68,7 @@ static const KeySpec schema[] = {
     STR_("data.train_tgt", data.train_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.valid_src", data.valid_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.valid_tgt", data.valid_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
-    {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT},
+    {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
     INT_("data.vocab_size", data.vocab_size, CONFIG_MIN_VOCAB_SIZE, 1 << 20, 8000),
     INT_("data.max_len", data.max_len, 1, 65536, 128),
 
@@ -455,7 +455,7 @@ static bool ends_open(const char *text, size_t len, size_t *str_start)
 static TfmStatus syntax_error(const char *text, size_t len, size_t pos, TfmErr *err)
 {
     int line, col;
-    size_t str_start;
+    size_t str_start = SIZE_MAX;
     bool open = ends_open(text, len, &str_start);
     if (open && str_start != SIZE_MAX && pos <= str_start + 1) {
         line_col(text, str_start, &line, &col);
@@ -495,13 +495,11 @@ static char *join_path(const char *base, const char *rel, TfmErr *err)
     return s;
 }
 
-/* A readable regular file (O_NONBLOCK: a FIFO must not hang us). With
- * missing_ok, a path that does not exist passes. */
-static TfmStatus check_input(const KeySpec *k, const char *path, bool missing_ok, TfmErr *err)
+/* A readable regular file (O_NONBLOCK: a FIFO must not hang us). */
+static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
-        if (missing_ok && errno == ENOENT) return TFM_OK;
         return err_set(err, TFM_ERR_IO, "%s: cannot open %s: %s", k->path, path, strerror(errno));
     }
     struct stat st;
@@ -588,7 +586,7 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         if (!resolved) { st = TFM_ERR_NOMEM; goto fail; }
         free(*s);
         *s = resolved;
-        if (check_files && (st = check_input(k, *s, !(k->flags & F_MUST_EXIST), err)) != TFM_OK)
+        if (check_files && (k->flags & F_MUST_EXIST) && (st = check_input(k, *s, err)) != TFM_OK)
             goto fail;
     }
     cJSON_Delete(root);
@@ -767,8 +765,12 @@ static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
     case K_INT: buf_printf(b, "%d", *(const int *)f); break;
     case K_LONG: buf_printf(b, "%ld", *(const long *)f); break;
     case K_U64: buf_printf(b, "%llu", *(const unsigned long long *)f); break;
-    case K_FLOAT: fmt_float(num, sizeof num, *(const float *)f); buf_printf(b, "%s", num); break;
-    case K_DOUBLE: fmt_double(num, sizeof num, *(const double *)f); buf_printf(b, "%s", num); break;
+    case K_FLOAT: case K_DOUBLE:
+        if (k->type == K_FLOAT) fmt_float(num, sizeof num, *(const float *)f);
+        else fmt_double(num, sizeof num, *(const double *)f);
+        /* "1.0", not "1": the key holds a real number. */
+        buf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
+        break;
     case K_BOOL: buf_printf(b, "%s", *(const bool *)f ? "true" : "false"); break;
     case K_ENUM: {
         int e = *(const int *)f, n = 0;

@@ -19,7 +19,7 @@ typedef enum { LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2 } LrSchedule;
 
 typedef struct {
     char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
-    char *vocab;            /* NULL: learn one (saved as out_dir/vocab.txt) */
+    char *vocab;            /* NULL: learn one (saved as out_dir/vocab.txt); else an existing file */
     int vocab_size;         /* 8000; includes the 4 special tokens */
     int max_len;            /* 128; max BPE tokens per side, longer pairs skipped */
 } DataConfig;
@@ -76,8 +76,8 @@ void config_defaults(TfmConfig *cfg);
 
 /* Reads and validates a config file (docs/config.md lists the keys). Data
  * paths are resolved against the file's folder; data.train_src, train_tgt,
- * valid_src and valid_tgt must be readable regular files, and so must
- * data.vocab if it exists.
+ * valid_src, valid_tgt and (unless null) data.vocab must be readable regular
+ * files.
  * Errors, each prefixed with "path.json: ":
  *   TFM_ERR_IO      "cannot open: ...", "cannot read: ...", a data file that
  *                   is missing or unreadable ("data.train_src: cannot open ...");

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A temp folder with four small data files and an empty subfolder "sub". */
+/* A temp folder with four small data files, and an empty sub/vocab.txt. */
 static char *make_dir(void)
 {
     static char dir[64];
@@ -29,6 +29,10 @@ static char *make_dir(void)
     char sub[128];
     snprintf(sub, sizeof sub, "%s/sub", dir);
     if (mkdir(sub, 0755) != 0) return NULL;
+    snprintf(sub, sizeof sub, "%s/sub/vocab.txt", dir);
+    FILE *f = fopen(sub, "w");
+    if (!f) return NULL;
+    fclose(f);
     return dir;
 }
 
@@ -330,6 +334,8 @@ static const BadCase bad_cases[] = {
      " \"valid_tgt\": \"sub\"}}",
      "data.valid_tgt: %s/sub: not a regular file", TFM_ERR_IO},
     {"{" DATA_PLUS("\"vocab\": \"sub\"") "}", "data.vocab: %s/sub: not a regular file", TFM_ERR_IO},
+    {"{" DATA_PLUS("\"vocab\": \"vocab.txt\"") "}",
+     "data.vocab: cannot open %s/vocab.txt: No such file or directory", TFM_ERR_IO},
 };
 
 TEST(config_bad_configs_give_exact_errors)
@@ -443,7 +449,7 @@ TEST(config_paths_resolve_against_config_folder)
     CHECK_STR(c.data.train_tgt, want);
     snprintf(want, sizeof want, "%s/sub/./../val.en", dir);
     CHECK_STR(c.data.valid_tgt, want);
-    snprintf(want, sizeof want, "%s/sub/vocab.txt", dir);  /* need not exist yet */
+    snprintf(want, sizeof want, "%s/sub/vocab.txt", dir);
     CHECK_STR(c.data.vocab, want);
     CHECK_STR(c.train.out_dir, "out/x");                 /* outputs: relative to the cwd */
     CHECK_STR(c.train.model, "m.tfm");
@@ -533,7 +539,7 @@ TEST(config_load_survives_allocation_failures)
     if (!dir) return;
     char path[128];
     snprintf(path, sizeof path, "%s/x.json", dir);
-    const char *json = "{" DATA_PLUS("\"vocab\": \"v\"") ", \"train\": {\"out_dir\": \"o\"}}";
+    const char *json = "{" DATA_PLUS("\"vocab\": \"sub/vocab.txt\"") ", \"train\": {\"out_dir\": \"o\"}}";
     write_file(path, json, strlen(json));
     int ok = 0;
     for (long n = 0; n < 40; n++) {
