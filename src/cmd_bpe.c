@@ -1,8 +1,225 @@
-/* cmd_bpe: placeholder until the bpe command is built. */
+/* cmd_bpe: `tfm bpe learn|encode|decode`. Option parsing and line I/O only;
+ * the algorithms are in bpe.c. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
 #include "cmds.h"
+#include "text.h"
+
+static const char help_text[] =
+    "usage: tfm bpe learn --vocab-size N -o VOCAB FILE [FILE ...]\n"
+    "       tfm bpe encode -v VOCAB [--ids] < text > pieces\n"
+    "       tfm bpe decode -v VOCAB [--ids] < pieces > text\n"
+    "\n"
+    "Joint byte-pair-encoding subwords, lossless: decode(encode(line)) == line.\n"
+    "\n"
+    "learn   learns at most N pieces (4 specials, 256 byte pieces and the word\n"
+    "        marker included, so N >= 261) from all lines of all FILEs ('-' is\n"
+    "        stdin) and writes the vocabulary file VOCAB (docs/vocab-format.md).\n"
+    "encode  one line in, one line out: the pieces separated by spaces (bytes\n"
+    "        <= 0x20, 0x7F and '\\' escaped as \\xHH); --ids prints ids instead.\n"
+    "decode  the reverse: pieces (or ids with --ids) to text; <pad>, <s> and\n"
+    "        </s> are dropped.\n"
+    "\n"
+    "A trailing \"\\r\" on an input line (CRLF files) is dropped; input must be\n"
+    "UTF-8 without NUL bytes.\n"
+    "\n"
+    "options:\n"
+    "  -s, --vocab-size N  vocabulary size (learn)\n"
+    "  -o, --output FILE   vocabulary to write (learn)\n"
+    "  -v, --vocab FILE    vocabulary to use (encode, decode)\n"
+    "      --ids           numeric ids instead of pieces (encode, decode)\n"
+    "  -h, --help          this help\n";
+
+static TfmStatus write_out(const char *s, size_t n, TfmErr *err)
+{
+    if (fwrite(s, 1, n, stdout) != n) return err_set(err, TFM_ERR_IO, "stdout: write failed");
+    return TFM_OK;
+}
+
+static TfmStatus run_learn(const char *out, int vocab_size, char **files, int n_files, TfmErr *err)
+{
+    Bpe *b = NULL;
+    TfmStatus st = bpe_learn(&b, (const char *const *)files, n_files, vocab_size, err);
+    if (st == TFM_OK) st = bpe_save(b, out, err);
+    bpe_free(b);
+    return st;
+}
+
+static TfmStatus run_encode(const Bpe *b, bool ids_out, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    int *ids = NULL, n = 0, cap = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        if ((st = bpe_encode(b, line, line_len, &ids, &n, &cap, err))) break;
+        len = 0;
+        for (int i = 0; i < n; i++) {
+            if (i > 0) {
+                if ((st = bpe_escape(" ", 0, &out, &len, &out_cap, err))) break;
+                out[len++] = ' ';
+            }
+            if (ids_out) {
+                char num[16];
+                int k = snprintf(num, sizeof num, "%d", ids[i]);
+                if ((st = bpe_escape(num, (size_t)k, &out, &len, &out_cap, err))) break;
+            } else {
+                size_t pl;
+                const char *p = bpe_piece(b, ids[i], &pl);
+                if ((st = bpe_escape(p, pl, &out, &len, &out_cap, err))) break;
+            }
+        }
+        if (st) break;
+        if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    free(ids);
+    free(out);
+    return st;
+}
+
+/* Parses one space-separated token of a decode input line into an id. */
+static TfmStatus token_id(const Bpe *b, char *tok, size_t n, bool ids_in, long line_no, int *id,
+                          TfmErr *err)
+{
+    if (ids_in) {
+        long v = 0;
+        size_t i = 0;
+        for (; i < n && tok[i] >= '0' && tok[i] <= '9' && v <= INT_MAX; i++) v = v * 10 + (tok[i] - '0');
+        if (i != n || v >= bpe_vocab_size(b))
+            return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
+                           line_no, (int)(n > 40 ? 40 : n), tok, bpe_vocab_size(b));
+        *id = (int)v;
+        return TFM_OK;
+    }
+    size_t raw = n;
+    if (!bpe_unescape(tok, &n))
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: bad escape in piece '%.*s'",
+                       line_no, (int)(raw > 40 ? 40 : raw), tok);
+    *id = bpe_piece_id(b, tok, n);
+    if (*id < 0)
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: unknown piece '%.*s'", line_no,
+                       (int)(n > 40 ? 40 : n), tok);
+    return TFM_OK;
+}
+
+static TfmStatus run_decode(const Bpe *b, bool ids_in, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    int *ids = NULL, n = 0, cap = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        n = 0;
+        for (size_t i = 0; i < line_len;) {
+            if (line[i] == ' ') { i++; continue; }
+            size_t j = i;
+            while (j < line_len && line[j] != ' ') j++;
+            if (n == cap) {
+                int c = cap ? 2 * cap : 256;
+                int *q = xrealloc(ids, (size_t)c * sizeof *q, err);
+                if (!q) { st = TFM_ERR_NOMEM; break; }
+                ids = q;
+                cap = c;
+            }
+            if ((st = token_id(b, line + i, j - i, ids_in, r.line_no, &ids[n++], err))) break;
+            i = j;
+        }
+        if (st) break;
+        if ((st = bpe_decode(b, ids, n, &out, &len, &out_cap, err))) break;
+        if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    free(ids);
+    free(out);
+    return st;
+}
 
 TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
 {
-    (void)argc; (void)argv;
-    return err_set(err, TFM_ERR_IO, "bpe: not built yet");
+    if (cmd_wants_help(argc, argv)) {
+        fputs(help_text, stdout);
+        return TFM_OK;
+    }
+    if (argc < 2)
+        return err_set(err, TFM_ERR_USAGE, "bpe: expected learn, encode or decode (see tfm bpe --help)");
+    const char *sub = argv[1];
+    bool learn = strcmp(sub, "learn") == 0, encode = strcmp(sub, "encode") == 0,
+         decode = strcmp(sub, "decode") == 0;
+    if (!learn && !encode && !decode)
+        return err_set(err, TFM_ERR_USAGE, "bpe: unknown subcommand '%s' (expected learn, encode or decode)", sub);
+
+    enum { OPT_IDS = 256 };
+    static const struct option longopts[] = {
+        {"vocab-size", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'o'},
+        {"vocab", required_argument, NULL, 'v'},
+        {"ids", no_argument, NULL, OPT_IDS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *vocab = NULL, *size_arg = NULL;
+    bool ids = false;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    optind = 0;        /* GNU: re-initialize, the parser may have run before */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(sub_argc, sub_argv, ":s:o:v:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': size_arg = optarg; break;
+        case 'o': out = optarg; break;
+        case 'v': vocab = optarg; break;
+        case OPT_IDS: ids = true; break;
+        case ':':
+            return err_set(err, TFM_ERR_USAGE, "bpe %s: option '%s' needs a value", sub,
+                           sub_argv[optind - 1]);
+        default:
+            return err_set(err, TFM_ERR_USAGE, "bpe %s: unknown option '%s' (see tfm bpe --help)",
+                           sub, sub_argv[optind - 1]);
+        }
+    }
+    if (learn) {
+        if (vocab || ids)
+            return err_set(err, TFM_ERR_USAGE, "bpe learn: takes --vocab-size, -o and files only");
+        if (!size_arg) return err_set(err, TFM_ERR_USAGE, "bpe learn: --vocab-size N is required");
+        if (!out) return err_set(err, TFM_ERR_USAGE, "bpe learn: -o VOCAB is required");
+        if (optind >= sub_argc) return err_set(err, TFM_ERR_USAGE, "bpe learn: no input files");
+        char *end;
+        long v = strtol(size_arg, &end, 10);
+        if (end == size_arg || *end || v < BPE_MIN_VOCAB || v > BPE_MAX_VOCAB)
+            return err_set(err, TFM_ERR_USAGE,
+                           "bpe learn: --vocab-size must be an integer in [%d, %d] (4 specials + "
+                           "256 bytes + the word marker at least), got '%s'",
+                           BPE_MIN_VOCAB, BPE_MAX_VOCAB, size_arg);
+        return run_learn(out, (int)v, sub_argv + optind, sub_argc - optind, err);
+    }
+    if (size_arg || out)
+        return err_set(err, TFM_ERR_USAGE, "bpe %s: takes -v VOCAB and --ids only", sub);
+    if (!vocab) return err_set(err, TFM_ERR_USAGE, "bpe %s: -v VOCAB is required", sub);
+    if (optind < sub_argc)
+        return err_set(err, TFM_ERR_USAGE, "bpe %s: reads stdin; unexpected argument '%s'", sub,
+                       sub_argv[optind]);
+    Bpe *b = NULL;
+    TfmStatus st = bpe_load(&b, vocab, err);
+    if (st == TFM_OK) st = encode ? run_encode(b, ids, err) : run_decode(b, ids, err);
+    bpe_free(b);
+    return st;
 }

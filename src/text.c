@@ -1,0 +1,151 @@
+/* text: line reading with getline, UTF-8 validation (RFC 3629 table 3-7). */
+#include "text.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
+{
+    memset(r, 0, sizeof *r);
+    r->check_utf8 = true;
+    if (strcmp(path, "-") == 0) {
+        r->f = stdin;
+        r->name = "stdin";
+        return TFM_OK;
+    }
+    r->name = path;
+    r->f = fopen(path, "rb");
+    if (!r->f)
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    r->owns_file = true;
+    return TFM_OK;
+}
+
+void text_reader_from_file(LineReader *r, FILE *f, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    r->check_utf8 = true;
+    r->f = f;
+    r->name = name;
+}
+
+int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
+{
+    errno = 0;
+    ssize_t n = getline(&r->buf, &r->cap, r->f);
+    if (n < 0) {
+        if (ferror(r->f)) {
+            if (errno == ENOMEM) {
+                err_set(err, TFM_ERR_NOMEM, "%s: line %ld: out of memory", r->name, r->line_no + 1);
+                return -1;
+            }
+            err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name,
+                    strerror(errno ? errno : EIO));
+            return -1;
+        }
+        return 0;
+    }
+    r->line_no++;
+    size_t m = (size_t)n;
+    text_strip_eol(r->buf, &m);
+    r->buf[m] = '\0';
+    if (r->check_utf8) {
+        const char *nul = memchr(r->buf, '\0', m);
+        if (nul) {
+            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
+                    r->name, r->line_no, (size_t)(nul - r->buf) + 1);
+            return -1;
+        }
+        size_t bad;
+        if (!text_utf8_valid(r->buf, m, &bad)) {
+            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu",
+                    r->name, r->line_no, bad + 1);
+            return -1;
+        }
+    }
+    *line = r->buf;
+    *len = m;
+    return 1;
+}
+
+void text_reader_close(LineReader *r)
+{
+    if (r->f && r->owns_file) fclose(r->f);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+/* Length of the sequence at s when it is well formed, else 0. The ranges of
+ * the second byte exclude overlongs (E0, F0), surrogates (ED) and > U+10FFFF (F4). */
+static int utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 0;
+    if ((size_t)len > n) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (int i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return len;
+}
+
+bool text_utf8_valid(const char *s, size_t n, size_t *bad_offset)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        /* ASCII fast path: 8 bytes at a time. */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, u + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        int len = utf8_seq_len(u + i, n - i);
+        if (!len) {
+            if (bad_offset) *bad_offset = i;
+            return false;
+        }
+        i += (size_t)len;
+    }
+    return true;
+}
+
+int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    int len = utf8_seq_len(s, n);
+    switch (len) {
+    case 1: *cp = s[0]; return 1;
+    case 2: *cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F); return 2;
+    case 3:
+        *cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        return 3;
+    case 4:
+        *cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+              ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        return 4;
+    default: return 0;
+    }
+}
+
+size_t text_strip_eol(const char *s, size_t *len)
+{
+    size_t n = *len;
+    if (n > 0 && s[n - 1] == '\n') n--;
+    if (n > 0 && s[n - 1] == '\r') n--;
+    *len = n;
+    return n;
+}
