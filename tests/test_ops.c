@@ -1,0 +1,183 @@
+/* test_ops: dropout masks, positions, embeddings (shared matrix + positions)
+ * and the fused label-smoothed loss, with finite-difference checks. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcheck.h"
+#include "layers.h"
+#include "loss.h"
+#include "test.h"
+
+TEST(dropout_mask_rate_scale_and_determinism)
+{
+    enum { N = 200001 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+    for (long i = 0; i < N; i++) x[i] = 1.0f + (float)(i % 7);
+    const float p = 0.1f, scale = dropout_scale(p);
+    CHECK_NEAR(scale, 1.0 / 0.9, 1e-4);
+    dropout_apply(y, x, N, p, 42);
+    long kept = 0;
+    for (long i = 0; i < N; i++) {
+        CHECK(y[i] == 0.0f || y[i] == x[i] * scale);
+        kept += y[i] != 0.0f;
+    }
+    /* binomial: sd of the kept fraction is sqrt(0.09/N) = 6.7e-4 */
+    CHECK_NEAR((double)kept / N, 0.9, 4e-3);
+    /* same seed, one thread: same mask; another seed: a different one */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    dropout_apply(z, x, N, p, 42);
+    omp_set_num_threads(saved);
+    CHECK(memcmp(y, z, N * sizeof *y) == 0);
+    dropout_apply(z, x, N, p, 43);
+    long same = 0;
+    for (long i = 0; i < N; i++) same += (y[i] == 0) == (z[i] == 0);
+    CHECK(same < N - 1000);
+    /* in place, and the op is its own backward: <drop(a), b> == <a, drop(b)> */
+    memcpy(z, x, N * sizeof *z);
+    dropout_apply(z, z, N, p, 42);
+    CHECK(memcmp(y, z, N * sizeof *y) == 0);
+    /* residual form: out = x + drop(y) */
+    residual_dropout_forward(z, x, x, N, p, 42);
+    for (long i = 0; i < N; i++) CHECK(z[i] == x[i] + y[i]);
+    /* p = 0 is the identity */
+    dropout_apply(z, x, N, 0.0f, 42);
+    CHECK(memcmp(x, z, N * sizeof *z) == 0);
+    free(x);
+    free(y);
+    free(z);
+}
+
+TEST(positions_sinusoids)
+{
+    enum { L = 50, D = 16 };
+    float pe[L * D];
+    positions_init(pe, L, D);
+    CHECK(pe[0] == 0.0f && pe[1] == 1.0f);              /* pos 0: sin 0, cos 0 */
+    CHECK_NEAR(pe[1 * D + 0], sin(1.0), 1e-6);
+    CHECK_NEAR(pe[1 * D + 1], cos(1.0), 1e-6);
+    /* PE(pos, 2i) = sin(pos / 10000^(2i/D)), interleaved with cos */
+    CHECK_NEAR(pe[37 * D + 6], sin(37 / pow(10000.0, 6.0 / D)), 1e-6);
+    CHECK_NEAR(pe[37 * D + 7], cos(37 / pow(10000.0, 6.0 / D)), 1e-6);
+}
+
+/* ---- embedding: one matrix serving as source and target table ---- */
+
+enum { EV = 9, ED = 6, EN = 2, EL = 4 };
+
+typedef struct {
+    float emb[EV * ED], pe[10 * ED], out[2 * EN * EL * ED], r[2 * EN * EL * ED];
+    int src[EN * EL], tgt[EN * EL];
+} EmbCtx;
+
+static double emb_obj(void *p)
+{
+    EmbCtx *c = p;
+    const float s = sqrtf((float)ED);
+    embed_forward(c->out, c->src, EN, EL, c->emb, c->pe, 0, ED, s);
+    embed_forward(c->out + EN * EL * ED, c->tgt, EN, EL, c->emb, c->pe, 0, ED, s);
+    return gc_dot(c->out, c->r, 2 * EN * EL * ED);
+}
+
+TEST(embedding_shared_gradcheck)
+{
+    EmbCtx c;
+    Rng rng;
+    rng_seed(&rng, 5);
+    const int src[EN * EL] = {4, 5, 3, 0, 7, 4, 4, 3}, tgt[EN * EL] = {2, 4, 8, 0, 2, 7, 3, 0};
+    memcpy(c.src, src, sizeof src);
+    memcpy(c.tgt, tgt, sizeof tgt);
+    gc_fill(c.emb, EV * ED, &rng, -1, 1);
+    gc_fill(c.r, 2 * EN * EL * ED, &rng, -1, 1);
+    positions_init(c.pe, 10, ED);
+    emb_obj(&c);
+    CHECK_NEAR(c.out[(1 * EL + 2) * ED + 3], c.emb[4 * ED + 3] * sqrt(ED) + c.pe[2 * ED + 3], 1e-6);
+    float demb[EV * ED] = {0};
+    embed_backward(demb, c.r, c.src, EN * EL, ED, sqrtf((float)ED));
+    embed_backward(demb, c.r + EN * EL * ED, c.tgt, EN * EL, ED, sqrtf((float)ED));
+    GcReport rep = {0};
+    gc_check(&rep, "demb", c.emb, demb, EV * ED, emb_obj, &c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
+    CHECK_EQ_INT(rep.failed, 0);
+    /* one decoding step at position 2 matches column 2 of the full pass */
+    float step[ED];
+    embed_forward(step, &c.tgt[EL + 2], 1, 1, c.emb, c.pe, 2, ED, sqrtf((float)ED));
+    for (int j = 0; j < ED; j++) CHECK(step[j] == c.out[(EN * EL + EL + 2) * ED + j]);
+}
+
+/* ---- loss ---- */
+
+enum { XM = 4, XV = 7 };
+
+typedef struct {
+    float z[XM * XV], tmp[XM * XV];
+    int tgt[XM];
+    float eps;
+    double rows[2 * XM];
+} LossCtx;
+
+static double loss_obj(void *p)
+{
+    LossCtx *c = p;
+    double l, n;
+    memcpy(c->tmp, c->z, sizeof c->z);
+    loss_xent_smoothed(c->tmp, c->tgt, XM, XV, c->eps, 0.0f, c->rows, &l, &n);
+    return l;
+}
+
+TEST(loss_label_smoothed_value_and_gradcheck)
+{
+    LossCtx c;
+    Rng rng;
+    rng_seed(&rng, 6);
+    gc_fill(c.z, XM * XV, &rng, -3, 3);
+    const int tgt[XM] = {0, 3, 6, 3};
+    memcpy(c.tgt, tgt, sizeof tgt);
+    c.eps = 0.1f;
+    /* reference in double: -Σ_c q_c log p_c with q = (1-eps) onehot + eps/V */
+    double want = 0, want_nll = 0;
+    for (int r = 0; r < XM; r++) {
+        double mx = -1e30, se = 0;
+        for (int k = 0; k < XV; k++) mx = fmax(mx, c.z[r * XV + k]);
+        for (int k = 0; k < XV; k++) se += exp(c.z[r * XV + k] - mx);
+        for (int k = 0; k < XV; k++) {
+            double lp = c.z[r * XV + k] - mx - log(se);
+            double q = (k == tgt[r] ? 1.0 - c.eps : 0.0) + c.eps / XV;
+            want -= q * lp;
+            if (k == tgt[r]) want_nll -= lp;
+        }
+    }
+    double l, n;
+    memcpy(c.tmp, c.z, sizeof c.z);
+    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, c.eps, 0.5f, c.rows, &l, &n);
+    CHECK_NEAR(l, want, 1e-5);
+    CHECK_NEAR(n, want_nll, 1e-5);
+    /* the gradient was written with scale 0.5; rows of p - q sum to 0 */
+    float g[XM * XV];
+    for (int i = 0; i < XM * XV; i++) g[i] = c.tmp[i] * 2.0f;
+    for (int r = 0; r < XM; r++) {
+        double s = 0;
+        for (int k = 0; k < XV; k++) s += g[r * XV + k];
+        CHECK_NEAR(s, 0.0, 1e-6);
+    }
+    GcReport rep = {0};
+    gc_check(&rep, "dlogits", c.z, g, XM * XV, loss_obj, &c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
+    CHECK_EQ_INT(rep.failed, 0);
+    /* eps = 0 is plain cross-entropy */
+    c.eps = 0;
+    memcpy(c.tmp, c.z, sizeof c.z);
+    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, 0.0f, 0.0f, c.rows, &l, &n);
+    CHECK_NEAR(l, want_nll, 1e-5);
+}
+
+TEST(logsoftmax_rows_normalised)
+{
+    float x[2 * 5] = {1, 2, 3, 4, 5, -100, 0, 100, 3, 3};
+    logsoftmax_rows(x, 2, 5);
+    for (int r = 0; r < 2; r++) {
+        double s = 0;
+        for (int j = 0; j < 5; j++) s += exp(x[r * 5 + j]);
+        CHECK_NEAR(s, 1.0, 1e-5);
+    }
+    CHECK_NEAR(x[7], 0.0, 1e-5);
+}
