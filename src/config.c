@@ -450,8 +450,20 @@ static bool ends_open(const char *text, size_t len, size_t *str_start)
     return in_str || depth > 0;
 }
 
-/* cJSON's error position is approximate (for a bad string it points one past
- * the quote), so the message shows the text found there. */
+/* Where cJSON wanted an object key and found no '"', it reports the byte
+ * after the offending one ("{,}" -> "}"). Such a byte follows '{' or ','. */
+static size_t fix_key_position(const char *text, size_t pos)
+{
+    if (pos == 0) return pos;
+    size_t q = pos - 1;
+    if (strchr(" \t\r\n\"", text[q])) return pos;
+    size_t p = q;
+    while (p > 0 && strchr(" \t\r\n", text[p - 1])) p--;
+    return p > 0 && (text[p - 1] == '{' || text[p - 1] == ',') ? q : pos;
+}
+
+/* cJSON's error position is approximate, so the message also shows the text
+ * found there. */
 static TfmStatus syntax_error(const char *text, size_t len, size_t pos, TfmErr *err)
 {
     int line, col;
@@ -465,17 +477,19 @@ static TfmStatus syntax_error(const char *text, size_t len, size_t pos, TfmErr *
         line_col(text, len, &line, &col);
         return err_set(err, TFM_ERR_CONFIG, "line %d column %d: unexpected end of file", line, col);
     }
+    if (pos >= len) pos = len - 1;
+    pos = fix_key_position(text, pos);
     line_col(text, pos, &line, &col);
-    char near[24];
+    /* Up to 12 bytes of the line from there; control bytes as \xNN. */
+    char near[64];
     size_t n = 0;
-    for (size_t i = pos; i < len && n < 12 && text[i] != '\n' && text[i] != '\r'; i++)
-        near[n++] = text[i];
+    for (size_t i = pos; i < len && i < pos + 12 && text[i] != '\n' && text[i] != '\r'; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f) n += (size_t)snprintf(near + n, sizeof near - n, "\\x%02x", c);
+        else near[n++] = (char)c;
+    }
     near[n] = '\0';
-    char shown[64];
-    quote(shown, sizeof shown, near, 0);
-    shown[0] = '\'';                 /* 'near text' reads better than "near text" */
-    shown[strlen(shown) - 1] = '\'';
-    return err_set(err, TFM_ERR_CONFIG, "line %d column %d: invalid JSON near %s", line, col, shown);
+    return err_set(err, TFM_ERR_CONFIG, "line %d column %d: invalid JSON near '%s'", line, col, near);
 }
 
 /* ---- paths ---- */

@@ -248,6 +248,12 @@ static const BadCase bad_cases[] = {
     {"{" DATA ", \"model\": {\"d_model\": 500}}",
      "model.heads: 8 heads do not divide model.d_model 500", TFM_ERR_CONFIG},
     {"{\n  " DATA ",\n}", "line 3 column 1: invalid JSON near '}'", TFM_ERR_CONFIG},
+    {"{\n  " DATA ",\n}\n", "line 3 column 1: invalid JSON near '}'", TFM_ERR_CONFIG},
+    {"{\"data\": {train_src: 1}}", "line 1 column 11: invalid JSON near 'train_src: 1'", TFM_ERR_CONFIG},
+    {"{\"data\": {\"train_src\" 1}}", "line 1 column 23: invalid JSON near '1}}'", TFM_ERR_CONFIG},
+    {"{\"data\": {\"train_src\": 1 \"x\": 2}}", "line 1 column 26: invalid JSON near '\"x\": 2}}'", TFM_ERR_CONFIG},
+    {"{\"data\": [1, ]}", "line 1 column 14: invalid JSON near ']}'", TFM_ERR_CONFIG},
+    {"{\"data\": -}", "line 1 column 10: invalid JSON near '-}'", TFM_ERR_CONFIG},
     {"{\n  \"model\": {\"d_model\": tru}}", "line 2 column 24: invalid JSON near 'tru}}'", TFM_ERR_CONFIG},
     {"{\n  \"model\": {\"d_model\": 512", "line 2 column 27: unexpected end of file", TFM_ERR_CONFIG},
     {"{\"data\": \"train.d", "line 1 column 10: unterminated string", TFM_ERR_CONFIG},
@@ -421,7 +427,7 @@ TEST(config_load_odd_files)
     const char *bom_bad = "\xEF\xBB\xBF{,}";
     write_file(path, bom_bad, strlen(bom_bad));
     CHECK_EQ_INT(config_load(&c, path, &err), TFM_ERR_CONFIG);
-    snprintf(want, sizeof want, "%s: line 1 column 3: invalid JSON near '}'", path);
+    snprintf(want, sizeof want, "%s: line 1 column 2: invalid JSON near ',}'", path);
     CHECK_STR(err.msg, want);
     remove_dir(dir);
 }
