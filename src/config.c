@@ -158,6 +158,11 @@ static void quote(char *buf, size_t n, const char *s, size_t limit)
     buf[o++] = '"';
     for (size_t i = 0; s[i]; i++) {
         if (o + 12 >= n || (limit && i >= limit)) {
+            /* Cutting inside a UTF-8 sequence: drop its copied part too. */
+            if (((unsigned char)s[i] & 0xC0) == 0x80) {
+                while (o > 1 && ((unsigned char)buf[o - 1] & 0xC0) == 0x80) o--;
+                if (o > 1 && (unsigned char)buf[o - 1] >= 0xC0) o--;
+            }
             memcpy(buf + o, "...", 3);
             o += 3;
             break;
@@ -450,6 +455,23 @@ static bool ends_open(const char *text, size_t len, size_t *str_start)
     return in_str || depth > 0;
 }
 
+/* Position of the first \u0000 escape inside a string, or SIZE_MAX. */
+static size_t find_nul_escape(const char *text, size_t len)
+{
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        if (!in_str) {
+            in_str = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_str = false;
+        } else if (text[i] == '\\' && i + 1 < len) {
+            if (len - i >= 6 && text[i + 1] == 'u' && memcmp(text + i + 2, "0000", 4) == 0) return i;
+            i++;
+        }
+    }
+    return SIZE_MAX;
+}
+
 /* Where cJSON wanted an object key and found no '"', it reports the byte
  * after the offending one ("{,}" -> "}"). Such a byte follows '{' or ','. */
 static size_t fix_key_position(const char *text, size_t pos)
@@ -555,6 +577,15 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         int line, col;
         line_col(text, (size_t)(nul - text), &line, &col);
         st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: NUL byte in file", line, col);
+        goto fail;
+    }
+    /* cJSON would cut a string at \u0000 and silently use the prefix. */
+    size_t esc = find_nul_escape(text, len);
+    if (esc != SIZE_MAX) {
+        int line, col;
+        line_col(text, esc, &line, &col);
+        st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: \\u0000 in a string is not supported",
+                     line, col);
         goto fail;
     }
     size_t start = strspn(text, " \t\r\n");

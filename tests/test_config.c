@@ -259,6 +259,13 @@ static const BadCase bad_cases[] = {
     {"{\"data\": \"train.d", "line 1 column 10: unterminated string", TFM_ERR_CONFIG},
     {"{\n  \"data\": {\n\"x\": [1,\n", "line 4 column 1: unexpected end of file", TFM_ERR_CONFIG},
     {"", "empty file (expected a JSON object)", TFM_ERR_CONFIG},
+    {"{\"data\": {\"train_src\": \"a\\\\u0000\", \"train_tgt\": \"a\\u0000b\"}}",
+     "line 1 column 51: \\u0000 in a string is not supported", TFM_ERR_CONFIG},
+    {"{\"model\": {\"norm\": \"\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4"
+     "\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\"}}",
+     "model.norm: expected one of \"post\", \"pre\", got \"\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4"
+     "\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4...\"",
+     TFM_ERR_CONFIG},
     {" \n\t ", "empty file (expected a JSON object)", TFM_ERR_CONFIG},
     {"{} x", "line 1 column 4: unexpected text after the JSON object", TFM_ERR_CONFIG},
     {"[1, 2]", "expected a JSON object at the top level, got an array", TFM_ERR_CONFIG},
