@@ -1,0 +1,427 @@
+/* test_bleu: tfm's BLEU against sacreBLEU. tests/data/bleu/val_* were scored
+ * by sacreBLEU 2.6.0 itself (copied from ../shared/bleu-cases); own_* and
+ * tokenize.json by scripts/bleu_oracle.py, a Python re-implementation that
+ * reproduces every val_* run (`bleu_oracle.py --check`). */
+#include "test.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "bleu.h"
+#include "unicode.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (!b) { free(buf); buf = NULL; break; }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    return buf;
+}
+
+static cJSON *load_json(const char *path)
+{
+    char *text = slurp(path);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void run_options(const cJSON *opts, BleuOptions *opt, bool *sentence)
+{
+    bleu_options_default(opt);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(opts, "lowercase");
+    opt->lowercase = cJSON_IsTrue(v);
+    v = cJSON_GetObjectItemCaseSensitive(opts, "tokenize");
+    if (cJSON_IsString(v)) CHECK(bleu_parse_tokenizer(v->valuestring, &opt->tokenize));
+    v = cJSON_GetObjectItemCaseSensitive(opts, "smooth");
+    if (cJSON_IsString(v)) CHECK(bleu_parse_smooth(v->valuestring, &opt->smooth));
+    v = cJSON_GetObjectItemCaseSensitive(opts, "smooth_value");
+    if (cJSON_IsNumber(v)) opt->smooth_value = v->valuedouble;
+    *sentence = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "sentence_level"));
+    opt->effective_order = *sentence;
+}
+
+/* Compares one score with an expected.json object; `where` names it on failure. */
+static int check_score(const BleuScore *sc, const cJSON *e, const char *where)
+{
+    int bad = 0;
+    /* The same IEEE operations in the same order as sacreBLEU: expect equality
+     * to rounding noise, far inside the 0.01 BLEU the spec asks for. */
+    if (!(fabs(sc->score - num(e, "score")) <= 1e-6)) bad = 1;
+    if (!(fabs(sc->bp - num(e, "bp")) <= 1e-9)) bad = 1;
+    if (sc->sys_len != (long long)num(e, "sys_len") || sc->ref_len != (long long)num(e, "ref_len"))
+        bad = 1;
+    static const char *const arrays[] = {"precisions", "counts", "totals"};
+    for (int a = 0; a < 3; a++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(e, arrays[a]);
+        const double *got = a == 0 ? sc->precisions : a == 1 ? sc->counts : sc->totals;
+        if (cJSON_GetArraySize(arr) != BLEU_MAX_ORDER) { bad = 1; continue; }
+        for (int k = 0; k < BLEU_MAX_ORDER; k++) {
+            double want = cJSON_GetArrayItem(arr, k)->valuedouble;
+            double tol = a == 0 ? 1e-9 * (1 + fabs(want)) : 0;
+            if (!(fabs(got[k] - want) <= tol)) bad = 1;
+        }
+    }
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(e, "sacrebleu_text");
+    if (cJSON_IsString(text)) {
+        char line[512];
+        bleu_format(sc, line, sizeof line);
+        const char *want = strstr(text->valuestring, " = ");
+        if (!want || strcmp(strstr(line, " = "), want) != 0) bad = 1;
+    }
+    if (bad) {
+        char line[512];
+        bleu_format(sc, line, sizeof line);
+        test_fail(__FILE__, __LINE__, "%s: got %s, counts %g/%g/%g/%g totals %g/%g/%g/%g; expected score %.6f",
+                  where, line, sc->counts[0], sc->counts[1], sc->counts[2], sc->counts[3],
+                  sc->totals[0], sc->totals[1], sc->totals[2], sc->totals[3], num(e, "score"));
+    }
+    return !bad;
+}
+
+/* Scores every run of one case directory; returns the number of runs matched. */
+static int check_case(const char *dir, const char *name, int *runs_total)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s/expected.json", dir, name) >= (int)sizeof path) return 0;
+    cJSON *exp = load_json(path);
+    if (!exp) { test_fail(__FILE__, __LINE__, "cannot load %s", path); return 0; }
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(exp, "refs");
+    int n_refs = cJSON_GetArraySize(refs);
+    BleuLines files[8] = {{0}};
+    TfmErr err = {0};
+    int matched = 0;
+    CHECK(n_refs >= 1 && n_refs < 8);
+    if (n_refs < 1 || n_refs >= 8) goto done;
+    if (snprintf(path, sizeof path, "%s/%s/%s", dir, name,
+                 cJSON_GetObjectItemCaseSensitive(exp, "hyp")->valuestring) >= (int)sizeof path)
+        goto done;
+    CHECK_EQ_INT(bleu_read_lines(path, &files[0], &err), TFM_OK);
+    for (int r = 0; r < n_refs; r++) {
+        if (snprintf(path, sizeof path, "%s/%s/%s", dir, name,
+                     cJSON_GetArrayItem(refs, r)->valuestring) >= (int)sizeof path)
+            goto done;
+        CHECK_EQ_INT(bleu_read_lines(path, &files[r + 1], &err), TFM_OK);
+        CHECK_EQ_INT(files[r + 1].n_lines, files[0].n_lines);
+        if (files[r + 1].n_lines != files[0].n_lines) goto done;
+    }
+    const cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(exp, "runs")) {
+        BleuOptions opt;
+        bool sentence;
+        run_options(cJSON_GetObjectItemCaseSensitive(run, "options"), &opt, &sentence);
+        BleuScorer *s = NULL;
+        CHECK_EQ_INT(bleu_scorer_new(&opt, &s, &err), TFM_OK);
+        const cJSON *sents = cJSON_GetObjectItemCaseSensitive(run, "sentences");
+        if (sentence) CHECK_EQ_INT(cJSON_GetArraySize(sents), files[0].n_lines);
+        BleuStats total = {0}, st;
+        BleuScore sc;
+        int ok = 1;
+        for (size_t i = 0; i < files[0].n_lines; i++) {
+            const char *seg[8];
+            size_t len[8];
+            for (int r = 0; r < n_refs; r++) {
+                seg[r] = files[r + 1].line[i];
+                len[r] = files[r + 1].len[i];
+            }
+            CHECK_EQ_INT(bleu_segment_stats(s, files[0].line[i], files[0].len[i], seg, len,
+                                            (size_t)n_refs, &st, &err), TFM_OK);
+            bleu_stats_add(&total, &st);
+            if (sentence && (int)i < cJSON_GetArraySize(sents)) {
+                char where[256];
+                snprintf(where, sizeof where, "%s/%s line %zu", name, run->string, i + 1);
+                bleu_compute(&st, &opt, &sc);
+                ok &= check_score(&sc, cJSON_GetArrayItem(sents, (int)i), where);
+            }
+        }
+        if (!sentence) {
+            char where[256];
+            snprintf(where, sizeof where, "%s/%s", name, run->string);
+            bleu_compute(&total, &opt, &sc);
+            ok &= check_score(&sc, run, where);
+        }
+        bleu_scorer_free(s);
+        matched += ok;
+        (*runs_total)++;
+    }
+done:
+    for (int r = 0; r < 8; r++) bleu_lines_free(&files[r]);
+    cJSON_Delete(exp);
+    return matched;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+TEST(bleu_matches_sacrebleu_cases)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bleu", test_data_dir());
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) return;
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s/expected.json", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        fclose(f);
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int shared = 0, runs = 0, matched = 0;
+    for (int i = 0; i < n; i++) {
+        shared += strncmp(names[i], "val_", 4) == 0;
+        matched += check_case(dir, names[i], &runs);
+        free(names[i]);
+    }
+    /* All five sacreBLEU-scored cases and our own edge cases must be there. */
+    CHECK_EQ_INT(shared, 5);
+    CHECK(n >= 17);
+    CHECK(runs >= 5 * 6 + 12 * 14);
+    CHECK_EQ_INT(matched, runs);
+    printf("  bleu: %d of %d runs in %d cases match\n", matched, runs, n);
+}
+
+TEST(bleu_tokenizers_match_python)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bleu/tokenize.json", test_data_dir());
+    cJSON *j = load_json(path);
+    CHECK(j != NULL);
+    if (!j) return;
+    static const char *const keys[] = {"13a", "13a_lc", "intl", "intl_lc", "char", "char_lc",
+                                       "none", "none_lc"};
+    BleuScorer *s[8];
+    TfmErr err = {0};
+    for (int k = 0; k < 8; k++) {
+        BleuOptions opt;
+        bleu_options_default(&opt);
+        bleu_parse_tokenizer(k < 2 ? "13a" : k < 4 ? "intl" : k < 6 ? "char" : "none", &opt.tokenize);
+        opt.lowercase = k % 2;
+        CHECK_EQ_INT(bleu_scorer_new(&opt, &s[k], &err), TFM_OK);
+    }
+    int checked = 0, failures = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "cases")) {
+        const char *in = cJSON_GetObjectItemCaseSensitive(c, "input")->valuestring;
+        for (int k = 0; k < 8; k++) {
+            const char *want = cJSON_GetObjectItemCaseSensitive(c, keys[k])->valuestring;
+            const char *got = NULL;
+            size_t got_len = 0;
+            CHECK_EQ_INT(bleu_tokenize(s[k], in, strlen(in), &got, &got_len, &err), TFM_OK);
+            checked++;
+            if (got && strcmp(got, want) != 0 && failures++ < 5)
+                test_fail(__FILE__, __LINE__, "%s of \"%s\": \"%s\", expected \"%s\"", keys[k], in, got, want);
+        }
+    }
+    CHECK(checked >= 600 * 8);
+    CHECK_EQ_INT(failures, 0);
+    for (int k = 0; k < 8; k++) bleu_scorer_free(s[k]);
+    cJSON_Delete(j);
+}
+
+/* Corpus BLEU of in-memory lines with one reference. */
+static BleuScore corpus1(const BleuOptions *opt, const char *const *hyp, const char *const *ref, size_t n)
+{
+    BleuScore sc;
+    TfmErr err = {0};
+    const char *const *refs[1] = {ref};
+    memset(&sc, 0xff, sizeof sc);
+    CHECK_EQ_INT(bleu_corpus(opt, hyp, n, refs, 1, &sc, &err), TFM_OK);
+    return sc;
+}
+
+TEST(bleu_edges_by_hand)
+{
+    BleuOptions opt;
+    bleu_options_default(&opt);
+    /* Empty corpus: score 0, no division by zero. */
+    BleuScore sc = corpus1(&opt, NULL, NULL, 0);
+    CHECK_NEAR(sc.score, 0, 0);
+    CHECK_NEAR(sc.bp, 1, 0);
+    CHECK_NEAR(sc.ratio, 0, 0);
+    char line[512];
+    bleu_format(&sc, line, sizeof line);
+    CHECK_STR(line, "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 0.000 hyp_len = 0 ref_len = 0)");
+
+    /* Identical 4+ token lines: every precision 100, BP 1. */
+    const char *same[] = {"the cat sat on the mat ."};
+    sc = corpus1(&opt, same, same, 1);
+    CHECK_NEAR(sc.score, 100, 1e-9);
+
+    /* "a b c d e" vs "a b c x e": p = 4/5, 2/4, 1/3 ("a b c"), 0/2 -> exp
+     * smoothing 1/(2*2). BLEU = (0.8 * 0.5 * 1/3 * 1/4)^(1/4). */
+    const char *h1[] = {"a b c d e"}, *r1[] = {"a b c x e"};
+    sc = corpus1(&opt, h1, r1, 1);
+    CHECK_NEAR(sc.score, 100 * pow(0.8 * 0.5 / 3 / 4, 0.25), 1e-9);
+    opt.smooth = BLEU_SMOOTH_FLOOR;             /* zero counts become 0.1/total */
+    sc = corpus1(&opt, h1, r1, 1);
+    CHECK_NEAR(sc.score, 100 * pow(0.8 * 0.5 / 3 * (0.1 / 2), 0.25), 1e-9);
+    opt.smooth = BLEU_SMOOTH_ADD_K;             /* k=1 added to orders 2..4 */
+    sc = corpus1(&opt, h1, r1, 1);
+    CHECK_NEAR(sc.score, 100 * pow(0.8 * (3.0 / 5) * (2.0 / 4) * (1.0 / 3), 0.25), 1e-9);
+    CHECK_NEAR(sc.counts[1], 3, 0);
+    opt.smooth = BLEU_SMOOTH_NONE;              /* a zero precision gives 0 */
+    sc = corpus1(&opt, h1, r1, 1);
+    CHECK_NEAR(sc.score, 0, 1e-12);
+    bleu_options_default(&opt);
+
+    /* Clipping: "the the the" vs "the cat": 1 of 3 unigrams; 2-grams 0/2. */
+    const char *h2[] = {"the the the"}, *r2[] = {"the cat"};
+    sc = corpus1(&opt, h2, r2, 1);
+    CHECK_NEAR(sc.counts[0], 1, 0);
+    CHECK_NEAR(sc.totals[0], 3, 0);
+    CHECK_NEAR(sc.counts[1], 0, 0);
+
+    /* Brevity penalty: 2 hyp tokens against 4 ref tokens: exp(1 - 4/2). */
+    const char *h3[] = {"a b"}, *r3[] = {"a b c d"};
+    sc = corpus1(&opt, h3, r3, 1);
+    CHECK_NEAR(sc.bp, exp(-1.0), 1e-15);
+
+    /* Closest reference length, ties to the shorter: hyp 3 tokens, refs 2 and 4. */
+    BleuScorer *s = NULL;
+    TfmErr err = {0};
+    BleuStats st;
+    CHECK_EQ_INT(bleu_scorer_new(&opt, &s, &err), TFM_OK);
+    const char *refs[] = {"x y z w", "x y"};
+    size_t lens[] = {7, 3};
+    CHECK_EQ_INT(bleu_segment_stats(s, "x y z", 5, refs, lens, 2, &st, &err), TFM_OK);
+    CHECK_EQ_INT(st.ref_len, 2);
+    CHECK_EQ_INT(st.counts[2], 1);          /* "x y z" clipped by the max over refs */
+
+    /* Invalid UTF-8 and NUL bytes: tokens of opaque bytes, no crash. */
+    const char bad[] = "caf\xc3 \xff\xfe na\xc3\xafve \xed\xa0\x80 x\0y \xf0\x9f";
+    CHECK_EQ_INT(bleu_segment_stats(s, bad, sizeof bad - 1, (const char *[]){bad},
+                                    (size_t[]){sizeof bad - 1}, 1, &st, &err), TFM_OK);
+    CHECK_EQ_INT(st.sys_len, 6);
+    CHECK_EQ_INT(st.counts[0], 6);
+    bleu_scorer_free(s);
+    for (int t = 0; t < 4; t++) {
+        opt.tokenize = (BleuTokenizer)t;
+        opt.lowercase = t % 2;
+        CHECK_EQ_INT(bleu_scorer_new(&opt, &s, &err), TFM_OK);
+        CHECK_EQ_INT(bleu_segment_stats(s, bad, sizeof bad - 1, (const char *[]){"x"},
+                                        (size_t[]){1}, 1, &st, &err), TFM_OK);
+        CHECK(st.sys_len > 0);
+        bleu_scorer_free(s);
+    }
+}
+
+TEST(bleu_signature_and_names)
+{
+    BleuOptions opt;
+    char sig[256];
+    bleu_options_default(&opt);
+    bleu_signature(&opt, 1, sig, sizeof sig);
+    const char *want1 = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-";
+    CHECK(strncmp(sig, want1, strlen(want1)) == 0);
+    opt.lowercase = true;
+    opt.tokenize = BLEU_TOK_INTL;
+    opt.smooth = BLEU_SMOOTH_FLOOR;
+    opt.effective_order = true;
+    bleu_signature(&opt, 4, sig, sizeof sig);
+    const char *want4 = "nrefs:4|case:lc|eff:yes|tok:intl|smooth:floor[0.10]|version:";
+    CHECK(strncmp(sig, want4, strlen(want4)) == 0);
+    opt.smooth = BLEU_SMOOTH_ADD_K;
+    opt.smooth_value = 0.5;
+    bleu_signature(&opt, 2, sig, sizeof sig);
+    CHECK(strstr(sig, "|smooth:add-k[0.50]|") != NULL);
+    BleuTokenizer t;
+    CHECK(!bleu_parse_tokenizer("zh", &t));
+    CHECK(!bleu_parse_tokenizer("13A", &t));
+}
+
+TEST(bleu_read_lines_like_python)
+{
+    char path[] = "/tmp/tfm-bleu-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "wb");
+    fputs("a\r\n\nb\rc\nlast", f);
+    fclose(f);
+    BleuLines l;
+    TfmErr err = {0};
+    CHECK_EQ_INT(bleu_read_lines(path, &l, &err), TFM_OK);
+    CHECK_EQ_INT(l.n_lines, 4);                 /* split on \n only; last line kept */
+    CHECK_EQ_INT(l.len[0], 2);                  /* "\r" stays, rstrip removes it later */
+    CHECK_EQ_INT(l.len[1], 0);
+    CHECK_EQ_INT(l.len[2], 3);
+    CHECK_EQ_INT(l.len[3], 4);
+    bleu_lines_free(&l);
+    f = fopen(path, "wb");
+    fclose(f);
+    CHECK_EQ_INT(bleu_read_lines(path, &l, &err), TFM_OK);
+    CHECK_EQ_INT(l.n_lines, 0);
+    bleu_lines_free(&l);
+    remove(path);
+    CHECK_EQ_INT(bleu_read_lines("/nonexistent/tfm/x.txt", &l, &err), TFM_ERR_IO);
+    CHECK_STR(err.msg, "/nonexistent/tfm/x.txt: cannot open: No such file or directory");
+}
+
+TEST(bleu_lowercase_like_python)
+{
+    /* Python: "ΟΔΟΣ ΣΟΦΟΣ. Σ ΑΣ'Σ İ ẞ".lower() */
+    const char *in = "ΟΔΟΣ ΣΟΦΟΣ. Σ ΑΣ'Σ İ ẞ";
+    const char *want = "οδος σοφος. σ ασ'ς i̇ ß";
+    unsigned char out[128];
+    size_t n = unicode_lower_utf8((const unsigned char *)in, strlen(in), out);
+    out[n] = '\0';
+    CHECK_STR((const char *)out, want);
+    CHECK(unicode_props('.') & UNI_PUNCT);
+    CHECK(unicode_props(0x20AC) & UNI_SYMBOL);      /* € */
+    CHECK(unicode_props(0x3000) & UNI_SPACE);
+    CHECK(!(unicode_props(0x200B) & UNI_SPACE));    /* zero-width space is Cf */
+    CHECK(unicode_props(0x0663) & UNI_NUMBER);      /* Arabic-Indic three */
+}
+
+TEST(bleu_survives_allocation_failures)
+{
+    const char *hyp[] = {"A man, a plan: Panama!", "ΟΔΟΣ 😀 1,000.5"};
+    const char *ref[] = {"a man a plan a canal panama", "οδος 1,000.5"};
+    const char *const *refs[1] = {ref};
+    BleuOptions opt;
+    bleu_options_default(&opt);
+    opt.lowercase = true;
+    int failed = 0;
+    for (long k = 0; k < 200; k++) {
+        TfmErr err = {0};
+        BleuScore sc;
+        err_fail_alloc_after(k);
+        TfmStatus st = bleu_corpus(&opt, hyp, 2, refs, 1, &sc, &err);
+        err_fail_alloc_after(-1);
+        if (st == TFM_OK) break;
+        CHECK_EQ_INT(st, TFM_ERR_NOMEM);
+        failed++;
+    }
+    CHECK(failed > 3);
+}
