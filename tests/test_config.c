@@ -573,3 +573,37 @@ TEST(config_load_survives_allocation_failures)
     CHECK(ok > 0);
     remove_dir(dir);
 }
+
+/* Byte mutations of a valid config (flip, delete, insert JSON punctuation):
+ * every result is OK or one clean TFM_ERR_CONFIG line, never a crash. */
+TEST(config_mutated_text_never_crashes)
+{
+    size_t n = strlen(full_json);
+    char *buf = malloc(n + 2);
+    CHECK(buf != NULL);
+    if (!buf) return;
+    static const char punct[] = "{}[]\",:\\-.e0 \n";
+    unsigned long long x = 88172645463325252ULL;     /* xorshift64, fixed seed */
+    int ok = 0, bad = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        size_t at = (size_t)(x % n);
+        memcpy(buf, full_json, n + 1);
+        switch ((x >> 32) % 3) {
+        case 0: buf[at] = punct[(x >> 40) % (sizeof punct - 1)]; break;
+        case 1: memmove(buf + at, buf + at + 1, n - at); break;
+        default:
+            memmove(buf + at + 1, buf + at, n - at + 1);
+            buf[at] = punct[(x >> 40) % (sizeof punct - 1)];
+        }
+        TfmErr err = {0};
+        TfmConfig c;
+        TfmStatus st = config_parse(&c, buf, NULL, false, &err);
+        if (st == TFM_OK) { ok++; config_free(&c); continue; }
+        bad++;
+        if (st != TFM_ERR_CONFIG || !err.msg[0] || strchr(err.msg, '\n'))
+            test_fail(__FILE__, __LINE__, "mutation %d: status %d, message '%s'", iter, st, err.msg);
+    }
+    CHECK(ok > 0 && bad > 0);
+    free(buf);
+}
