@@ -82,7 +82,7 @@ void progress_show(Progress *p, const ProgressEvent *ev, bool force)
     char eta[32];
     format_eta(eta, sizeof eta, ev->eta_s);
     fprintf(p->out, "%sstep %ld  epoch %ld  loss %.4f  ppl %.2f  lr %.3g  %.0f tok/s  ETA %s%s",
-            p->tty ? "\r\033[K" : "", ev->step, ev->epoch + 1, ev->train_loss,
+            p->tty ? "\r\033[K" : "", ev->step, ev->epoch, ev->train_loss,
             exp(ev->train_nll), ev->lr, ev->tok_per_s, eta, p->tty ? "" : "\n");
     p->live_line_open = p->tty;
     fflush(p->out);

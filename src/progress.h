@@ -19,7 +19,7 @@ typedef struct {
 
 /* One event; fields that do not apply are NaN (numbers) or negative (counts). */
 typedef struct {
-    long step, epoch;
+    long step, epoch;      /* epoch counts from 1 */
     double train_loss, train_nll, valid_loss, valid_ppl, valid_bleu;
     double lr, tok_per_s, elapsed_s, eta_s;
 } ProgressEvent;

@@ -55,6 +55,7 @@ typedef struct {
     double sum_loss, sum_nll;
     long sum_tokens, sum_real_tokens;
     double sum_step_s;          /* training time, validation and saving excluded */
+    long signal_at_step;        /* test hook: raise SIGTERM after this step (0: never) */
 } Trainer;
 
 static double now_s(void)
@@ -272,7 +273,7 @@ static TfmStatus save_last(Trainer *t, TfmErr *err)
 static void fill_event(const Trainer *t, ProgressEvent *ev)
 {
     ev->step = t->ts.step;
-    ev->epoch = t->ts.epoch;
+    ev->epoch = t->ts.epoch + 1;
     ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
     ev->tok_per_s = ev->eta_s = NAN;
     ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1);
@@ -392,9 +393,12 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         double dt = now_s() - t0;
         t->sum_step_s += dt;
         step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
-        if ((st = log_training(t, t->ts.step % LOG_EVERY == 0, step_time, err)) != TFM_OK)
+        if (t->ts.step == t->signal_at_step) raise(SIGTERM);
+        bool validating = tc->valid_every > 0 && t->ts.step % tc->valid_every == 0;
+        if ((st = log_training(t, t->ts.step % LOG_EVERY == 0 || validating || limit_reached(t),
+                               step_time, err)) != TFM_OK)
             return st;
-        if (tc->valid_every > 0 && t->ts.step % tc->valid_every == 0) {
+        if (validating) {
             if ((st = validate_and_log(t, err)) != TFM_OK) return st;
             if (tc->patience > 0 && t->ts.bad_validations >= tc->patience) {
                 progress_note(&t->prog, "early stopping: no improvement in %d validations",
@@ -426,6 +430,9 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.opt = opt;
     t.validated_step = -1;
     t.run_start = now_s();
+    /* Lets tests interrupt a run at an exact step through the real signal path. */
+    const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");
+    t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = progress_open(&t.prog, cfg->train.out_dir, opt->quiet, err)) != TFM_OK) return st;

@@ -1,0 +1,95 @@
+# cli_train.sh: `tfm train`, `tfm info` and `tfm average` through the real
+# binary: outputs, exact resume after a signal, damaged files, error lines.
+. "$(dirname "$0")/cli_lib.sh"
+MINI=$PWD/tests/data/mini
+cp "$MINI"/train.* "$MINI"/valid.* "$T"/
+sed 's/"max_steps": 30/"max_steps": 40/; s/"valid_every": 30/"valid_every": 40/' \
+    "$MINI/mini.json" >"$T/mini.json"
+
+cd "$T" || exit 1
+mkdir a b c
+
+# A full run: last stdout line is the model path; the files SPEC.md names exist.
+(cd a && expect_exit 0 "train runs" -- "$TFM" train ../mini.json -q)
+check "last stdout line is the model path" test "$(tail -n 1 "$T/out")" = model.tfm
+for f in a/model.tfm a/ck/last.tfm a/ck/best.tfm a/ck/log.jsonl a/ck/vocab.txt; do
+    check "$f exists" test -s "$f"
+done
+check "keep=2 numbered checkpoints" test "$(ls a/ck/ckpt.*.tfm | wc -l)" = 2
+check "log.jsonl has train and valid records" \
+    grep -q '"train_loss"' a/ck/log.jsonl
+check "log.jsonl valid record" grep -q '"valid_ppl"' a/ck/log.jsonl
+
+# Interrupted at step 13 by SIGTERM (through the real handler), then resumed:
+# the final model must equal the uninterrupted run's, byte for byte.
+(cd b && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "SIGTERM exits 143" -- "$TFM" train ../mini.json -q)
+expect_err_line "interrupt message" "tfm: interrupted at step 13; run the same command to resume"
+(cd b && expect_exit 0 "info on interrupted last.tfm" -- "$TFM" info ck/last.tfm)
+check "last.tfm is at step 13" grep -q "step:        13 " "$T/out"
+(cd b && "$TFM" train ../mini.json >"$T/out" 2>"$T/err")
+check "resumed run succeeds" test $? = 0
+check "resume is announced" grep -q "resuming from ck/last.tfm at step 13" "$T/err"
+check "resumed model equals uninterrupted" cmp -s a/model.tfm b/model.tfm
+
+# Rerunning a finished run is harmless; --restart starts over and ends the same.
+(cd a && expect_exit 0 "rerun finished" -- "$TFM" train ../mini.json -q)
+(cd b && expect_exit 0 "restart" -- "$TFM" train ../mini.json -q --restart)
+check "restart reproduces the run" cmp -s a/model.tfm b/model.tfm
+
+# A real SIGTERM at an arbitrary moment leaves a loadable, resumable last.tfm.
+sed 's/"max_steps": 40/"max_steps": 100000/; s/"save_every": 5/"save_every": 3/' mini.json >long.json
+(cd c || exit 1
+ "$TFM" train ../long.json -q >/dev/null 2>&1 &
+ pid=$!
+ for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ kill -TERM $pid; wait $pid; echo $? >rc)
+check "kill -TERM exits 143" test "$(cat c/rc)" = 143
+(cd c && expect_exit 0 "killed run's last.tfm loads" -- "$TFM" info ck/last.tfm)
+sed 's/"max_steps": 100000/"max_steps": 60/; s/"save_every": 5/"save_every": 3/' mini.json >short.json
+check "killed run is past step 0" test -s c/ck/last.tfm
+(cd c && expect_exit 0 "killed run resumes and finishes" -- "$TFM" train ../short.json -q)
+
+# tfm average: two checkpoints of one run.
+(cd a && expect_exit 0 "average" -- "$TFM" average -o avg.tfm ck/last.tfm ck/best.tfm)
+expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
+expect_exit 2 "average needs two models" -- "$TFM" average -o x.tfm a/model.tfm
+expect_exit 2 "average needs -o" -- "$TFM" average a/model.tfm a/model.tfm
+
+# Damaged model files: one clear line, exit 1.
+head -c 1000 a/model.tfm >trunc.tfm
+expect_exit 1 "truncated model" -- "$TFM" info trunc.tfm
+expect_err_line "truncated model message" "tfm: trunc.tfm: truncated file"
+: >empty.tfm
+expect_exit 1 "empty model" -- "$TFM" info empty.tfm
+expect_err_line "empty model message" "tfm: empty.tfm: not a tfm model file (bad magic)"
+cp a/model.tfm flip.tfm
+printf '\x55' | dd of=flip.tfm bs=1 seek=3000 conv=notrunc status=none
+expect_exit 1 "bit-flipped model" -- "$TFM" info flip.tfm
+expect_err_line "bit-flip message" "tfm: flip.tfm: checksum mismatch (corrupted file)"
+expect_exit 1 "missing model" -- "$TFM" info nope.tfm
+expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
+
+# Usage and config errors.
+expect_exit 2 "train without config" -- "$TFM" train
+expect_exit 2 "train unknown option" -- "$TFM" train mini.json --bogus
+expect_exit 2 "train bad --threads" -- "$TFM" train mini.json --threads=-3
+expect_exit 2 "train --threads needs a value" -- "$TFM" train mini.json --threads
+expect_exit 1 "train missing config" -- "$TFM" train missing.json
+expect_err_line "missing config message" "tfm: missing.json: cannot open: No such file or directory"
+expect_exit 0 "train --help" -- "$TFM" train --help
+expect_exit 0 "help train" -- "$TFM" help train
+expect_exit 0 "dry run" -- "$TFM" train mini.json --dry-run --seed=9
+check "dry run prints the seed override" grep -q '"seed": 9' "$T/out"
+
+# An out_dir that cannot be created.
+sed 's|"out_dir": "ck"|"out_dir": "/proc/nope/ck"|' mini.json >badout.json
+expect_exit 1 "unwritable out_dir" -- "$TFM" train badout.json -q
+
+# Diverging training (a huge learning rate) stops with a numeric error, and
+# last.tfm (saved before) still loads.
+sed 's/"peak": 0.003/"peak": 1e30/; s/"warmup": 10/"warmup": 1/' mini.json >nan.json
+mkdir d
+(cd d && expect_exit 1 "NaN stops training" -- "$TFM" train ../nan.json -q)
+check "NaN message names the step" grep -Eq '^tfm: step [0-9]+: (loss|gradient) is (NaN|Inf)' "$T/err"
+
+cli_summary
