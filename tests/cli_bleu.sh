@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# cli_bleu.sh: `tfm bleu` through the real binary: output line, exit codes and
+# the exact one-line errors.
+cd "$(dirname "$0")/.." || exit 1
+. tests/cli_lib.sh
+D=tests/data/bleu/val_edge_mix
+
+expect_exit 0 "default run" -- "$TFM" bleu "$D/hyp.txt" "$D/ref.txt"
+check "sacreBLEU's line" test "$(cat "$T/out")" = \
+    "BLEU = 71.51 88.2/85.6/83.3/81.7 (BP = 0.844 ratio = 0.855 hyp_len = 136 ref_len = 159)"
+check "signature on stderr" grep -q '^nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-' "$T/err"
+
+expect_exit 0 "-lc before the files" -- "$TFM" bleu -lc "$D/hyp.txt" "$D/ref.txt"
+check "-lc score" grep -q '^BLEU = 80.91 98.5/96.8/94.7/93.3 ' "$T/out"
+expect_exit 0 "--lowercase --tokenize=intl" -- "$TFM" bleu "$D/hyp.txt" "$D/ref.txt" --lowercase --tokenize=intl
+check "intl lc score" grep -q '^BLEU = 80.91 ' "$T/out"
+expect_exit 0 "--tokenize char" -- "$TFM" bleu "$D/hyp.txt" "$D/ref.txt" --tokenize char
+check "char score" grep -q '^BLEU = 72.54 85.8/84.9/84.4/83.8 (BP = 0.856 ratio = 0.866 hyp_len = 528 ref_len = 610)$' "$T/out"
+
+expect_exit 0 "--sentence" -- "$TFM" bleu "$D/hyp.txt" "$D/ref.txt" --sentence
+check "one line a sentence" test "$(wc -l <"$T/out")" = 12
+check "sentence 2 (effective order)" test "$(sed -n 2p "$T/out")" = \
+    "BLEU = 0.41 100.0/100.0/0.0/0.0 (BP = 0.004 ratio = 0.154 hyp_len = 2 ref_len = 13)"
+check "sentence signature" grep -q '|eff:yes|' "$T/err"
+
+expect_exit 0 "--json" -- "$TFM" bleu "$D/hyp.txt" "$D/ref.txt" --json
+check "json is valid with the keys" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d["score"] - 71.51271225118616) < 1e-9, d
+assert [round(p, 6) for p in d["precisions"]] == [88.235294, 85.6, 83.333333, 81.730769]
+assert d["counts"] == [120, 107, 95, 85] and d["totals"] == [136, 125, 114, 104]
+assert d["sys_len"] == 136 and d["ref_len"] == 159 and abs(d["bp"] - 0.8444095552415237) < 1e-12
+assert abs(d["ratio"] - 0.8553459119496856) < 1e-12
+assert d["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-")
+' "$T/out"
+check "json: nothing on stderr" test ! -s "$T/err"
+
+R=tests/data/bleu/val_multiref2
+expect_exit 0 "two references" -- "$TFM" bleu "$R/hyp.txt" "$R/ref1.txt" "$R/ref2.txt"
+check "multiref score" grep -q '^BLEU = 57.49 ' "$T/out"
+
+expect_exit 0 "hyp from stdin" -- sh -c "\"$TFM\" bleu - \"$D/ref.txt\" < \"$D/hyp.txt\""
+check "stdin score" grep -q '^BLEU = 71.51 ' "$T/out"
+
+: >"$T/empty1"; : >"$T/empty2"
+expect_exit 0 "empty files" -- "$TFM" bleu "$T/empty1" "$T/empty2"
+check "empty files score 0" test "$(cat "$T/out")" = \
+    "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 0.000 hyp_len = 0 ref_len = 0)"
+
+printf 'caf\303 \377\376 x\000y \355\240\200\nok\n' >"$T/bad"
+expect_exit 0 "invalid UTF-8 does not crash" -- "$TFM" bleu "$T/bad" "$T/bad" -lc --tokenize intl
+check "invalid UTF-8 identical: 100" grep -q '^BLEU = 100.00 ' "$T/out"
+
+printf 'a\nb\nc\n' >"$T/three"; printf 'a\nb\n' >"$T/two"
+expect_exit 1 "different line counts" -- "$TFM" bleu "$T/three" "$T/two"
+expect_err_line "line count message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
+expect_exit 1 "second reference too short" -- "$TFM" bleu "$T/three" "$T/three" "$T/two"
+expect_err_line "second ref message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
+expect_exit 1 "missing file" -- "$TFM" bleu "$T/three" "$T/missing.txt"
+expect_err_line "missing file message" "tfm: $T/missing.txt: cannot open: No such file or directory"
+expect_exit 2 "unknown option" -- "$TFM" bleu "$T/three" "$T/three" --frobnicate
+expect_err_line "unknown option message" "tfm: bleu: unknown option '--frobnicate' (see tfm bleu --help)"
+expect_exit 2 "missing option value" -- "$TFM" bleu "$T/three" "$T/three" --tokenize
+expect_err_line "missing value message" "tfm: bleu: option '--tokenize' needs a value"
+expect_exit 2 "bad --tokenize" -- "$TFM" bleu "$T/three" "$T/three" --tokenize zh
+expect_err_line "bad --tokenize message" "tfm: bleu: --tokenize: expected 13a, intl, char or none, got 'zh'"
+expect_exit 2 "bad --smooth" -- "$TFM" bleu "$T/three" "$T/three" --smooth=max
+expect_err_line "bad --smooth message" "tfm: bleu: --smooth: expected exp, floor, add-k or none, got 'max'"
+expect_exit 2 "bad --smooth-value" -- "$TFM" bleu "$T/three" "$T/three" --smooth floor --smooth-value x
+expect_err_line "bad --smooth-value message" "tfm: bleu: --smooth-value: expected a non-negative number, got 'x'"
+expect_exit 2 "missing reference" -- "$TFM" bleu "$T/three"
+expect_err_line "missing reference message" "tfm: bleu: expected HYP REF [REF ...] (see tfm bleu --help)"
+expect_exit 0 "--help" -- "$TFM" bleu --help
+check "help text on stdout" grep -q '^usage: tfm bleu HYP REF' "$T/out"
+expect_exit 0 "tfm help bleu" -- "$TFM" help bleu
+check "help via tfm help" grep -q -- '--tokenize 13a|intl|char|none' "$T/out"
+
+cli_summary
