@@ -185,7 +185,6 @@ struct Bpe {
     int n_merges, cap_merges;
     int *merges;                /* (left, right, result) per rank */
     /* Built by bpe_index once the pieces and merges are final. */
-    int ascii[128];             /* char piece of a code point < 128, or -1 */
     U64Map chars;               /* code point -> char piece */
     U64Map pairs;               /* left << 32 | right -> rank << 32 | result */
     char *dec;                  /* decoded bytes of each piece ("▁" -> " ") */
@@ -270,6 +269,27 @@ static TfmStatus bpe_add_merge(Bpe *b, int left, int right, int result, TfmErr *
     return TFM_OK;
 }
 
+/* A printable ASCII byte piece is the character itself, so ASCII text needs
+ * no separate char pieces (saving ~90 slots for merges); other bytes read
+ * "<0xHH>". Returns the length written to name (8 bytes). */
+static size_t byte_piece_name(int byte, char *name)
+{
+    if (byte > 0x20 && byte < 0x7F) {
+        name[0] = (char)byte;
+        name[1] = '\0';
+        return 1;
+    }
+    snprintf(name, 8, "<0x%02X>", byte);
+    return 6;
+}
+
+/* Pieces that merges may combine: text that decodes to itself. */
+static bool mergeable(const Bpe *b, int id)
+{
+    if (b->kind[id] == KIND_BYTE) return id - BPE_BYTE0 > 0x20 && id - BPE_BYTE0 < 0x7F;
+    return b->kind[id] >= KIND_MARKER;
+}
+
 /* Adds the fixed pieces: specials, the 256 bytes, the marker. */
 static TfmStatus bpe_add_fixed(Bpe *b, TfmErr *err)
 {
@@ -278,8 +298,7 @@ static TfmStatus bpe_add_fixed(Bpe *b, TfmErr *err)
             return err->status;
     for (int i = 0; i < 256; i++) {
         char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", i);
-        if (bpe_add_piece(b, KIND_BYTE, name, 6, err) < 0) return err->status;
+        if (bpe_add_piece(b, KIND_BYTE, name, byte_piece_name(i, name), err) < 0) return err->status;
     }
     if (bpe_add_piece(b, KIND_MARKER, MARKER_UTF8, 3, err) < 0) return err->status;
     return TFM_OK;
@@ -288,7 +307,6 @@ static TfmStatus bpe_add_fixed(Bpe *b, TfmErr *err)
 /* Builds the encode/decode lookup tables from the final pieces and merges. */
 static TfmStatus bpe_index(Bpe *b, TfmErr *err)
 {
-    for (int i = 0; i < 128; i++) b->ascii[i] = -1;
     if (u64map_init(&b->chars, (size_t)b->n_pieces, err)) return TFM_ERR_NOMEM;
     if (u64map_init(&b->pairs, (size_t)b->n_merges, err)) return TFM_ERR_NOMEM;
     b->dec = xmalloc(b->pool_len + 1, err);
@@ -316,7 +334,6 @@ static TfmStatus bpe_index(Bpe *b, TfmErr *err)
         if (b->kind[id] == KIND_CHAR) {
             uint32_t cp;
             text_utf8_decode(s, n, &cp);
-            if (cp < 128) b->ascii[cp] = id;
             uint64_t *v = u64map_slot(&b->chars, cp, err);
             if (!v) return TFM_ERR_NOMEM;
             *v = (uint64_t)id;
@@ -425,7 +442,7 @@ static bool pretok_next(Pretok *p, Word *w)
 
 static int char_piece(const Bpe *b, uint32_t cp)
 {
-    if (cp < 128) return b->ascii[cp];
+    if (cp < 0x80) return BPE_BYTE0 + (int)cp;
     uint64_t v;
     return u64map_get(&b->chars, cp, &v) ? (int)v : -1;
 }
@@ -671,9 +688,9 @@ static int char_count_cmp(const void *x, const void *y)
     return a->cp < b->cp ? -1 : a->cp > b->cp;
 }
 
-/* Adds the alphabet to b: every character seen at least twice, most frequent
- * first (ties by code point), as long as the vocabulary has room. Rarer ones
- * are spelled in byte pieces. */
+/* Adds the alphabet to b: every non-ASCII character seen at least twice, most
+ * frequent first (ties by code point), as long as the vocabulary has room.
+ * Rarer ones are spelled in byte pieces; ASCII is the byte pieces. */
 static TfmStatus learn_alphabet(Bpe *b, const WordTable *t, int vocab_size, TfmErr *err)
 {
     U64Map counts = {0};
@@ -686,10 +703,11 @@ static TfmStatus learn_alphabet(Bpe *b, const WordTable *t, int vocab_size, TfmE
         for (size_t i = 0; i < n;) {
             uint32_t cp;
             int l = text_utf8_decode(s + i, n - i, &cp);
+            i += (size_t)l;
+            if (cp < 0x80) continue;
             uint64_t *v = u64map_slot(&counts, cp, err);
             if (!v) { st = TFM_ERR_NOMEM; goto fail; }
             *v += (uint64_t)t->count[w];
-            i += (size_t)l;
         }
     }
     cc = xmalloc((counts.n + 1) * sizeof *cc, err);
@@ -703,8 +721,7 @@ static TfmStatus learn_alphabet(Bpe *b, const WordTable *t, int vocab_size, TfmE
         unsigned char u[4];
         uint32_t cp = cc[i].cp;
         int l;
-        if (cp < 0x80) { u[0] = (unsigned char)cp; l = 1; }
-        else if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | cp >> 6); u[1] = (unsigned char)(0x80 | (cp & 63)); l = 2; }
+        if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | cp >> 6); u[1] = (unsigned char)(0x80 | (cp & 63)); l = 2; }
         else if (cp < 0x10000) {
             u[0] = (unsigned char)(0xE0 | cp >> 12); u[1] = (unsigned char)(0x80 | (cp >> 6 & 63));
             u[2] = (unsigned char)(0x80 | (cp & 63)); l = 3;
@@ -962,7 +979,8 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
             uint32_t cp;
             i += (size_t)text_utf8_decode(s + i, n - i, &cp);
             uint64_t v;
-            sym[k++] = u64map_get(&chars, cp, &v) ? (int)v : -1;
+            if (cp < 0x80) sym[k++] = mergeable(b, BPE_BYTE0 + (int)cp) ? BPE_BYTE0 + (int)cp : -1;
+            else sym[k++] = u64map_get(&chars, cp, &v) ? (int)v : -1;
         }
         sym_len[w] = k;
         total += (size_t)k;
@@ -1237,8 +1255,8 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
             BAD("piece %d must be %s", id, special_names[id]);
         if (kind == KIND_BYTE) {
             char want_name[8];
-            snprintf(want_name, sizeof want_name, "<0x%02X>", id - BPE_BYTE0);
-            if (!(tl == 6 && memcmp(text, want_name, 6) == 0)) BAD("piece %d must be %s", id, want_name);
+            size_t wl = byte_piece_name(id - BPE_BYTE0, want_name);
+            if (!(tl == wl && memcmp(text, want_name, wl) == 0)) BAD("piece %d must be %s", id, want_name);
         }
         if (kind == KIND_MARKER && !(tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0))
             BAD("piece %d must be the marker " MARKER_UTF8, id);
@@ -1248,7 +1266,8 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
             if (memchr(text, ' ', tl)) BAD("piece text contains a space");
             bool inside;
             int chars = count_chars(text, tl, &inside);
-            if (kind == KIND_CHAR && chars != 1) BAD("a char piece must be one character");
+            if (kind == KIND_CHAR && (chars != 1 || (unsigned char)text[0] < 0x80))
+                BAD("a char piece must be one non-ASCII character");
             if (kind == KIND_CHAR && tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0)
                 BAD("a char piece cannot be the marker");
             if (kind == KIND_MERGED && chars < 2) BAD("a merged piece must have two characters or more");
@@ -1268,8 +1287,9 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
         if (split_fields(line, n, 3, f, fl) != 3 || !field_is(f[0], fl[0], "merge") ||
             !parse_int(f[1], fl[1], &l) || !parse_int(f[2], fl[2], &rr))
             BAD("expected 'merge LEFT RIGHT'");
-        if (l < BPE_MARKER || l >= n_pieces || rr < BPE_MARKER || rr >= n_pieces)
-            BAD("merge ids must be in [%d, %d)", BPE_MARKER, n_pieces);
+        if (l >= n_pieces || rr >= n_pieces || !mergeable(b, l) || !mergeable(b, rr))
+            BAD("merge %d %d: not two mergeable pieces (printable ASCII, marker, char or "
+                "merged)", l, rr);
         size_t ll = b->len[l], rl = b->len[rr];
         if ((st = buf_reserve(&text, &text_cap, ll + rl + 1, err))) goto fail;
         memcpy(text, b->pool + b->off[l], ll);

@@ -1,0 +1,207 @@
+/* Tests of text: UTF-8 validation edge cases and the line reader (CRLF, NUL,
+ * invalid UTF-8 with line numbers, long lines, no final newline). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "text.h"
+
+/* Writes n bytes to a fresh temp file; returns its path (static buffer). */
+static const char *temp_file(const char *data, size_t n)
+{
+    static char path[64];
+    strcpy(path, "/tmp/tfm-text-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    if (write(fd, data, n) != (ssize_t)n) { close(fd); return NULL; }
+    close(fd);
+    return path;
+}
+
+static bool valid(const char *s, size_t n, size_t *bad) { return text_utf8_valid(s, n, bad); }
+
+TEST(text_utf8_accepts_well_formed)
+{
+    const char *ok[] = {
+        "", "plain ascii", "Gr\xC3\xBC\xC3\x9F" "e",          /* Grüße */
+        "\xE4\xB8\xAD\xE6\x96\x87",                            /* 中文 */
+        "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB",        /* woman technologist ZWJ */
+        "\xEF\xBF\xBF", "\xF4\x8F\xBF\xBF",                    /* U+FFFF, U+10FFFF */
+        "\xED\x9F\xBF", "\xEE\x80\x80",                        /* around the surrogates */
+        "\xC2\x80", "\xE0\xA0\x80", "\xF0\x90\x80\x80",        /* smallest non-overlong */
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        size_t bad = 99;
+        CHECK(valid(ok[i], strlen(ok[i]), &bad));
+    }
+    CHECK(valid("a\0b", 3, NULL));      /* NUL is UTF-8; the reader rejects it separately */
+}
+
+TEST(text_utf8_rejects_ill_formed_with_offset)
+{
+    struct { const char *s; size_t bad; } cases[] = {
+        {"\x80", 0},                       /* lone continuation */
+        {"ab\xC0\xAF", 2},                 /* overlong '/' */
+        {"\xC1\xBF", 0},                   /* overlong */
+        {"x\xE0\x80\xAF", 1},              /* overlong 3-byte */
+        {"\xF0\x80\x80\xAF", 0},           /* overlong 4-byte */
+        {"ok\xED\xA0\x80", 2},             /* surrogate U+D800 */
+        {"\xED\xBF\xBF", 0},               /* surrogate U+DFFF */
+        {"\xF4\x90\x80\x80", 0},           /* U+110000 */
+        {"\xF5\x80\x80\x80", 0},           /* lead byte beyond U+10FFFF */
+        {"\xFF", 0}, {"\xFE", 0},
+        {"abc\xE4\xB8", 3},                /* truncated at the end */
+        {"\xE4\xB8x", 0},                  /* truncated mid-string */
+        {"12345678\xC3", 8},               /* after the 8-byte ASCII fast path */
+        {"\xF0\x9F\x98", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t bad = 99;
+        CHECK(!valid(cases[i].s, strlen(cases[i].s), &bad));
+        CHECK_EQ_INT(bad, cases[i].bad);
+    }
+}
+
+TEST(text_utf8_decode_code_points)
+{
+    uint32_t cp = 0;
+    CHECK_EQ_INT(text_utf8_decode((const unsigned char *)"A", 1, &cp), 1);
+    CHECK_EQ_INT(cp, 'A');
+    CHECK_EQ_INT(text_utf8_decode((const unsigned char *)"\xE2\x96\x81", 3, &cp), 3);
+    CHECK_EQ_INT(cp, 0x2581);
+    CHECK_EQ_INT(text_utf8_decode((const unsigned char *)"\xF0\x9F\x98\x80", 4, &cp), 4);
+    CHECK_EQ_INT(cp, 0x1F600);
+    CHECK_EQ_INT(text_utf8_decode((const unsigned char *)"\xE2\x96", 2, &cp), 0);
+}
+
+TEST(text_strip_eol_cases)
+{
+    size_t n = 4;
+    CHECK_EQ_INT(text_strip_eol("ab\r\n", &n), 2);
+    n = 3;
+    CHECK_EQ_INT(text_strip_eol("ab\n", &n), 2);
+    n = 3;
+    CHECK_EQ_INT(text_strip_eol("ab\r", &n), 2);
+    n = 4;
+    CHECK_EQ_INT(text_strip_eol("a\rb\n", &n), 3);    /* inner \r stays */
+    n = 0;
+    CHECK_EQ_INT(text_strip_eol("", &n), 0);
+}
+
+TEST(text_reader_lines_crlf_and_last_line)
+{
+    const char data[] = "one\r\ntwo\n\nthree \r\r\nlast";
+    const char *path = temp_file(data, sizeof data - 1);
+    CHECK(path != NULL);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, path, &err), TFM_OK);
+    const char *want[] = {"one", "two", "", "three \r", "last"};
+    char *line;
+    size_t len;
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+        CHECK_STR(line, want[i]);
+        CHECK_EQ_INT(len, strlen(want[i]));
+        CHECK_EQ_INT(r.line_no, i + 1);
+    }
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 0);
+    text_reader_close(&r);
+    unlink(path);
+}
+
+TEST(text_reader_empty_file_has_no_lines)
+{
+    const char *path = temp_file("", 0);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, path, &err), TFM_OK);
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 0);
+    text_reader_close(&r);
+    text_reader_close(&r);   /* twice is harmless */
+    unlink(path);
+}
+
+TEST(text_reader_invalid_utf8_names_line_and_byte)
+{
+    const char data[] = "fine\nstill fine\nbad \xC3\x28 here\n";
+    const char *path = temp_file(data, sizeof data - 1);
+    char name[64];
+    strcpy(name, path);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), -1);
+    CHECK_EQ_INT(err.status, TFM_ERR_FORMAT);
+    char want[128];
+    snprintf(want, sizeof want, "%s: line 3: invalid UTF-8 at byte 5", name);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
+    unlink(name);
+}
+
+TEST(text_reader_nul_byte)
+{
+    const char data[] = "a\nb\0c\n";
+    const char *path = temp_file(data, sizeof data - 1);
+    char name[64];
+    strcpy(name, path);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), -1);
+    char want[128];
+    snprintf(want, sizeof want, "%s: line 2: contains a NUL byte at byte 2", name);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
+
+    /* Unchecked mode returns the line as is. */
+    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    r.check_utf8 = false;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(len, 3);
+    text_reader_close(&r);
+    unlink(name);
+}
+
+TEST(text_reader_long_line)
+{
+    size_t n = 3u << 20;     /* 3 MB, far beyond any fixed buffer */
+    char *data = malloc(n + 1);
+    CHECK(data != NULL);
+    if (!data) return;
+    for (size_t i = 0; i < n; i++) data[i] = (char)('a' + i % 26);
+    data[n] = '\n';
+    const char *path = temp_file(data, n + 1);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, path, &err), TFM_OK);
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(len, n);
+    CHECK(memcmp(line, data, n) == 0);
+    text_reader_close(&r);
+    unlink(path);
+    free(data);
+}
+
+TEST(text_reader_missing_file)
+{
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, "/nonexistent/x.txt", &err), TFM_ERR_IO);
+    CHECK_STR(err.msg, "/nonexistent/x.txt: cannot open: No such file or directory");
+    text_reader_close(&r);
+}
