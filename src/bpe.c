@@ -48,8 +48,12 @@ static TfmStatus u64map_init(U64Map *m, size_t want, TfmErr *err)
     size_t cap = 16;
     while (cap < 2 * want) cap *= 2;
     m->keys = xmalloc(cap * sizeof *m->keys, err);
-    m->vals = xmalloc(cap * sizeof *m->vals, err);
-    if (!m->keys || !m->vals) return TFM_ERR_NOMEM;
+    m->vals = m->keys ? xmalloc(cap * sizeof *m->vals, err) : NULL;
+    if (!m->vals) {
+        free(m->keys);
+        memset(m, 0, sizeof *m);
+        return TFM_ERR_NOMEM;
+    }
     memset(m->keys, 0xFF, cap * sizeof *m->keys);
     m->mask = cap - 1;
     m->n = 0;
