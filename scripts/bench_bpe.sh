@@ -15,6 +15,9 @@ command -v spm_train >/dev/null || { echo "bench_bpe: spm_train not found (apt-g
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/tfm-bench-bpe.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+# A private copy, so a rebuild of ./tfm during the run cannot disturb it.
+cp "$TFM" "$W/tfm"
+TFM=$W/tfm
 gzip -dc data/train.de.gz >"$W/train.de"
 gzip -dc data/train.en.gz >"$W/train.en"
 cat "$W/train.de" "$W/train.en" >"$W/all.txt"
@@ -26,7 +29,7 @@ best_of() {
     for _ in $(seq "$REPS"); do
         local t0 t1 dt
         t0=$(date +%s.%N)
-        "$@"
+        "$@" || { echo "bench_bpe: failed: $*" >&2; exit 1; }
         t1=$(date +%s.%N)
         dt=$(echo "$t1 - $t0" | bc -l)
         if [ -z "$best" ] || [ "$(echo "$dt < $best" | bc -l)" = 1 ]; then best=$dt; fi
@@ -45,16 +48,25 @@ spm_enc() { spm_encode --model="$W/spm.model" <"$W/all.txt" >"$W/spm.pieces"; }
 tfm_dec() { "$TFM" bpe decode -v "$W/tfm.vocab" <"$W/tfm.pieces" >"$W/tfm.back"; }
 spm_dec() { spm_decode --model="$W/spm.model" <"$W/spm.pieces" >"$W/spm.back"; }
 
-T_TL=$(best_of tfm_learn); T_SL=$(best_of spm_learn)
-T_TE=$(best_of tfm_enc);   T_SE=$(best_of spm_enc)
-T_TD=$(best_of tfm_dec);   T_SD=$(best_of spm_dec)
+T_TL=$(best_of tfm_learn) && T_SL=$(best_of spm_learn)
+T_TE=$(best_of tfm_enc) && T_SE=$(best_of spm_enc)
+T_TD=$(best_of tfm_dec) && T_SD=$(best_of spm_dec)
 A_T=$(avg_tokens "$W/tfm.pieces"); A_S=$(avg_tokens "$W/spm.pieces")
 A_T_DE=$(head -n "$(wc -l <"$W/train.de")" "$W/tfm.pieces" | awk '{n+=NF} END {printf "%.3f", n/NR}')
 A_S_DE=$(head -n "$(wc -l <"$W/train.de")" "$W/spm.pieces" | awk '{n+=NF} END {printf "%.3f", n/NR}')
 A_T_EN=$(tail -n "$(wc -l <"$W/train.en")" "$W/tfm.pieces" | awk '{n+=NF} END {printf "%.3f", n/NR}')
 A_S_EN=$(tail -n "$(wc -l <"$W/train.en")" "$W/spm.pieces" | awk '{n+=NF} END {printf "%.3f", n/NR}')
 if cmp -s "$W/tfm.back" "$W/all.txt"; then RT_T=yes; else RT_T=no; fi
-if cmp -s "$W/spm.back" "$W/all.txt"; then RT_S=yes; else RT_S="no ($(cmp "$W/spm.back" "$W/all.txt" 2>&1 | head -c 80))"; fi
+if cmp -s "$W/spm.back" "$W/all.txt"; then RT_S=yes
+else RT_S="no: $(paste -d '\n' "$W/spm.back" "$W/all.txt" | awk 'NR % 2 {a = $0; next} a != $0 {d++} END {print d + 0}') lines differ"; fi
+# How many more pieces tfm needs to match sentencepiece's tokens per sentence.
+BIGGER=""
+for extra in 100 175 250; do
+    n=$((VOCAB + extra))
+    "$TFM" bpe learn --vocab-size "$n" -o "$W/big.vocab" "$W/train.de" "$W/train.en"
+    a=$("$TFM" bpe encode -v "$W/big.vocab" <"$W/all.txt" | awk '{t += NF} END {printf "%.3f", t / NR}')
+    BIGGER="$BIGGER $n: $a;"
+done
 MERGES=$(sed -n 2p "$W/tfm.vocab")
 CPU=$(lscpu | grep 'Model name' | sed 's/Model name: *//')
 SPM_VER=$(dpkg-query -W -f='${Version}' sentencepiece 2>/dev/null || echo unknown)
@@ -82,6 +94,7 @@ cat >"$OUT" <<EOF
 
 tfm's $VOCAB pieces include 256 byte-fallback pieces (printable ASCII among them serve as the
 characters), the 4 specials and the word marker; sentencepiece's $VOCAB include 3 specials and
-its characters but no byte pieces, so it has more slots for merges. See docs/vocab-format.md.
+its characters but no byte pieces, so it has more slots for merges. tfm tokens / sentence
+(de+en) with a few more pieces:${BIGGER%;}. See docs/vocab-format.md.
 EOF
 cat "$OUT"

@@ -63,23 +63,20 @@ static TfmStatus run_encode(const Bpe *b, bool ids_out, TfmErr *err)
     TfmStatus st = TFM_OK;
     while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
         if ((st = bpe_encode(b, line, line_len, &ids, &n, &cap, err))) break;
+        /* Each piece is written followed by a space; the last space becomes
+         * the newline. Ids need no escaping; bpe_escape just copies them. */
         len = 0;
         for (int i = 0; i < n; i++) {
-            if (i > 0) {
-                if ((st = bpe_escape(" ", 0, &out, &len, &out_cap, err))) break;
-                out[len++] = ' ';
-            }
-            if (ids_out) {
-                char num[16];
-                int k = snprintf(num, sizeof num, "%d", ids[i]);
-                if ((st = bpe_escape(num, (size_t)k, &out, &len, &out_cap, err))) break;
-            } else {
-                size_t pl;
-                const char *p = bpe_piece(b, ids[i], &pl);
-                if ((st = bpe_escape(p, pl, &out, &len, &out_cap, err))) break;
-            }
+            char num[16];
+            size_t pl;
+            const char *p = num;
+            if (ids_out) pl = (size_t)snprintf(num, sizeof num, "%d", ids[i]);
+            else p = bpe_piece(b, ids[i], &pl);
+            if ((st = bpe_escape(p, pl, &out, &len, &out_cap, err))) break;
+            out[len++] = ' ';       /* bpe_escape reserved room for its NUL */
         }
         if (st) break;
+        if (len > 0) len--;     /* the last separator */
         if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
     }
     if (got < 0) st = err->status;

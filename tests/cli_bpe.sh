@@ -15,6 +15,8 @@ check "learn is deterministic" cmp -s "$T/v1" "$T/v2"
 check "vocab header" test "$(head -n 1 "$T/v1")" = "tfm-bpe 1"
 expect_exit 0 "learn from two files" -- "$TFM" bpe learn -s 280 -o "$T/v3" "$T/corpus.txt" "$T/corpus.txt"
 check "two files: size 280" grep -qx 'pieces 280 merges [0-9]*' "$T/v3"
+run_in "$T/corpus.txt" "$TFM" bpe learn -s 300 -o "$T/v5" -
+check "learn from stdin ('-') gives the same vocab" cmp -s "$T/v5" "$T/v1"
 
 # Hostile text: space runs, tabs, leading/trailing spaces, controls, CJK, ZWJ
 # emoji, combining marks, RTL, special-looking and marker-looking text.
