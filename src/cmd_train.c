@@ -88,10 +88,15 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     if (st != TFM_OK) return st;
     if (have_threads) cfg.train.threads = (int)threads;
     if (have_seed) cfg.train.seed = seed;
+    if ((have_threads || have_seed) && (st = config_check(&cfg, err)) != TFM_OK) {
+        err_prefix(err, "%s: ", argv[optind]);
+        config_free(&cfg);
+        return st;
+    }
     if (dry_run) {
         char *json = config_to_json(&cfg);
         if (!json) st = err_set(err, TFM_ERR_NOMEM, "out of memory");
-        else printf("%s\n", json);
+        else fputs(json, stdout);
         free(json);
         config_free(&cfg);
         return st;

@@ -3,6 +3,9 @@
 # "N passed, N failed" lines and prints the total as the last line.
 set -u
 cd "$(dirname "$0")/.."
+# Sleeping (not spinning) OpenMP workers: the suite runs many tiny kernels and
+# spinning threads starve each other on a shared 2-core machine.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 total_p=0 total_f=0
 run() {
     local name=$1; shift

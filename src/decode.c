@@ -1,0 +1,468 @@
+/* decode: incremental decoder and beam search (see decode.h). */
+#include "decode.h"
+
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas.h"
+#include "layers.h"
+
+typedef struct {
+    const float *wqkv, *bqkv, *wo, *bo, *ln1_g, *ln1_b;        /* self-attention */
+    const float *cwq, *cbq, *cwkv, *cbkv, *cwo, *cbo, *ln2_g, *ln2_b; /* cross */
+    const float *w1, *b1, *w2, *b2, *ln3_g, *ln3_b;            /* FFN */
+    float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
+    float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
+} DecLayer;
+
+typedef struct { float score; int row, tok; } Cand;
+
+struct Decoder {
+    const Model *m;
+    int max_sents, max_beam, rows, T, S, D, H, F, V;
+    DecLayer *layer;
+    const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
+    float *enc_out;                      /* (n · S, D) */
+    float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
+    /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
+    float *score;
+    int *prev, *hist, *hist_next, *parent;
+    Cand *cand;                          /* 2k candidates per sentence */
+    /* finished hypotheses: up to 2k per sentence */
+    int *fin_tok, *fin_len, *fin_count;
+    float *fin_score, *fin_lp;
+    int *limit;                          /* output length limit per sentence */
+    char *done;
+    /* the batch of the last decoder_begin */
+    const int *cur_src;
+    int cur_n, cur_S, cur_k;
+};
+
+static const float *tensor(const Model *m, const char *fmt, int i, TfmErr *err, int *ok)
+{
+    char name[64];
+    snprintf(name, sizeof name, fmt, i);
+    const TensorInfo *t = model_tensor(m, name);
+    if (!t) {
+        err_set(err, TFM_ERR_FORMAT, "model has no tensor '%s'", name);
+        *ok = 0;
+        return NULL;
+    }
+    return m->params + t->offset;
+}
+
+static int bind_layer(const Model *m, DecLayer *l, int i, TfmErr *err)
+{
+    int ok = 1;
+    const int D = m->cfg.d_model;
+    l->wqkv = tensor(m, "dec.%d.self.wq", i, err, &ok);
+    l->bqkv = tensor(m, "dec.%d.self.bq", i, err, &ok);
+    l->wo = tensor(m, "dec.%d.self.wo", i, err, &ok);
+    l->bo = tensor(m, "dec.%d.self.bo", i, err, &ok);
+    l->ln1_g = tensor(m, "dec.%d.ln1.g", i, err, &ok);
+    l->ln1_b = tensor(m, "dec.%d.ln1.b", i, err, &ok);
+    l->cwq = tensor(m, "dec.%d.cross.wq", i, err, &ok);
+    l->cbq = tensor(m, "dec.%d.cross.bq", i, err, &ok);
+    l->cwo = tensor(m, "dec.%d.cross.wo", i, err, &ok);
+    l->cbo = tensor(m, "dec.%d.cross.bo", i, err, &ok);
+    l->ln2_g = tensor(m, "dec.%d.ln2.g", i, err, &ok);
+    l->ln2_b = tensor(m, "dec.%d.ln2.b", i, err, &ok);
+    l->w1 = tensor(m, "dec.%d.ffn.w1", i, err, &ok);
+    l->b1 = tensor(m, "dec.%d.ffn.b1", i, err, &ok);
+    l->w2 = tensor(m, "dec.%d.ffn.w2", i, err, &ok);
+    l->b2 = tensor(m, "dec.%d.ffn.b2", i, err, &ok);
+    l->ln3_g = tensor(m, "dec.%d.ln3.g", i, err, &ok);
+    l->ln3_b = tensor(m, "dec.%d.ln3.b", i, err, &ok);
+    if (!ok) return 0;
+    /* the layout keeps wk, wv (and bk, bv) right after wq (bq): one (2D, D) block */
+    l->cwkv = l->cwq + (size_t)D * D;
+    l->cbkv = l->cbq + D;
+    return 1;
+}
+
+void decoder_free(Decoder *d)
+{
+    if (!d) return;
+    if (d->layer)
+        for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+            free(d->layer[i].cache);
+            free(d->layer[i].cache_next);
+            free(d->layer[i].cross_kv);
+        }
+    free(d->layer);
+    void *bufs[] = {d->enc_out, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
+                    d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
+                    d->fin_tok, d->fin_len, d->fin_count, d->fin_score, d->fin_lp, d->limit,
+                    d->done};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(d);
+}
+
+/* Allocates count * size bytes or records failure in *ok. */
+static void *alloc(size_t count, size_t size, TfmErr *err, int *ok)
+{
+    void *p = xcalloc(count ? count : 1, size, err);
+    if (!p) *ok = 0;
+    return p;
+}
+
+TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err)
+{
+    *out = NULL;
+    const ModelConfig *c = &m->cfg;
+    if (max_sents < 1 || max_beam < 1)
+        return err_set(err, TFM_ERR_USAGE, "decoder needs at least one sentence and beam 1");
+    Decoder *d = xcalloc(1, sizeof *d, err);
+    if (!d) return TFM_ERR_NOMEM;
+    d->m = m;
+    d->max_sents = max_sents;
+    d->max_beam = max_beam;
+    d->rows = max_sents * max_beam;
+    d->T = c->max_len;
+    d->S = c->max_len;
+    d->D = c->d_model;
+    d->H = c->heads;
+    d->F = c->d_ff;
+    d->V = c->vocab_size;
+    const size_t R = (size_t)d->rows, D = (size_t)d->D, T = (size_t)d->T, S = (size_t)d->S;
+    const size_t n = (size_t)max_sents, k2 = 2 * (size_t)max_beam;
+    int ok = 1;
+    d->layer = alloc((size_t)c->dec_layers, sizeof *d->layer, err, &ok);
+    for (int i = 0; ok && i < c->dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        if (!bind_layer(m, l, i, err)) {
+            decoder_free(d);
+            return TFM_ERR_FORMAT;
+        }
+        l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
+        l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
+        l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
+    }
+    if (ok && c->norm == NORM_PRE) {
+        d->fin_g = tensor(m, "dec.ln.g", 0, err, &ok);
+        d->fin_b = tensor(m, "dec.ln.b", 0, err, &ok);
+        if (!ok) {
+            decoder_free(d);
+            return TFM_ERR_FORMAT;
+        }
+    }
+    size_t att = R * (size_t)d->H * T;
+    if (n * (size_t)d->H * max_beam * S > att) att = n * (size_t)d->H * max_beam * S;
+    d->enc_out = alloc(n * S, D * sizeof(float), err, &ok);
+    d->x = alloc(R, D * sizeof(float), err, &ok);
+    d->in = alloc(R, D * sizeof(float), err, &ok);
+    d->qkv = alloc(R, 3 * D * sizeof(float), err, &ok);
+    d->ctx = alloc(R, D * sizeof(float), err, &ok);
+    d->y = alloc(R, D * sizeof(float), err, &ok);
+    d->q = alloc(R, D * sizeof(float), err, &ok);
+    d->h = alloc(R, (size_t)d->F * sizeof(float), err, &ok);
+    d->att = alloc(att, sizeof(float), err, &ok);
+    d->logits = alloc(R, (size_t)d->V * sizeof(float), err, &ok);
+    d->score = alloc(R, sizeof(float), err, &ok);
+    d->prev = alloc(R, sizeof(int), err, &ok);
+    d->parent = alloc(R, sizeof(int), err, &ok);
+    d->hist = alloc(R * T, sizeof(int), err, &ok);
+    d->hist_next = alloc(R * T, sizeof(int), err, &ok);
+    d->cand = alloc(n * k2, sizeof(Cand), err, &ok);
+    d->fin_tok = alloc(n * k2 * T, sizeof(int), err, &ok);
+    d->fin_len = alloc(n * k2, sizeof(int), err, &ok);
+    d->fin_count = alloc(n, sizeof(int), err, &ok);
+    d->fin_score = alloc(n * k2, sizeof(float), err, &ok);
+    d->fin_lp = alloc(n * k2, sizeof(float), err, &ok);
+    d->limit = alloc(n, sizeof(int), err, &ok);
+    d->done = alloc(n, 1, err, &ok);
+    if (!ok) {
+        decoder_free(d);
+        return TFM_ERR_NOMEM;
+    }
+    *out = d;
+    return TFM_OK;
+}
+
+/* ---- one decoder step for all rows ---- */
+
+/* Sublayer input: pre-norm LN(x), post-norm x. */
+static const float *sub_in(Decoder *d, const float *x, const float *g, const float *b, int R)
+{
+    if (d->m->cfg.norm == NORM_POST) return x;
+    layernorm_forward(d->in, NULL, NULL, x, g, b, R, d->D);
+    return d->in;
+}
+
+/* x = post-norm LN(x + y), pre-norm x + y. */
+static void sub_out(Decoder *d, float *x, const float *y, const float *g, const float *b, int R)
+{
+    const long nd = (long)R * d->D;
+    add_inplace(x, y, nd);
+    if (d->m->cfg.norm == NORM_POST) {
+        layernorm_forward(d->in, NULL, NULL, x, g, b, R, d->D);
+        memcpy(x, d->in, (size_t)nd * sizeof(float));
+    }
+}
+
+/* Computes log-probabilities (R, V) of the next token for every row from
+ * its previous token d->prev at position t; appends K/V at t to the caches. */
+static void step(Decoder *d, int n, int k, int S, const int *src, int t)
+{
+    const Model *m = d->m;
+    const int R = n * k, D = d->D, T = d->T;
+    embed_forward(d->x, d->prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D));
+    const AttnShape self = {
+        .n = R, .heads = d->H, .dh = D / d->H, .tq = 1, .tk = t + 1,
+        .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
+        .q_stride = 3 * D, .k_stride = (long)T * 2 * D, .v_stride = (long)T * 2 * D,
+        .o_stride = D,
+    };
+    /* cross-attention: the k rows of a sentence are k queries on its source */
+    const AttnShape cross = {
+        .n = n, .heads = d->H, .dh = D / d->H, .tq = k, .tk = S,
+        .ldq = D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
+        .q_stride = (long)k * D, .k_stride = (long)S * 2 * D, .v_stride = (long)S * 2 * D,
+        .o_stride = (long)k * D, .key_tok = src, .key_tok_stride = S,
+    };
+    for (int i = 0; i < m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        const float *in = sub_in(d, d->x, l->ln1_g, l->ln1_b, R);
+        linear_forward(d->qkv, in, l->wqkv, l->bqkv, R, D, 3 * D);
+        for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
+            memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
+                   2 * D * sizeof(float));
+        attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
+        linear_forward(d->y, d->ctx, l->wo, l->bo, R, D, D);
+        sub_out(d, d->x, d->y, l->ln1_g, l->ln1_b, R);
+
+        in = sub_in(d, d->x, l->ln2_g, l->ln2_b, R);
+        linear_forward(d->q, in, l->cwq, l->cbq, R, D, D);
+        attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross, 0, 0);
+        linear_forward(d->y, d->ctx, l->cwo, l->cbo, R, D, D);
+        sub_out(d, d->x, d->y, l->ln2_g, l->ln2_b, R);
+
+        in = sub_in(d, d->x, l->ln3_g, l->ln3_b, R);
+        ffn_forward(d->y, d->h, in, l->w1, l->b1, l->w2, l->b2, R, D, d->F, 0, 0);
+        sub_out(d, d->x, d->y, l->ln3_g, l->ln3_b, R);
+    }
+    const float *top = d->x;
+    if (m->cfg.norm == NORM_PRE) {
+        layernorm_forward(d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
+        top = d->in;
+    }
+    blas_gemm(0, 1, R, d->V, D, 1.0f, top, D, m->out_proj, D, 0.0f, d->logits, d->V);
+    logsoftmax_rows(d->logits, R, d->V);
+}
+
+/* ---- beam bookkeeping ---- */
+
+static float length_penalty(int len, float alpha)
+{
+    return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
+}
+
+/* Keeps the best `want` candidates in c[0..*have), sorted by score desc. */
+static void offer(Cand *c, int *have, int want, float score, int row, int tok)
+{
+    if (*have == want && score <= c[want - 1].score) return;
+    int i = *have < want ? (*have)++ : want - 1;
+    while (i > 0 && c[i - 1].score < score) {
+        c[i] = c[i - 1];
+        i--;
+    }
+    c[i] = (Cand){score, row, tok};
+}
+
+static void finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
+                   int out_len, float alpha)
+{
+    int slot = b * 2 * k + d->fin_count[b]++;
+    memcpy(d->fin_tok + (size_t)slot * d->T, tokens, (size_t)len * sizeof(int));
+    d->fin_len[slot] = len;
+    d->fin_lp[slot] = logprob;
+    d->fin_score[slot] = logprob / length_penalty(out_len, alpha);
+}
+
+/* Advances sentence b after the step at position t; rows of the next step
+ * are written to parent/prev/score at the same row indices. */
+static void advance(Decoder *d, int b, int k, int t, float alpha)
+{
+    const int V = d->V, T = d->T, base = b * k;
+    Cand *c = d->cand + (size_t)b * 2 * k;
+    int have = 0;
+    for (int r = base; r < base + k; r++) {
+        if (d->score[r] == -INFINITY) continue;
+        const float *lp = d->logits + (size_t)r * V;
+        for (int v = 0; v < V; v++) {
+            if (v == TOK_PAD || v == TOK_BOS) continue;
+            offer(c, &have, 2 * k, d->score[r] + lp[v], r, v);
+        }
+    }
+    const bool last = t + 1 >= d->limit[b];
+    int live = 0;
+    for (int i = 0; i < have; i++) {
+        const int *h = d->hist + (size_t)c[i].row * T;
+        if (c[i].tok == TOK_EOS) {
+            if (i < k) finish(d, b, k, h, t, c[i].score, t + 1, alpha);
+            continue;
+        }
+        if (live == k) continue;
+        if (last) {
+            /* out of length: this continuation ends here without </s> */
+            if (d->fin_count[b] < 2 * k) {
+                int *tmp = d->hist_next + (size_t)(base + live) * T;
+                memcpy(tmp, h, (size_t)t * sizeof(int));
+                tmp[t] = c[i].tok;
+                finish(d, b, k, tmp, t + 1, c[i].score, t + 1, alpha);
+            }
+            live++;
+            continue;
+        }
+        int r = base + live++;
+        d->parent[r] = c[i].row;
+        d->prev[r] = c[i].tok;
+        d->score[r] = c[i].score;
+    }
+    if (last) live = 0;
+    for (int r = base + live; r < base + k; r++) {
+        d->parent[r] = r;
+        d->prev[r] = TOK_PAD;
+        d->score[r] = -INFINITY;
+    }
+    /* done: k finished, or no live hypothesis can beat the best finished one
+     * (a log-probability only falls; the penalty divides it by at most
+     * lp(limit) for alpha >= 0) */
+    float best_fin = -INFINITY;
+    for (int i = 0; i < d->fin_count[b]; i++)
+        best_fin = fmaxf(best_fin, d->fin_score[b * 2 * k + i]);
+    float best_live = -INFINITY;
+    for (int r = base; r < base + live; r++) {
+        float bound = alpha >= 0 ? d->score[r] / length_penalty(d->limit[b], alpha)
+                                 : d->score[r] / length_penalty(t + 2, alpha);
+        best_live = fmaxf(best_live, bound);
+    }
+    if (last || live == 0 || d->fin_count[b] >= k || best_fin >= best_live) d->done[b] = 1;
+}
+
+/* Moves histories (through position t) to the new rows' parents. */
+static void reorder_history(Decoder *d, int R, int t)
+{
+    const int T = d->T;
+    for (int r = 0; r < R; r++) {
+        int p = d->parent[r];
+        memcpy(d->hist_next + (size_t)r * T, d->hist + (size_t)p * T, (size_t)t * sizeof(int));
+        d->hist_next[(size_t)r * T + t] = d->prev[r];
+    }
+    int *h = d->hist;
+    d->hist = d->hist_next;
+    d->hist_next = h;
+}
+
+/* Moves every layer's self-attention cache (positions < t) to the parents. */
+static void reorder_cache(Decoder *d, const int *parent, int R, int t)
+{
+    const int T = d->T, D2 = 2 * d->D;
+    for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < R; r++)
+            memcpy(l->cache_next + (size_t)r * T * D2, l->cache + (size_t)parent[r] * T * D2,
+                   (size_t)t * D2 * sizeof(float));
+        float *tmp = l->cache;
+        l->cache = l->cache_next;
+        l->cache_next = tmp;
+    }
+}
+
+TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
+{
+    const int D = d->D;
+    if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->S)
+        return err_set(err, TFM_ERR_USAGE, "decoder: cannot take %d sentences of length %d "
+                       "with beam %d", n, S, k);
+    TfmStatus st = model_encode((Model *)d->m, src, n, S, d->enc_out, err);
+    if (st != TFM_OK) return st;
+    for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        linear_forward(l->cross_kv, d->enc_out, l->cwkv, l->cbkv, n * S, D, 2 * D);
+    }
+    d->cur_src = src;
+    d->cur_n = n;
+    d->cur_S = S;
+    d->cur_k = k;
+    return TFM_OK;
+}
+
+const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
+{
+    const int R = d->cur_n * d->cur_k;
+    if (parent && t > 0) reorder_cache(d, parent, R, t);
+    if (prev != d->prev) memcpy(d->prev, prev, (size_t)R * sizeof(int));
+    step(d, d->cur_n, d->cur_k, d->cur_S, d->cur_src, t);
+    return d->logits;
+}
+
+static int cmp_hyp(const void *a, const void *b)
+{
+    const Hypothesis *x = a, *y = b;
+    return x->score > y->score ? -1 : x->score < y->score;
+}
+
+TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOptions *opt,
+                      Hypothesis *out, TfmErr *err)
+{
+    const int k = opt->beam;
+    if (opt->nbest < 1 || opt->nbest > k)
+        return err_set(err, TFM_ERR_USAGE, "decoder: nbest %d must be in [1, beam %d]",
+                       opt->nbest, k);
+    TfmStatus st = decoder_begin(d, src, n, S, k, err);
+    if (st != TFM_OK) return st;
+    int max_limit = 0;
+    for (int b = 0; b < n; b++) {
+        int len = 0;
+        while (len < S && src[(size_t)b * S + len] != TOK_PAD && src[(size_t)b * S + len] != TOK_EOS)
+            len++;
+        double lim = (double)opt->max_len_a * len + opt->max_len_b;
+        d->limit[b] = lim < 1 ? 1 : lim > d->T ? d->T : (int)lim;
+        if (d->limit[b] > max_limit) max_limit = d->limit[b];
+        d->done[b] = 0;
+        d->fin_count[b] = 0;
+        for (int j = 0; j < k; j++) {
+            int r = b * k + j;
+            d->score[r] = j == 0 ? 0.0f : -INFINITY;   /* one live start per sentence */
+            d->prev[r] = TOK_BOS;
+            d->parent[r] = r;
+        }
+    }
+    for (int t = 0; t < max_limit; t++) {
+        decoder_step(d, d->prev, t > 0 ? d->parent : NULL, t);
+        int any = 0;
+        for (int b = 0; b < n; b++) {
+            if (d->done[b]) {
+                for (int j = 0; j < k; j++) {
+                    int r = b * k + j;
+                    d->parent[r] = r;
+                    d->prev[r] = TOK_PAD;
+                    d->score[r] = -INFINITY;
+                }
+                continue;
+            }
+            advance(d, b, k, t, opt->alpha);
+            any |= !d->done[b];
+        }
+        if (!any) break;
+        reorder_history(d, n * k, t);
+    }
+    for (int b = 0; b < n; b++) {
+        Hypothesis *h = out + (size_t)b * opt->nbest;
+        int cnt = d->fin_count[b];
+        Hypothesis all[2 * 1024];
+        for (int i = 0; i < cnt; i++) {
+            int slot = b * 2 * k + i;
+            all[i] = (Hypothesis){d->fin_tok + (size_t)slot * d->T, d->fin_len[slot],
+                                  d->fin_score[slot], d->fin_lp[slot]};
+        }
+        qsort(all, (size_t)cnt, sizeof *all, cmp_hyp);
+        for (int i = 0; i < opt->nbest; i++)
+            h[i] = i < cnt ? all[i] : (Hypothesis){NULL, 0, -INFINITY, -INFINITY};
+    }
+    return TFM_OK;
+}

@@ -1,0 +1,228 @@
+/* Tests for decode: incremental decoding gives the log-probabilities of the
+ * full forward pass; beam 1 equals a plain greedy loop; n-best lists are
+ * sorted; results do not depend on the batch; the length penalty acts as
+ * its formula says. The model learns to copy first, so hypotheses end. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "model.h"
+#include "optim.h"
+
+enum { V = 14, MAXLEN = 12, NSENT = 6 };
+
+/* Random source rows (n, S): lengths 2..7 of tokens 4..V-1, then </s>, pad. */
+static int make_src(Rng *rng, int n, int *src, int *lens)
+{
+    int S = 0;
+    for (int b = 0; b < n; b++) {
+        lens[b] = 2 + (int)rng_below(rng, 6);
+        if (lens[b] + 1 > S) S = lens[b] + 1;
+    }
+    memset(src, 0, sizeof(int) * n * S);
+    for (int b = 0; b < n; b++) {
+        for (int i = 0; i < lens[b]; i++) src[b * S + i] = 4 + (int)rng_below(rng, V - 4);
+        src[b * S + lens[b]] = TOK_EOS;
+    }
+    return S;
+}
+
+/* A tiny model trained briefly to copy its input, so that it ends sentences. */
+static int trained_model(Model *m, NormKind norm, bool share)
+{
+    ModelConfig c = {.d_model = 32, .heads = 4, .enc_layers = 2, .dec_layers = 2, .d_ff = 64,
+                     .norm = norm, .share_embeddings = share, .vocab_size = V, .max_len = MAXLEN};
+    TfmErr err = {0};
+    if (model_init(m, &c, &err) || model_alloc_training(m, 16 * MAXLEN, MAXLEN, &err)) return 0;
+    Rng rng;
+    rng_seed(&rng, 11 + norm + 2 * share);
+    model_init_weights(m, &rng);
+    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
+    Adam adam;
+    if (adam_init(&adam, m->n_params, &tc, &err)) return 0;
+    int src[16 * MAXLEN], tin[16 * MAXLEN], lens[16];
+    for (int s = 0; s < 400; s++) {
+        int S = make_src(&rng, 16, src, lens);
+        memset(tin, 0, sizeof tin);
+        for (int b = 0; b < 16; b++) {
+            tin[b * S] = TOK_BOS;
+            memcpy(tin + b * S + 1, src + b * S, sizeof(int) * lens[b]);
+        }
+        Batch bt = {16, S, S, src, tin, src};    /* copy: target = source + </s> */
+        LossStats ls;
+        if (model_forward(m, &bt, 0.0f, NULL, &ls, &err)) return 0;
+        model_backward(m, &bt);
+        adam_update(&adam, m->params, m->grads, 3e-3f);
+    }
+    adam_free(&adam);
+    return 1;
+}
+
+TEST(test_incremental_scores_equal_full_forward)
+{
+    for (int variant = 0; variant < 4; variant++) {
+        Model m;
+        ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 2, .dec_layers = 2,
+                         .d_ff = 24, .norm = variant & 1 ? NORM_PRE : NORM_POST,
+                         .share_embeddings = variant < 2, .vocab_size = V, .max_len = MAXLEN};
+        TfmErr err = {0};
+        CHECK(model_init(&m, &c, &err) == TFM_OK);
+        CHECK(model_alloc_training(&m, NSENT * MAXLEN, MAXLEN, &err) == TFM_OK);
+        Rng rng;
+        rng_seed(&rng, 5 + variant);
+        model_init_weights(&m, &rng);
+        int src[NSENT * MAXLEN], lens[NSENT], tin[NSENT * MAXLEN], tout[NSENT * MAXLEN];
+        int S = make_src(&rng, NSENT, src, lens);
+        const int T = 7;
+        memset(tin, 0, sizeof tin);
+        memset(tout, 0, sizeof tout);
+        for (int b = 0; b < NSENT; b++) {
+            int lt = 1 + (int)rng_below(&rng, T - 1);
+            tin[b * T] = TOK_BOS;
+            for (int i = 0; i < lt; i++) tin[b * T + i + 1] = tout[b * T + i] = 4 + (int)rng_below(&rng, V - 4);
+            tout[b * T + lt] = TOK_EOS;
+        }
+        Batch bt = {NSENT, S, T, src, tin, tout};
+        LossStats ls;
+        CHECK(model_forward(&m, &bt, 0.0f, NULL, &ls, &err) == TFM_OK);
+        Decoder *d;
+        CHECK(decoder_init(&d, &m, NSENT, 1, &err) == TFM_OK);
+        CHECK(decoder_begin(d, src, NSENT, S, 1, &err) == TFM_OK);
+        double nll = 0;
+        int prev[NSENT];
+        for (int t = 0; t < T; t++) {
+            for (int b = 0; b < NSENT; b++) prev[b] = tin[b * T + t];
+            const float *lp = decoder_step(d, prev, NULL, t);
+            for (int b = 0; b < NSENT; b++)
+                if (tout[b * T + t] != TOK_PAD) nll -= lp[b * V + tout[b * T + t]];
+        }
+        /* float32 sums of ~40 terms of size ~3 in different orders: 1e-5 relative */
+        CHECK_NEAR(nll, ls.nll, 1e-5 * ls.nll);
+        decoder_free(d);
+        model_free(&m);
+    }
+}
+
+/* Greedy by hand over the step interface: argmax until </s> or the limit. */
+static int greedy_by_hand(Decoder *d, const int *src, int S, int limit, int *out, float *logprob)
+{
+    TfmErr err = {0};
+    if (decoder_begin(d, src, 1, S, 1, &err)) return -1;
+    int prev = TOK_BOS, len = 0;
+    *logprob = 0;
+    for (int t = 0; t < limit; t++) {
+        const float *lp = decoder_step(d, &prev, NULL, t);
+        int best = -1;
+        for (int v = 0; v < V; v++)
+            if (v != TOK_PAD && v != TOK_BOS && (best < 0 || lp[v] > lp[best])) best = v;
+        *logprob += lp[best];
+        if (best == TOK_EOS) break;
+        out[len++] = prev = best;
+    }
+    return len;
+}
+
+TEST(test_beam1_equals_greedy_and_copies)
+{
+    Model m;
+    CHECK(trained_model(&m, NORM_POST, true));
+    TfmErr err = {0};
+    Decoder *d;
+    CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 77);
+    int src[NSENT * MAXLEN], lens[NSENT], copied = 0;
+    int S = make_src(&rng, NSENT, src, lens);
+    DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
+    Hypothesis hyp[NSENT];
+    CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
+    int kept[NSENT][MAXLEN], kept_len[NSENT];
+    for (int b = 0; b < NSENT; b++) {
+        kept_len[b] = hyp[b].len;
+        memcpy(kept[b], hyp[b].tokens, sizeof(int) * hyp[b].len);
+    }
+    for (int b = 0; b < NSENT; b++) {
+        int out[MAXLEN];
+        float lp;
+        int len = greedy_by_hand(d, src + b * S, S, lens[b] + 3, out, &lp);
+        CHECK_EQ_INT(len, kept_len[b]);
+        CHECK(len == kept_len[b] && memcmp(out, kept[b], sizeof(int) * len) == 0);
+        copied += len == lens[b] && memcmp(out, src + b * S, sizeof(int) * len) == 0;
+    }
+    if (copied < NSENT - 1) fprintf(stderr, "  copied %d of %d\n", copied, NSENT);
+    CHECK(copied >= NSENT - 1);     /* the model did learn to copy */
+    decoder_free(d);
+    model_free(&m);
+}
+
+TEST(test_beam_nbest_sorted_and_batch_independent)
+{
+    for (int norm = 0; norm < 2; norm++) {
+        Model m;
+        CHECK(trained_model(&m, norm ? NORM_PRE : NORM_POST, norm == 0));
+        TfmErr err = {0};
+        Decoder *d;
+        CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
+        Rng rng;
+        rng_seed(&rng, 78);
+        int src[NSENT * MAXLEN], lens[NSENT];
+        int S = make_src(&rng, NSENT, src, lens);
+        DecodeOptions opt = {.beam = 4, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 4};
+        Hypothesis hyp[NSENT * 4];
+        CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
+        int all_tok[NSENT][MAXLEN], all_len[NSENT];
+        for (int b = 0; b < NSENT; b++) {
+            for (int i = 1; i < 4; i++)
+                if (hyp[b * 4 + i].tokens) CHECK(hyp[b * 4 + i - 1].score >= hyp[b * 4 + i].score);
+            all_len[b] = hyp[b * 4].len;
+            memcpy(all_tok[b], hyp[b * 4].tokens, sizeof(int) * hyp[b * 4].len);
+        }
+        /* each sentence alone (shorter padding, other neighbours) */
+        for (int b = 0; b < NSENT; b++) {
+            int one[MAXLEN];
+            memcpy(one, src + b * S, sizeof(int) * (lens[b] + 1));
+            Hypothesis h1[4];
+            CHECK(decoder_run(d, one, 1, lens[b] + 1, &opt, h1, &err) == TFM_OK);
+            CHECK_EQ_INT(h1[0].len, all_len[b]);
+            CHECK(h1[0].len == all_len[b] && memcmp(h1[0].tokens, all_tok[b], sizeof(int) * all_len[b]) == 0);
+        }
+        decoder_free(d);
+        model_free(&m);
+    }
+}
+
+TEST(test_length_penalty_prefers_longer_with_large_alpha)
+{
+    Model m;
+    CHECK(trained_model(&m, NORM_POST, true));
+    TfmErr err = {0};
+    Decoder *d;
+    CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 79);
+    int src[NSENT * MAXLEN], lens[NSENT];
+    int S = make_src(&rng, NSENT, src, lens);
+    DecodeOptions opt = {.beam = 4, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 4, .nbest = 1};
+    Hypothesis h0[NSENT], h5[NSENT];
+    int len0 = 0, len5 = 0;
+    CHECK(decoder_run(d, src, NSENT, S, &opt, h0, &err) == TFM_OK);
+    for (int b = 0; b < NSENT; b++) {
+        len0 += h0[b].len;
+        CHECK_NEAR(h0[b].score, h0[b].logprob, 1e-6);        /* alpha 0: no penalty */
+    }
+    opt.alpha = 20.0f;
+    CHECK(decoder_run(d, src, NSENT, S, &opt, h5, &err) == TFM_OK);
+    for (int b = 0; b < NSENT; b++) {
+        len5 += h5[b].len;
+        /* score = logprob / ((5 + len) / 6)^alpha, len counting </s> when it ended */
+        float lp_end = powf((5.0f + h5[b].len + 1) / 6.0f, 20.0f);
+        float lp_cut = powf((5.0f + h5[b].len) / 6.0f, 20.0f);
+        CHECK(fabsf(h5[b].score - h5[b].logprob / lp_end) <= 1e-5f * fabsf(h5[b].score) ||
+              fabsf(h5[b].score - h5[b].logprob / lp_cut) <= 1e-5f * fabsf(h5[b].score));
+    }
+    CHECK(len5 > len0);
+    decoder_free(d);
+    model_free(&m);
+}
