@@ -1,0 +1,49 @@
+# cli_translate.sh: `tfm translate` through the real binary: line-for-line
+# output, empty lines, determinism, batch independence, n-best format, errors.
+. "$(dirname "$0")/cli_lib.sh"
+MINI=$PWD/tests/data/mini
+cd "$T" || exit 1
+"$TFM" train "$MINI/mini.json" -q >/dev/null 2>&1 || { cli_fail "training the test model"; cli_summary; exit 1; }
+
+printf 'Ein Hund läuft.\n\nZwei Männer stehen auf der Straße.\n  \nEine Frau mit einem roten Hut.\n' >in.txt
+expect_exit 0 "translate" -- sh -c "\"$TFM\" translate < in.txt"
+check "one output line per input line" test "$(wc -l <"$T/out")" = 5
+check "empty line gives empty line" test "$(sed -n 2p "$T/out")" = ""
+cp "$T/out" first.txt
+expect_exit 0 "translate again" -- sh -c "\"$TFM\" translate < in.txt"
+check "output is byte-identical run to run" cmp -s first.txt "$T/out"
+expect_exit 0 "batch size 1" -- sh -c "\"$TFM\" translate --batch-size 1 < in.txt"
+check "output does not depend on the batch size" cmp -s first.txt "$T/out"
+expect_exit 0 "greedy" -- sh -c "\"$TFM\" translate -b 1 < in.txt"
+check "greedy gives a line per input" test "$(wc -l <"$T/out")" = 5
+expect_exit 0 "model from TFM_MODEL" -- sh -c "cd / && TFM_MODEL=\"$T/model.tfm\" \"$TFM\" translate --beam=2 < \"$T/in.txt\""
+
+# n-best: N lines per input line, "i ||| text ||| score", best first.
+expect_exit 0 "nbest" -- sh -c "\"$TFM\" translate --nbest 3 -b 4 < in.txt"
+check "nbest line count" test "$(wc -l <"$T/out")" = 15
+check "nbest format" awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' "$T/out"
+check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$T/out"
+expect_exit 2 "nbest over beam" -- sh -c "\"$TFM\" translate --nbest 5 -b 4 < in.txt"
+
+# A line over the model's max_len: a warning naming the line, still one output line.
+awk 'BEGIN { for (i = 0; i < 300; i++) printf "Hund "; print "" }' >long.txt
+"$TFM" translate <long.txt >"$T/out" 2>"$T/err"
+check "long line translated" test "$(wc -l <"$T/out")" = 1
+check "long line warning" grep -q "^tfm: warning: stdin: line 1: .*truncated" "$T/err"
+
+# Errors.
+printf 'gut\n\xff\xfe kaputt\n' >bad.txt
+expect_exit 1 "invalid UTF-8" -- sh -c "\"$TFM\" translate < bad.txt"
+expect_err_line "invalid UTF-8 message" "tfm: stdin: line 2: invalid UTF-8 at byte 1"
+check "lines before the bad one are translated" test "$(wc -l <"$T/out")" = 1
+expect_exit 1 "missing model" -- sh -c "\"$TFM\" translate -m nope.tfm < in.txt"
+expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
+expect_exit 2 "bad beam" -- "$TFM" translate -b 0
+expect_exit 2 "bad alpha" -- "$TFM" translate --alpha=abc
+expect_exit 2 "unknown option" -- "$TFM" translate --frobnicate
+expect_exit 2 "stray argument" -- "$TFM" translate in.txt
+expect_exit 0 "help" -- "$TFM" translate --help
+expect_exit 0 "empty input" -- sh -c "\"$TFM\" translate < /dev/null"
+check "empty input gives no output" test ! -s "$T/out"
+
+cli_summary
