@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bleu.h"
 #include "bpe.h"
 #include "ckpt.h"
+#include "decode.h"
 #include "corpus.h"
 #include "model.h"
 #include "optim.h"
@@ -48,6 +50,7 @@ typedef struct {
     Adam adam;
     TrainState ts;
     Progress prog;
+    Decoder *decoder;           /* for validation BLEU, made at the first use */
     char *last_path, *best_path;
     double run_start;           /* monotonic seconds at the start of this run */
     long validated_step;        /* step of the latest validation, -1 none */
@@ -280,6 +283,66 @@ static void fill_event(const Trainer *t, ProgressEvent *ev)
     ev->elapsed_s = elapsed(t);
 }
 
+enum { BLEU_BATCH = 64 };
+
+/* Greedy translation of the validation set, scored with BLEU against the
+ * references (the target side decoded back to text: BPE is lossless). */
+static TfmStatus validate_bleu(Trainer *t, double *bleu_out, TfmErr *err)
+{
+    const Corpus *c = &t->valid;
+    const DecodeConfig *dc = &t->cfg->decode;
+    TfmStatus st = TFM_OK;
+    if (!t->decoder && (st = decoder_init(&t->decoder, &t->model, BLEU_BATCH, 1, err)) != TFM_OK)
+        return st;
+    char **hyps = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
+    char **refs = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
+    int *src = xcalloc((size_t)BLEU_BATCH * (t->cfg->data.max_len + 1), sizeof(int), err);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    if (!hyps || !refs || !src) { st = TFM_ERR_NOMEM; goto done; }
+    DecodeOptions opt = {.beam = 1, .alpha = dc->alpha, .max_len_a = dc->max_len_a,
+                         .max_len_b = dc->max_len_b, .nbest = 1};
+    for (long lo = 0; lo < c->n_pairs; lo += BLEU_BATCH) {
+        int n = (int)(c->n_pairs - lo < BLEU_BATCH ? c->n_pairs - lo : BLEU_BATCH), S = 0;
+        for (int i = 0; i < n; i++)
+            if (c->src_len[lo + i] + 1 > S) S = c->src_len[lo + i] + 1;
+        memset(src, 0, sizeof(int) * (size_t)n * S);
+        for (int i = 0; i < n; i++) {
+            memcpy(src + (size_t)i * S, c->tokens + c->src_off[lo + i], sizeof(int) * c->src_len[lo + i]);
+            src[(size_t)i * S + c->src_len[lo + i]] = TOK_EOS;
+        }
+        Hypothesis hyp[BLEU_BATCH];
+        if ((st = decoder_run(t->decoder, src, n, S, &opt, hyp, err)) != TFM_OK) goto done;
+        for (int i = 0; i < n; i++) {
+            if ((st = bpe_decode(t->bpe, hyp[i].tokens, hyp[i].len, &text, &len, &cap, err)) ||
+                !(hyps[lo + i] = strdup(text)) ||
+                (st = bpe_decode(t->bpe, c->tokens + c->tgt_off[lo + i], c->tgt_len[lo + i],
+                                 &text, &len, &cap, err)) ||
+                !(refs[lo + i] = strdup(text))) {
+                if (st == TFM_OK) st = err_set(err, TFM_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+        }
+    }
+    BleuOptions bo;
+    bleu_options_default(&bo);
+    BleuScore score;
+    const char *const *ref_set[1] = {(const char *const *)refs};
+    if ((st = bleu_corpus(&bo, (const char *const *)hyps, (size_t)c->n_pairs, ref_set, 1, &score,
+                          err)) == TFM_OK)
+        *bleu_out = score.score;
+done:
+    for (long i = 0; hyps && refs && i < c->n_pairs; i++) {
+        free(hyps[i]);
+        free(refs[i]);
+    }
+    free(hyps);
+    free(refs);
+    free(src);
+    free(text);
+    return st;
+}
+
 /* Validates, logs, keeps best.tfm and counts validations without improvement. */
 static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
 {
@@ -291,12 +354,22 @@ static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
     fill_event(t, &ev);
     ev.valid_loss = loss;
     ev.valid_ppl = exp(loss);
+    /* the best model: lowest loss, or highest BLEU (stored negated: lower is better) */
+    double metric = loss;
+    if (t->cfg->train.valid_bleu) {
+        if ((st = validate_bleu(t, &ev.valid_bleu, err)) != TFM_OK) return st;
+        metric = -ev.valid_bleu;
+    }
     if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
-    bool better = !t->ts.has_best || loss < t->ts.best_metric;
-    progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f%s", t->ts.step, loss, exp(loss),
-                  better ? " (best)" : "");
+    bool better = !t->ts.has_best || metric < t->ts.best_metric;
+    if (t->cfg->train.valid_bleu)
+        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f bleu %.2f%s", t->ts.step,
+                      loss, exp(loss), ev.valid_bleu, better ? " (best)" : "");
+    else
+        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f%s", t->ts.step, loss,
+                      exp(loss), better ? " (best)" : "");
     if (better) {
-        t->ts.best_metric = loss;
+        t->ts.best_metric = metric;
         t->ts.has_best = true;
         t->ts.bad_validations = 0;
         return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, NULL, err);
@@ -452,6 +525,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     st = loop(&t, err);
 done:
     progress_close(&t.prog);
+    decoder_free(t.decoder);
     batcher_free(&t.train_b);
     batcher_free(&t.valid_b);
     corpus_free(&t.train);

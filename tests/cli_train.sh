@@ -55,6 +55,21 @@ expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
 expect_exit 2 "average needs two models" -- "$TFM" average -o x.tfm a/model.tfm
 expect_exit 2 "average needs -o" -- "$TFM" average a/model.tfm a/model.tfm
 
+# Validation BLEU picks the best model and is logged.
+sed 's/"valid_every": 40,/"valid_every": 20, "valid_bleu": true,/' mini.json >bleu.json
+mkdir e
+(cd e && expect_exit 0 "train with valid_bleu" -- "$TFM" train ../bleu.json -q)
+check "log.jsonl has valid_bleu" grep -q '"valid_bleu"' e/ck/log.jsonl
+
+# Early stopping: a learning rate of ~0 never improves the validation loss, so
+# training stops after `patience` validations without improvement.
+sed 's/"valid_every": 40/"valid_every": 5, "patience": 2/; s/"schedule": "inverse_sqrt"/"schedule": "constant"/; s/"peak": 0.003/"peak": 1e-30/' mini.json >patience.json
+mkdir f
+(cd f && "$TFM" train ../patience.json >"$T/out" 2>"$T/err")
+check "early stopping exits 0" test $? = 0
+check "early stopping is announced" grep -q "early stopping: no improvement in 2 validations" "$T/err"
+check "early stopping at step 15" grep -q "step 15: valid" "$T/err"
+
 # Damaged model files: one clear line, exit 1.
 head -c 1000 a/model.tfm >trunc.tfm
 expect_exit 1 "truncated model" -- "$TFM" info trunc.tfm
