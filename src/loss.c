@@ -9,14 +9,16 @@
  * and ∂loss/∂z_c = p_c - (1-eps)·[c = y] - eps/V. */
 void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
                         float grad_scale, double *row_scratch, double *loss,
-                        double *nll)
+                        double *nll, long *n_correct)
 {
     const double on = 1.0 - eps, off = (double)eps / v;
 #pragma omp parallel for schedule(static) if ((long)m * v > 16384)
     for (int r = 0; r < m; r++) {
         float *z = logits + (long)r * v;
         float mx = z[0];
-        for (int c = 1; c < v; c++) mx = z[c] > mx ? z[c] : mx;
+        int arg = 0;
+        for (int c = 1; c < v; c++)
+            if (z[c] > mx) mx = z[c], arg = c;
         double se = 0, sz = 0;
         for (int c = 0; c < v; c++) {
             se += expf(z[c] - mx);
@@ -24,8 +26,9 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
         }
         const double lse = mx + log(se);
         const double zy = z[tgt[r]];
-        row_scratch[2 * r] = lse - on * zy - off * sz;
-        row_scratch[2 * r + 1] = lse - zy;
+        row_scratch[3 * r] = lse - on * zy - off * sz;
+        row_scratch[3 * r + 1] = lse - zy;
+        row_scratch[3 * r + 2] = arg == tgt[r];
         if (grad_scale != 0) {
             const float flse = (float)lse, foff = (float)off;
             for (int c = 0; c < v; c++) z[c] = grad_scale * (expf(z[c] - flse) - foff);
@@ -33,10 +36,13 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
         }
     }
     double l = 0, n = 0;
+    long ok = 0;
     for (int r = 0; r < m; r++) {
-        l += row_scratch[2 * r];
-        n += row_scratch[2 * r + 1];
+        l += row_scratch[3 * r];
+        n += row_scratch[3 * r + 1];
+        ok += row_scratch[3 * r + 2] != 0;
     }
     *loss = l;
     *nll = n;
+    if (n_correct) *n_correct = ok;
 }

@@ -10,9 +10,10 @@
  * Returns Σ loss_r in *loss and Σ nll_r in *nll (accumulated in double, in a
  * fixed order). If grad_scale != 0 the logits are OVERWRITTEN by
  * grad_scale · ∂loss_r/∂logits = grad_scale · (p - q); else left unchanged.
- * row_scratch: 2m doubles. */
+ * row_scratch: 3m doubles. *n_correct (if not NULL) gets the number of rows
+ * whose target is the (first) argmax of the logits. */
 void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
                         float grad_scale, double *row_scratch, double *loss,
-                        double *nll);
+                        double *nll, long *n_correct);
 
 #endif

@@ -272,7 +272,7 @@ struct ModelWork {
     float *y;                   /* (N, D) a sublayer's output before dropout */
     /* output layer */
     int *rows, *targets;        /* (max_tokens) non-pad target positions, ids */
-    double *row_loss;           /* (2 max_tokens) */
+    double *row_loss;           /* (3 max_tokens) */
     float *hc;                  /* (M, D) decoder outputs at non-pad targets */
     float *logits;              /* (M, V) logits, then d(loss/n)/d(logits) */
     /* backward scratch */
@@ -408,7 +408,7 @@ static ModelWork *work_alloc(const ModelConfig *cfg, int max_tokens, int max_len
     if (training) {
         w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
         w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
-        w->row_loss = xmalloc((size_t)max_tokens * 2 * sizeof(double), err);
+        w->row_loss = xmalloc((size_t)max_tokens * 3 * sizeof(double), err);
         if (!w->rows || !w->targets || !w->row_loss) goto fail;
     }
     return w;
@@ -687,7 +687,7 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     /* The gradient is computed here, while the logits are in cache, and kept
      * for model_backward (it replaces the logits). */
     loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)M,
-                       w->row_loss, &out->loss, &out->nll);
+                       w->row_loss, &out->loss, &out->nll, &out->n_correct);
     return TFM_OK;
 }
 
@@ -825,8 +825,12 @@ TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_
     if (st) return st;
     ModelWork *w = work_alloc(c, n * src_len, src_len, 0, err);
     if (!w) return TFM_ERR_NOMEM;
+    /* the sublayer helpers read scratch from m->work: lend them w */
+    ModelWork *saved = m->work;
+    m->work = w;
     const float *out = encoder_forward(m, w, src, n, src_len, 0, 0, 0);
     memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
+    m->work = saved;
     work_free(w);
     return TFM_OK;
 }

@@ -48,6 +48,8 @@ typedef struct {
     double loss;        /* label-smoothed cross-entropy, summed over non-pad targets */
     double nll;         /* negative log-likelihood, summed likewise */
     long n_tokens;      /* non-pad target tokens */
+    long n_correct;     /* of those, how many are the argmax of their logits
+                           (teacher-forced token accuracy) */
 } LossStats;
 
 typedef struct ModelWork ModelWork;   /* activations and scratch, private */

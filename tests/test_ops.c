@@ -113,7 +113,7 @@ typedef struct {
     float z[XM * XV], tmp[XM * XV];
     int tgt[XM];
     float eps;
-    double rows[2 * XM];
+    double rows[3 * XM];
 } LossCtx;
 
 static double loss_obj(void *p)
@@ -121,7 +121,7 @@ static double loss_obj(void *p)
     LossCtx *c = p;
     double l, n;
     memcpy(c->tmp, c->z, sizeof c->z);
-    loss_xent_smoothed(c->tmp, c->tgt, XM, XV, c->eps, 0.0f, c->rows, &l, &n);
+    loss_xent_smoothed(c->tmp, c->tgt, XM, XV, c->eps, 0.0f, c->rows, &l, &n, NULL);
     return l;
 }
 
@@ -149,7 +149,16 @@ TEST(loss_label_smoothed_value_and_gradcheck)
     }
     double l, n;
     memcpy(c.tmp, c.z, sizeof c.z);
-    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, c.eps, 0.5f, c.rows, &l, &n);
+    long correct;
+    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, c.eps, 0.5f, c.rows, &l, &n, &correct);
+    long want_correct = 0;
+    for (int r = 0; r < XM; r++) {
+        int arg = 0;
+        for (int k = 1; k < XV; k++)
+            if (c.z[r * XV + k] > c.z[r * XV + arg]) arg = k;
+        want_correct += arg == tgt[r];
+    }
+    CHECK_EQ_INT(correct, want_correct);
     CHECK_NEAR(l, want, 1e-5);
     CHECK_NEAR(n, want_nll, 1e-5);
     /* the gradient was written with scale 0.5; rows of p - q sum to 0 */
@@ -166,7 +175,7 @@ TEST(loss_label_smoothed_value_and_gradcheck)
     /* eps = 0 is plain cross-entropy */
     c.eps = 0;
     memcpy(c.tmp, c.z, sizeof c.z);
-    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, 0.0f, 0.0f, c.rows, &l, &n);
+    loss_xent_smoothed(c.tmp, c.tgt, XM, XV, 0.0f, 0.0f, c.rows, &l, &n, NULL);
     CHECK_NEAR(l, want_nll, 1e-5);
 }
 

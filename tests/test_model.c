@@ -1,0 +1,324 @@
+/* test_model: whole-model gradient checks (both norms, both embedding
+ * sharings, dropout off and on), parameter layout and count, the eval-mode
+ * encoder, and a copy/reverse learning test with Adam. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <omp.h>
+
+#include "blas.h"
+#include "gradcheck.h"
+#include "model.h"
+#include "optim.h"
+#include "test.h"
+
+static ModelConfig tiny_cfg(NormKind norm, bool share)
+{
+    return (ModelConfig){
+        .d_model = 16, .heads = 2, .enc_layers = 2, .dec_layers = 2, .d_ff = 32,
+        .dropout = 0.0f, .attn_dropout = 0.0f, .relu_dropout = 0.0f, .norm = norm,
+        .share_embeddings = share, .vocab_size = 20, .max_len = 16,
+    };
+}
+
+/* 3 sentences with padding: every src ends in </s>, tgt_in starts with <s>. */
+enum { BN = 3, BS = 6, BT = 5 };
+static const int b_src[BN * BS] = {
+    5, 6, 7, 8, 9, TOK_EOS,
+    10, 11, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
+    12, 13, 14, 15, TOK_EOS, TOK_PAD,
+};
+static const int b_tgt_in[BN * BT] = {
+    TOK_BOS, 16, 17, 18, 19,
+    TOK_BOS, 4, TOK_PAD, TOK_PAD, TOK_PAD,
+    TOK_BOS, 9, 8, 7, TOK_PAD,
+};
+static const int b_tgt_out[BN * BT] = {
+    16, 17, 18, 19, TOK_EOS,
+    4, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
+    9, 8, 7, TOK_EOS, TOK_PAD,
+};
+
+typedef struct {
+    Model m;
+    Batch b;
+    Rng drop;           /* copied before every forward: the same masks each time */
+    int use_dropout;
+} GcModel;
+
+static double model_obj(void *p)
+{
+    GcModel *g = p;
+    LossStats st;
+    Rng r = g->drop;
+    TfmErr err;
+    if (model_forward(&g->m, &g->b, 0.1f, g->use_dropout ? &r : NULL, &st, &err) != TFM_OK)
+        return NAN;
+    return st.loss / (double)st.n_tokens;
+}
+
+/* Every tensor is checked: all elements of tensors up to 48 floats, 48
+ * random ones of larger tensors, plus whole embedding rows of tokens the
+ * batch uses (a random sample mostly hits rows that only the output layer sees).
+ * Step and tolerance: h = 1e-2 with the objective (mean loss ~3) accumulated
+ * in double from float32 values has noise ~1e-7 / (2h) ≈ 1e-5, truncation
+ * error h²·f'''/6 is of the same order; measured worst |num - ana| is ~2e-5.
+ * Hence atol 1e-4 with rtol 2e-2 (gradients of the mean loss are
+ * 1e-3..1e-1); a wrong backward misses by O(|g|). */
+static void model_gradcheck(NormKind norm, bool share, float dropout)
+{
+    /* One thread: the tiny model is all parallel-region overhead otherwise
+     * (and the machine may be shared). */
+    const int threads = omp_get_max_threads();
+    blas_set_threads(1);
+    GcModel *g = calloc(1, sizeof *g);
+    TfmErr err;
+    ModelConfig cfg = tiny_cfg(norm, share);
+    cfg.dropout = dropout;
+    cfg.attn_dropout = dropout;
+    cfg.relu_dropout = dropout;
+    CHECK(model_init(&g->m, &cfg, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 100 + norm * 2 + share);
+    model_init_weights(&g->m, &rng);
+    /* Non-trivial biases and gains, so their paths are exercised. ReLU kinks:
+     * a step on an embedding or an early weight moves thousands of FFN
+     * pre-activations, and one that crosses 0 spoils the difference. So the
+     * FFN biases b1 are ±4 (random sign): pre-activations (an LN output, unit
+     * variance, times Xavier weights: sd ≈ 0.8) stay clear of 0, and both the
+     * open and the closed ReLU path are covered. ffn_gradcheck in
+     * test_layers.c checks the kink handling itself. */
+    for (int t = 0; t < g->m.n_tensors; t++) {
+        const TensorInfo *ti = &g->m.tensors[t];
+        float *p = g->m.params + ti->offset;
+        if (strstr(ti->name, "ffn.b1"))
+            for (int j = 0; j < ti->cols; j++) p[j] = rng_uniform(&rng) < 0.5f ? -4.0f : 4.0f;
+        else if (ti->rows == 1)
+            for (int j = 0; j < ti->cols; j++) p[j] += 0.2f * (rng_uniform(&rng) - 0.5f);
+    }
+    CHECK(model_alloc_training(&g->m, 64, 16, &err) == TFM_OK);
+    g->b = (Batch){.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
+                   .tgt_out = b_tgt_out};
+    g->use_dropout = dropout > 0;
+    rng_seed(&g->drop, 7);
+    double f0 = model_obj(g);
+    CHECK(isfinite(f0));
+    model_backward(&g->m, &g->b);
+    float *grads = malloc(g->m.n_params * sizeof *grads);
+    memcpy(grads, g->m.grads, g->m.n_params * sizeof *grads);
+    GcReport rep = {0};
+    for (int t = 0; t < g->m.n_tensors; t++) {
+        const TensorInfo *ti = &g->m.tensors[t];
+        long cnt = (long)ti->rows * ti->cols;
+        GcReport tr = {0};
+        gc_check(&tr, ti->name, g->m.params + ti->offset, grads + ti->offset, cnt, model_obj, g,
+                 1e-2f, 1e-4, 2e-2, 48, &rng);
+        rep.checked += tr.checked;
+        rep.failed += tr.failed;
+        if (tr.max_abs > rep.max_abs) rep.max_abs = tr.max_abs;
+    }
+    /* embedding rows of tokens in the batch (the random sample above mostly
+     * hits rows of unused tokens, whose gradient is only the output layer's) */
+    const char *emb_names[3] = {share ? "emb.shared" : "emb.src", share ? NULL : "emb.tgt", NULL};
+    for (int e = 0; e < 2; e++) {
+        if (!emb_names[e]) continue;
+        const TensorInfo *ti = model_tensor(&g->m, emb_names[e]);
+        const int *toks = e == 0 ? b_src : b_tgt_in;
+        for (int k = 0; k < 4; k++) {
+            int tok = toks[k * 4 % (BN * BT)];
+            size_t off = ti->offset + (size_t)tok * 16;
+            gc_check(&rep, ti->name, g->m.params + off, grads + off, 16, model_obj, g, 1e-2f,
+                     1e-4, 2e-2, 16, &rng);
+        }
+    }
+    CHECK_EQ_INT(rep.failed, 0);
+    CHECK(rep.checked > 1000);
+    printf("  %s %s dropout %.1f: %ld checked, max |num - ana| %.2g\n",
+           norm == NORM_PRE ? "pre" : "post", share ? "shared" : "unshared", dropout,
+           rep.checked, rep.max_abs);
+    free(grads);
+    model_free(&g->m);
+    free(g);
+    blas_set_threads(threads);
+}
+
+TEST(model_gradcheck_post_shared) { model_gradcheck(NORM_POST, true, 0); }
+TEST(model_gradcheck_post_unshared) { model_gradcheck(NORM_POST, false, 0); }
+TEST(model_gradcheck_pre_shared) { model_gradcheck(NORM_PRE, true, 0); }
+TEST(model_gradcheck_pre_unshared) { model_gradcheck(NORM_PRE, false, 0); }
+TEST(model_gradcheck_post_shared_dropout) { model_gradcheck(NORM_POST, true, 0.2f); }
+TEST(model_gradcheck_pre_unshared_dropout) { model_gradcheck(NORM_PRE, false, 0.2f); }
+
+TEST(model_layout_names_and_count)
+{
+    ModelConfig cfg = tiny_cfg(NORM_PRE, false);
+    Model m;
+    TfmErr err;
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    CHECK_EQ_INT(m.n_params, model_param_count(&cfg));
+    CHECK_STR(m.tensors[0].name, "emb.src");
+    CHECK_STR(m.tensors[2].name, "out.proj");
+    CHECK_STR(m.tensors[3].name, "enc.0.self.wq");
+    const TensorInfo *wq = model_tensor(&m, "dec.1.cross.wq"), *wk = model_tensor(&m, "dec.1.cross.wk");
+    const TensorInfo *wv = model_tensor(&m, "dec.1.cross.wv"), *bk = model_tensor(&m, "dec.1.cross.bk");
+    CHECK(wq && wk && wv && bk);
+    if (wq && wk && wv) {
+        CHECK_EQ_INT(wk->offset, wq->offset + 16 * 16);
+        CHECK_EQ_INT(wv->offset, wk->offset + 16 * 16);
+    }
+    CHECK(model_tensor(&m, "enc.ln.g") && model_tensor(&m, "dec.ln.b"));
+    CHECK(model_tensor(&m, "dec.1.ln3.g") && model_tensor(&m, "enc.1.ffn.b2"));
+    CHECK(model_tensor(&m, "enc.2.self.wq") == NULL);
+    const TensorInfo *last = &m.tensors[m.n_tensors - 1];
+    CHECK_STR(last->name, "dec.ln.b");
+    CHECK_EQ_INT(last->offset + last->cols, m.n_params);
+    /* tensors tile the array in order */
+    size_t off = 0;
+    for (int t = 0; t < m.n_tensors; t++) {
+        CHECK_EQ_INT(m.tensors[t].offset, off);
+        off += (size_t)m.tensors[t].rows * m.tensors[t].cols;
+    }
+    model_free(&m);
+    cfg.norm = NORM_POST;
+    cfg.share_embeddings = true;
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    CHECK_STR(m.tensors[0].name, "emb.shared");
+    CHECK(m.emb_src == m.out_proj && m.emb_tgt == m.out_proj);
+    CHECK(model_tensor(&m, "enc.ln.g") == NULL);
+    model_free(&m);
+}
+
+/* The paper's base model: 6+6 layers, d 512, d_ff 2048, shared 37000 vocab:
+ * 44.1M in the layers + 18.9M embedding = 63.1M ("65M" in the paper's
+ * table counts a slightly different vocabulary). */
+TEST(model_param_count_base)
+{
+    ModelConfig cfg = {.d_model = 512, .heads = 8, .enc_layers = 6, .dec_layers = 6,
+                       .d_ff = 2048, .norm = NORM_POST, .share_embeddings = true,
+                       .vocab_size = 37000, .max_len = 256};
+    const size_t D = 512, F = 2048;
+    size_t enc = 4 * D * D + 4 * D + 2 * D + 2 * D * F + F + D + 2 * D;
+    size_t dec = 8 * D * D + 8 * D + 2 * D + 2 * D * F + F + D + 4 * D;
+    CHECK_EQ_INT(model_param_count(&cfg), 37000 * D + 6 * enc + 6 * dec);
+    CHECK(model_param_count(&cfg) > 62000000 && model_param_count(&cfg) < 64000000);
+}
+
+/* model_encode: padding does not change a sentence's encoding (the padding
+ * mask works), and eval-mode model_forward uses the same encoder. */
+TEST(model_encode_padding_invariant)
+{
+    ModelConfig cfg = tiny_cfg(NORM_PRE, true);
+    Model m;
+    TfmErr err;
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 3);
+    model_init_weights(&m, &rng);
+    float all[BN * BS * 16], one[4 * 16];
+    CHECK(model_encode(&m, b_src, BN, BS, all, &err) == TFM_OK);
+    /* sentence 1 alone, length 3 (no padding) */
+    CHECK(model_encode(&m, b_src + BS, 1, 3, one, &err) == TFM_OK);
+    for (int i = 0; i < 3 * 16; i++) CHECK_NEAR(all[BS * 16 + i], one[i], 1e-5);
+    const int bad[2] = {5, 20};
+    CHECK(model_encode(&m, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
+    model_free(&m);
+}
+
+TEST(model_forward_rejects_bad_batches)
+{
+    ModelConfig cfg = tiny_cfg(NORM_POST, true);
+    Model m;
+    TfmErr err;
+    LossStats st;
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    CHECK(model_alloc_training(&m, 12, 8, &err) == TFM_OK);
+    Batch b = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
+               .tgt_out = b_tgt_out};
+    CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_ERR_FORMAT);  /* 18 > 12 tokens */
+    int src[2] = {5, -1}, tin[2] = {TOK_BOS, 5}, tout[2] = {5, TOK_EOS};
+    b = (Batch){.n = 1, .src_len = 2, .tgt_len = 2, .src = src, .tgt_in = tin, .tgt_out = tout};
+    CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_ERR_FORMAT);
+    src[1] = TOK_EOS;
+    CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_OK);
+    CHECK_EQ_INT(st.n_tokens, 2);
+    model_free(&m);
+}
+
+/* ---- learning: copy and reverse ---- */
+
+enum { LV = 20, LBATCH = 32, LMAXLEN = 10 };
+
+static void make_task_batch(Rng *rng, int reverse, int *src, int *tin, int *tout, int *S, int *T)
+{
+    int lens[LBATCH], maxl = 0;
+    for (int b = 0; b < LBATCH; b++) {
+        lens[b] = 3 + (int)rng_below(rng, 6);     /* 3..8 */
+        if (lens[b] > maxl) maxl = lens[b];
+    }
+    *S = *T = maxl + 1;
+    for (int b = 0; b < LBATCH; b++) {
+        int seq[8];
+        for (int i = 0; i < lens[b]; i++) seq[i] = 4 + (int)rng_below(rng, LV - 4);
+        for (int i = 0; i <= maxl; i++) {
+            int *s = &src[b * *S + i], *ti = &tin[b * *T + i], *to = &tout[b * *T + i];
+            *s = i < lens[b] ? seq[i] : i == lens[b] ? TOK_EOS : TOK_PAD;
+            int y = i < lens[b] ? seq[reverse ? lens[b] - 1 - i : i] : TOK_EOS;
+            *to = i <= lens[b] ? y : TOK_PAD;
+            *ti = i == 0 ? TOK_BOS : i <= lens[b] ? tout[b * *T + i - 1] : TOK_PAD;
+        }
+    }
+}
+
+static void learn_task(int reverse)
+{
+    const int threads = omp_get_max_threads();
+    blas_set_threads(1);    /* ~300-token batches: a second thread only adds barriers */
+    ModelConfig cfg = {.d_model = 32, .heads = 2, .enc_layers = 2, .dec_layers = 2, .d_ff = 64,
+                       .norm = NORM_PRE, .share_embeddings = true, .vocab_size = LV,
+                       .max_len = LMAXLEN};
+    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
+    LrConfig lc = {.schedule = LR_INVERSE_SQRT, .warmup = 100, .peak = 3e-3f};
+    Model m;
+    Adam adam;
+    TfmErr err;
+    Rng rng, data;
+    rng_seed(&rng, 1);
+    rng_seed(&data, 2 + reverse);
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    model_init_weights(&m, &rng);
+    CHECK(model_alloc_training(&m, LBATCH * LMAXLEN, LMAXLEN, &err) == TFM_OK);
+    CHECK(adam_init(&adam, m.n_params, &tc, &err) == TFM_OK);
+    static int src[LBATCH * LMAXLEN], tin[LBATCH * LMAXLEN], tout[LBATCH * LMAXLEN];
+    LossStats st = {0};
+    clock_t t0 = clock();
+    int step;
+    double loss = 1e9;
+    for (step = 1; step <= 3000; step++) {
+        int S, T;
+        make_task_batch(&data, reverse, src, tin, tout, &S, &T);
+        Batch b = {.n = LBATCH, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin,
+                   .tgt_out = tout};
+        CHECK(model_forward(&m, &b, 0.0f, NULL, &st, &err) == TFM_OK);
+        loss = st.loss / st.n_tokens;
+        if (loss < 0.002) break;
+        model_backward(&m, &b);
+        adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step));
+    }
+    /* a fresh batch, evaluation mode: low loss, every token the argmax */
+    int S, T;
+    make_task_batch(&data, reverse, src, tin, tout, &S, &T);
+    Batch b = {.n = LBATCH, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin, .tgt_out = tout};
+    CHECK(model_forward(&m, &b, 0.0f, NULL, &st, &err) == TFM_OK);
+    double eval_loss = st.loss / st.n_tokens;
+    printf("  %s: %d steps, train loss %.4f, eval loss %.4f, accuracy %ld/%ld, %.1f s cpu\n",
+           reverse ? "reverse" : "copy", step, loss, eval_loss, st.n_correct, st.n_tokens,
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
+    CHECK(eval_loss < 0.1);
+    CHECK_EQ_INT(st.n_correct, st.n_tokens);
+    adam_free(&adam);
+    model_free(&m);
+    blas_set_threads(threads);
+}
+
+TEST(model_learns_copy) { learn_task(0); }
+TEST(model_learns_reverse) { learn_task(1); }
