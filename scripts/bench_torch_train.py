@@ -118,6 +118,8 @@ def main():
     ap.add_argument("--tgt-mean", type=float, default=14.0)
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--blas-threads", type=int,
+                    help="OpenBLAS threads if different from --threads")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
@@ -129,7 +131,7 @@ def main():
     torch.set_num_threads(args.threads)
     blas = openblas()
     if blas is not None:
-        blas.openblas_set_num_threads(args.threads)
+        blas.openblas_set_num_threads(args.blas_threads or args.threads)
 
     cfg = tm.Config(d_model=args.d, heads=args.heads, enc_layers=enc, dec_layers=dec,
                     d_ff=args.d_ff, vocab_size=args.vocab, max_len=args.max_len + 2,
@@ -162,7 +164,8 @@ def main():
         "impl": "pytorch", "torch": torch.__version__, "threads": args.threads,
         "blas": "openblas " + blas.openblas_get_corename().decode() if blas else "unknown",
         "blas_threads": blas.openblas_get_num_threads() if blas else None,
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY") or "default",
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE") or "unset",
         "d_model": args.d, "heads": args.heads, "enc_layers": enc, "dec_layers": dec,
         "d_ff": args.d_ff, "vocab": args.vocab, "norm": args.norm,
         "share_embeddings": not args.no_share, "dropout": args.dropout,
