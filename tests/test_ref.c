@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "model.h"
@@ -468,43 +469,64 @@ TEST(ref_pytorch_tiny)
     ref_free(&f);
 }
 
-/* The loader must reject damaged files, not crash on them. */
+static int write_bytes(const char *path, const unsigned char *buf, size_t n)
+{
+    FILE *out = fopen(path, "wb");
+    if (!out) return 0;
+    int ok = fwrite(buf, 1, n, out) == n;
+    return fclose(out) == 0 && ok;
+}
+
+/* The loader must reject damaged files with a message, not crash on them. */
 TEST(ref_loader_rejects_damage)
 {
     char path[1024], tmp[] = "/tmp/tfm_ref_XXXXXX", msg[512];
+    static unsigned char buf[1 << 20], bad[(1 << 20) + 1];
     snprintf(path, sizeof path, "%s/ref_tiny.bin", test_data_dir());
-    RefFile f;
-    if (!ref_load(&f, path, msg, sizeof msg)) {
-        test_fail(__FILE__, __LINE__, "%s", msg);
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        test_fail(__FILE__, __LINE__, "%s: cannot open", path);
         return;
     }
-    ref_free(&f);
-    FILE *in = fopen(path, "rb");
-    CHECK(in != NULL);
-    if (!in) return;
-    static unsigned char buf[1 << 20];
     size_t n = fread(buf, 1, sizeof buf, in);
     fclose(in);
     CHECK(n > 64 && n < sizeof buf);
     int fd = mkstemp(tmp);
     CHECK(fd >= 0);
-    if (fd < 0) return;
-    FILE *out = fdopen(fd, "wb");
-    if (!out) return;
-    /* Truncations at several points, then a bad version. */
+    if (fd < 0 || n <= 64 || n >= sizeof buf) return;
+    close(fd);
+    RefFile f;
+    CHECK(write_bytes(tmp, buf, n));
+    CHECK(ref_load(&f, tmp, msg, sizeof msg));
+    ref_free(&f);
+    /* Truncations at several points. */
     size_t cuts[] = { 0, 10, 20, n / 2, n - 1 };
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        CHECK(freopen(tmp, "wb", out) != NULL);
-        CHECK(fwrite(buf, 1, cuts[i], out) == cuts[i]);
-        CHECK(fflush(out) == 0);
+        CHECK(write_bytes(tmp, buf, cuts[i]));
         CHECK(!ref_load(&f, tmp, msg, sizeof msg));
     }
-    buf[8] = 7;
-    CHECK(freopen(tmp, "wb", out) != NULL);
-    CHECK(fwrite(buf, 1, n, out) == n);
-    CHECK(fflush(out) == 0);
+    /* A trailing byte; then single-field damage: magic, version, record
+     * count, the first name length, the first ndim. */
+    memcpy(bad, buf, n);
+    CHECK(write_bytes(tmp, bad, n + 1));
     CHECK(!ref_load(&f, tmp, msg, sizeof msg));
-    CHECK(strstr(msg, "version") != NULL);
-    fclose(out);
+    CHECK(strstr(msg, "trailing") != NULL);
+    struct { size_t at; unsigned char value; const char *expect; } hits[] = {
+        { 0, 'X', "magic" }, { 8, 7, "version" }, { 15, 0xff, "record count" },
+        { 19, 0xff, "name length" },
+    };
+    for (size_t i = 0; i < sizeof hits / sizeof hits[0]; i++) {
+        memcpy(bad, buf, n);
+        bad[hits[i].at] = hits[i].value;
+        CHECK(write_bytes(tmp, bad, n));
+        CHECK(!ref_load(&f, tmp, msg, sizeof msg));
+        CHECK(strstr(msg, hits[i].expect) != NULL);
+    }
+    memcpy(bad, buf, n);
+    size_t ndim_at = 16 + 4 + rd_u32(buf + 16) + 4;
+    bad[ndim_at] = 99;
+    CHECK(write_bytes(tmp, bad, n));
+    CHECK(!ref_load(&f, tmp, msg, sizeof msg));
+    CHECK(strstr(msg, "ndim") != NULL);
     remove(tmp);
 }
