@@ -62,14 +62,21 @@ static void dropout_core(float *y, const float *base, const float *x, long n, fl
     const float scale = 65536.0f / (float)(65536 - t);
     const uint32_t s_lo = (uint32_t)seed, s_hi = (uint32_t)(seed >> 32);
     const long pairs = n / 2;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (long j = 0; j < pairs; j++) {
-        uint32_t w = mask_word((uint32_t)j, s_lo, s_hi);
-        float m0 = (w & 0xffffU) >= t ? scale : 0.0f;
-        float m1 = (w >> 16) >= t ? scale : 0.0f;
-        float b0 = base ? base[2 * j] : 0.0f, b1 = base ? base[2 * j + 1] : 0.0f;
-        y[2 * j] = b0 + x[2 * j] * m0;
-        y[2 * j + 1] = b1 + x[2 * j + 1] * m1;
+    /* Two copies of the loop so that each vectorizes without a branch on base. */
+    if (base) {
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+        for (long j = 0; j < pairs; j++) {
+            uint32_t w = mask_word((uint32_t)j, s_lo, s_hi);
+            y[2 * j] = base[2 * j] + x[2 * j] * ((w & 0xffffU) >= t ? scale : 0.0f);
+            y[2 * j + 1] = base[2 * j + 1] + x[2 * j + 1] * ((w >> 16) >= t ? scale : 0.0f);
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+        for (long j = 0; j < pairs; j++) {
+            uint32_t w = mask_word((uint32_t)j, s_lo, s_hi);
+            y[2 * j] = x[2 * j] * ((w & 0xffffU) >= t ? scale : 0.0f);
+            y[2 * j + 1] = x[2 * j + 1] * ((w >> 16) >= t ? scale : 0.0f);
+        }
     }
     if (n & 1) {
         uint32_t w = mask_word((uint32_t)pairs, s_lo, s_hi);

@@ -322,3 +322,63 @@ static void learn_task(int reverse)
 
 TEST(model_learns_copy) { learn_task(0); }
 TEST(model_learns_reverse) { learn_task(1); }
+
+/* ---- speed (only with TFM_BENCH=1; not part of make test) ----
+ * One training step (forward + backward) of d 256, 3+3 layers, d_ff 1024,
+ * V 8000, ~4000 tokens a side, with the current thread count. FLOPs: 6 per
+ * non-embedding parameter per token it sees (encoder weights × source tokens,
+ * decoder weights × target tokens, padding included as computed), attention
+ * products 3 × 4·Tq·Tk·D per sentence and layer, output layer 6·M·V·D. */
+TEST(model_bench_step)
+{
+    if (!getenv("TFM_BENCH")) return;
+    ModelConfig cfg = {.d_model = 256, .heads = 4, .enc_layers = 3, .dec_layers = 3,
+                       .d_ff = 1024, .dropout = 0.1f, .norm = NORM_POST,
+                       .share_embeddings = true, .vocab_size = 8000, .max_len = 130};
+    enum { NS = 160, S = 25, T = 26 };
+    Model m;
+    TfmErr err;
+    Rng rng, drop;
+    rng_seed(&rng, 1);
+    rng_seed(&drop, 2);
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    model_init_weights(&m, &rng);
+    CHECK(model_alloc_training(&m, 4200, 130, &err) == TFM_OK);
+    static int src[NS * S], tin[NS * T], tout[NS * T];
+    long real_src = 0;
+    for (int b = 0; b < NS; b++) {
+        int ls = 18 + (int)rng_below(&rng, 7), lt = 18 + (int)rng_below(&rng, 8);
+        for (int i = 0; i < S; i++) src[b * S + i] = i < ls ? 4 + (int)rng_below(&rng, 7996) : i == ls ? TOK_EOS : TOK_PAD;
+        for (int i = 0; i < T; i++) {
+            tout[b * T + i] = i < lt ? 4 + (int)rng_below(&rng, 7996) : i == lt ? TOK_EOS : TOK_PAD;
+            tin[b * T + i] = i == 0 ? TOK_BOS : tout[b * T + i - 1] == TOK_EOS || tout[b * T + i - 1] == TOK_PAD ? TOK_PAD : tout[b * T + i - 1];
+        }
+        real_src += ls + 1;
+    }
+    Batch bt = {.n = NS, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin, .tgt_out = tout};
+    LossStats st;
+    /* best of 5 after a warm-up step: the machine may be shared */
+    double tf = 1e9, tb = 1e9, tsum = 0;
+    const int reps = 5;
+    for (int r = -1; r < reps; r++) {
+        double t0 = omp_get_wtime();
+        CHECK(model_forward(&m, &bt, 0.1f, &drop, &st, &err) == TFM_OK);
+        double t1 = omp_get_wtime();
+        model_backward(&m, &bt);
+        double t2 = omp_get_wtime();
+        if (r < 0) continue;
+        tsum += t2 - t0;
+        if (t2 - t0 < tf + tb) tf = t1 - t0, tb = t2 - t1;
+    }
+    const double D = 256, F = 1024, V = 8000;
+    const double enc_p = 4 * D * D + 2 * D * F, dec_p = 8 * D * D + 2 * D * F;
+    double flops = 6 * (3 * enc_p * NS * S + 3 * dec_p * NS * T);
+    flops += 3.0 * 4 * D * NS * (3.0 * S * S + 3.0 * T * T + 3.0 * T * S);
+    flops += 6 * (double)st.n_tokens * V * D;
+    printf("  d256 3+3 ff1024 V8000: %d x (%d, %d) = %ld src + %ld tgt real tokens, %d threads: "
+           "best step %.1f ms (forward %.1f, backward %.1f; mean %.1f), %.1f GFLOP -> "
+           "%.1f GFLOP/s, %.0f tok/s (src+tgt)\n", NS, S, T, real_src, st.n_tokens,
+           omp_get_max_threads(), (tf + tb) * 1e3, tf * 1e3, tb * 1e3, tsum / reps * 1e3,
+           flops / 1e9, flops / 1e9 / (tf + tb), (real_src + st.n_tokens) / (tf + tb));
+    model_free(&m);
+}
