@@ -10,6 +10,8 @@
 #include "blas.h"
 #include "model.h"
 
+#define PAR_MIN_FLOPS 65536L
+
 long attn_probs_size(const AttnShape *s)
 {
     return (long)s->n * s->heads * s->tq * s->tk;
@@ -29,7 +31,8 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
     const int H = s->heads, dh = s->dh, tq = s->tq, tk = s->tk;
     const float scale = 1.0f / sqrtf((float)dh);
     const long pairs = (long)s->n * H;
-#pragma omp parallel for schedule(static)
+    /* A decoding step (tq = 1, few sentences) is too small to share. */
+#pragma omp parallel for schedule(static) if (pairs * tq * tk * dh > PAR_MIN_FLOPS)
     for (long bh = 0; bh < pairs; bh++) {
         const int b = (int)(bh / H), h = (int)(bh % H);
         const float *qb = q + b * s->q_stride + h * dh;
@@ -84,7 +87,7 @@ void attention_backward(float *dq, float *dk, float *dv, float *datt,
     const float c = 1.0f / sqrtf((float)dh);
     const float dscale = p > 0 ? dropout_scale(p) : 1.0f;
     const long pairs = (long)s->n * H;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (pairs * tq * tk * dh > PAR_MIN_FLOPS)
     for (long bh = 0; bh < pairs; bh++) {
         const int b = (int)(bh / H), h = (int)(bh % H);
         const float *qb = q + b * s->q_stride + h * dh;
