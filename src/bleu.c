@@ -50,7 +50,7 @@ struct BleuScorer {
     size_t *ref_start;              /* n_refs + 1 offsets into ids */
     size_t cap_ref_start;
     Ngram *tab;
-    size_t tab_cap;
+    size_t tab_cap, n_live;         /* n_live: entries of the current gen */
     uint32_t gen;
 };
 
@@ -456,22 +456,15 @@ static size_t ngram_hash(uint32_t order, const uint32_t *ids)
     return (size_t)(h ^ (h >> 31));
 }
 
-/* Makes room for `count` live n-grams (load <= 1/2) and empties the table. */
-static TfmStatus ngram_reset(BleuScorer *s, size_t count, TfmErr *err)
+/* Empties the table for a new segment: O(1), it bumps the generation. */
+static TfmStatus ngram_reset(BleuScorer *s, TfmErr *err)
 {
-    size_t cap = 64;
-    while (cap / 2 < count) {
-        if (cap > SIZE_MAX / 4) return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
-        cap *= 2;
+    if (!s->tab) {
+        s->tab = xcalloc(1024, sizeof *s->tab, err);
+        if (!s->tab) return err->status;
+        s->tab_cap = 1024;
     }
-    if (cap > s->tab_cap) {
-        Ngram *t = xcalloc(cap, sizeof *t, err);
-        if (!t) return err->status;
-        free(s->tab);
-        s->tab = t;
-        s->tab_cap = cap;
-        s->gen = 0;
-    }
+    s->n_live = 0;
     if (++s->gen == 0) {            /* wrapped: stale entries could look live */
         memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
         s->gen = 1;
@@ -479,15 +472,41 @@ static TfmStatus ngram_reset(BleuScorer *s, size_t count, TfmErr *err)
     return TFM_OK;
 }
 
+static Ngram *ngram_probe(Ngram *tab, size_t cap, uint32_t gen, uint32_t order, const uint32_t *ids)
+{
+    size_t mask = cap - 1, h = ngram_hash(order, ids) & mask;
+    for (;; h = (h + 1) & mask) {
+        Ngram *e = &tab[h];
+        if (e->gen != gen) return e;
+        if (e->order == order && memcmp(e->ids, ids, order * sizeof *ids) == 0) return e;
+    }
+}
+
+/* Keeps the load at most 1/2 for one more entry, doubling the table (and
+ * moving the live entries) when needed. Grows with the distinct n-grams of
+ * a segment, not its length: a 30M-character line of one letter needs 4. */
+static TfmStatus ngram_make_room(BleuScorer *s, TfmErr *err)
+{
+    if ((s->n_live + 1) * 2 <= s->tab_cap) return TFM_OK;
+    if (s->tab_cap > SIZE_MAX / 2 / sizeof *s->tab)
+        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
+    size_t cap = s->tab_cap * 2;
+    Ngram *t = xcalloc(cap, sizeof *t, err);
+    if (!t) return err->status;
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        const Ngram *e = &s->tab[i];
+        if (e->gen == s->gen) *ngram_probe(t, cap, s->gen, e->order, e->ids) = *e;
+    }
+    free(s->tab);
+    s->tab = t;
+    s->tab_cap = cap;
+    return TFM_OK;
+}
+
 /* The live entry for (order, ids), or the empty slot where it belongs. */
 static Ngram *ngram_slot(BleuScorer *s, uint32_t order, const uint32_t *ids)
 {
-    size_t mask = s->tab_cap - 1, h = ngram_hash(order, ids) & mask;
-    for (;; h = (h + 1) & mask) {
-        Ngram *e = &s->tab[h];
-        if (e->gen != s->gen) return e;
-        if (e->order == order && memcmp(e->ids, ids, order * sizeof *ids) == 0) return e;
-    }
+    return ngram_probe(s->tab, s->tab_cap, s->gen, order, ids);
 }
 
 /* ---- public API ---- */
@@ -577,17 +596,16 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
     out->ref_len = best_len;
 
     /* _extract_reference_info: per n-gram, the max count over references. */
-    size_t n_ngrams;
-    if (!size_mul_ok(hyp0, BLEU_MAX_ORDER, &n_ngrams))
-        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
-    if (ngram_reset(s, n_ngrams, err)) return err->status;
+    if (ngram_reset(s, err)) return err->status;
     for (size_t r = 0; r < n_refs; r++) {
         const uint32_t *ids = s->ids + s->ref_start[r];
         size_t len = s->ref_start[r + 1] - s->ref_start[r];
         for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
             for (size_t i = 0; i + order <= len; i++) {
+                if (ngram_make_room(s, err)) return err->status;
                 Ngram *e = ngram_slot(s, order, ids + i);
                 if (e->gen != s->gen) {
+                    s->n_live++;
                     memset(e, 0, sizeof *e);
                     e->gen = s->gen;
                     e->order = order;

@@ -406,22 +406,27 @@ TEST(bleu_lowercase_like_python)
 
 TEST(bleu_survives_allocation_failures)
 {
-    const char *hyp[] = {"A man, a plan: Panama!", "ΟΔΟΣ 😀 1,000.5"};
-    const char *ref[] = {"a man a plan a canal panama", "οδος 1,000.5"};
+    /* The long line makes the n-gram table grow past its first size. */
+    static char long_line[400 * 8];
+    size_t o = 0;
+    for (int i = 0; i < 400; i++) o += (size_t)sprintf(long_line + o, "w%d ", i);
+    const char *hyp[] = {"A man, a plan: Panama!", "ΟΔΟΣ 😀 1,000.5", long_line};
+    const char *ref[] = {"a man a plan a canal panama", "οδος 1,000.5", long_line};
     const char *const *refs[1] = {ref};
     BleuOptions opt;
     bleu_options_default(&opt);
     opt.lowercase = true;
     int failed = 0;
-    for (long k = 0; k < 200; k++) {
+    BleuScore sc;
+    for (long k = 0; k < 1000; k++) {
         TfmErr err = {0};
-        BleuScore sc;
         err_fail_alloc_after(k);
-        TfmStatus st = bleu_corpus(&opt, hyp, 2, refs, 1, &sc, &err);
+        TfmStatus st = bleu_corpus(&opt, hyp, 3, refs, 1, &sc, &err);
         err_fail_alloc_after(-1);
         if (st == TFM_OK) break;
         CHECK_EQ_INT(st, TFM_ERR_NOMEM);
         failed++;
     }
     CHECK(failed > 3);
+    CHECK_NEAR(sc.counts[3], 397, 0);       /* only the long line has matching 4-grams */
 }
