@@ -9,7 +9,11 @@
  * model.c; q/k/v weights of a layer are contiguous so one (3D, D) gemm
  * projects all three (cross-attention: k/v as one (2D, D) block).
  * Activations live in a workspace sized once by model_alloc_training for the
- * largest batch. The kernels (layers.h) are reusable for incremental decoding.
+ * largest batch. The kernels (layers.h) are reusable for incremental decoding:
+ * the input of position t is emb[tok]·sqrt(d_model) + pos_table[t] (then,
+ * per layer, the same sublayers; LayerNorm eps 1e-5), the logits are
+ * h·out_projᵀ (no bias). A layer's "self.wq" tensor starts its (3D, D) q/k/v
+ * block, "cross.wk" the (2D, D) k/v block; biases likewise.
  *
  * Tokens: ids < cfg.vocab_size; TOK_PAD marks padding in every (n, len) array.
  *
