@@ -248,6 +248,7 @@ static size_t pass13a_dash(const unsigned char *in, size_t n, unsigned char *out
 
 static unsigned props_at(const unsigned char *p, size_t n, size_t i, size_t *len)
 {
+    if (p[i] < 0x80) { *len = 1; return unicode_props(p[i]); }
     uint32_t cp;
     *len = unicode_decode(p + i, n - i, &cp);
     return cp == UNI_INVALID ? 0 : unicode_props(cp);
