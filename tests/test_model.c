@@ -323,19 +323,28 @@ static void learn_task(int reverse)
 TEST(model_learns_copy) { learn_task(0); }
 TEST(model_learns_reverse) { learn_task(1); }
 
-/* ---- speed (only with TFM_BENCH=1; not part of make test) ----
- * One training step (forward + backward) of d 256, 3+3 layers, d_ff 1024,
- * V 8000, ~4000 tokens a side, with the current thread count. FLOPs: 6 per
- * non-embedding parameter per token it sees (encoder weights × source tokens,
- * decoder weights × target tokens, padding included as computed), attention
- * products 3 × 4·Tq·Tk·D per sentence and layer, output layer 6·M·V·D. */
+/* ---- speed (only with TFM_BENCH set; not part of make test) ----
+ * One training step (forward + backward), best of 5 after a warm-up, with
+ * the current thread count. TFM_BENCH=1: d 256, 4 heads, 3+3 layers, d_ff
+ * 1024, V 8000; TFM_BENCH=base: the paper's base model (d 512, 8 heads, 6+6,
+ * d_ff 2048, V 37000); both shared embeddings, post-norm, dropout 0.1, and a
+ * batch of 160 (base: 164) sentences of 18-25 tokens (~4000 a side).
+ * FLOPs: 6 per non-embedding weight per token it sees (encoder weights x
+ * source positions, decoder weights x target positions, padding included as
+ * computed), attention products 3 x 4·Tq·Tk·D per sentence and layer, and
+ * the output layer 6·M·V·D for the M non-pad targets. */
 TEST(model_bench_step)
 {
-    if (!getenv("TFM_BENCH")) return;
-    ModelConfig cfg = {.d_model = 256, .heads = 4, .enc_layers = 3, .dec_layers = 3,
-                       .d_ff = 1024, .dropout = 0.1f, .norm = NORM_POST,
-                       .share_embeddings = true, .vocab_size = 8000, .max_len = 130};
-    enum { NS = 160, S = 25, T = 26 };
+    const char *which = getenv("TFM_BENCH");
+    if (!which) return;
+    const int base = strcmp(which, "base") == 0;
+    ModelConfig cfg = {.d_model = base ? 512 : 256, .heads = base ? 8 : 4,
+                       .enc_layers = base ? 6 : 3, .dec_layers = base ? 6 : 3,
+                       .d_ff = base ? 2048 : 1024, .dropout = 0.1f, .norm = NORM_POST,
+                       .share_embeddings = true, .vocab_size = base ? 37000 : 8000,
+                       .max_len = 130};
+    enum { S = 25, T = 26, NMAX = 164 };
+    const int NS = base ? 164 : 160;
     Model m;
     TfmErr err;
     Rng rng, drop;
@@ -343,15 +352,19 @@ TEST(model_bench_step)
     rng_seed(&drop, 2);
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
     model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 4200, 130, &err) == TFM_OK);
-    static int src[NS * S], tin[NS * T], tout[NS * T];
+    CHECK(model_alloc_training(&m, NS * T, 130, &err) == TFM_OK);
+    static int src[NMAX * S], tin[NMAX * T], tout[NMAX * T];
+    const int V = cfg.vocab_size;
     long real_src = 0;
     for (int b = 0; b < NS; b++) {
         int ls = 18 + (int)rng_below(&rng, 7), lt = 18 + (int)rng_below(&rng, 8);
-        for (int i = 0; i < S; i++) src[b * S + i] = i < ls ? 4 + (int)rng_below(&rng, 7996) : i == ls ? TOK_EOS : TOK_PAD;
+        for (int i = 0; i < S; i++)
+            src[b * S + i] = i < ls ? 4 + (int)rng_below(&rng, (uint64_t)V - 4)
+                                    : i == ls ? TOK_EOS : TOK_PAD;
         for (int i = 0; i < T; i++) {
-            tout[b * T + i] = i < lt ? 4 + (int)rng_below(&rng, 7996) : i == lt ? TOK_EOS : TOK_PAD;
-            tin[b * T + i] = i == 0 ? TOK_BOS : tout[b * T + i - 1] == TOK_EOS || tout[b * T + i - 1] == TOK_PAD ? TOK_PAD : tout[b * T + i - 1];
+            tout[b * T + i] = i < lt ? 4 + (int)rng_below(&rng, (uint64_t)V - 4)
+                                     : i == lt ? TOK_EOS : TOK_PAD;
+            tin[b * T + i] = i == 0 ? TOK_BOS : i <= lt ? tout[b * T + i - 1] : TOK_PAD;
         }
         real_src += ls + 1;
     }
@@ -370,15 +383,16 @@ TEST(model_bench_step)
         tsum += t2 - t0;
         if (t2 - t0 < tf + tb) tf = t1 - t0, tb = t2 - t1;
     }
-    const double D = 256, F = 1024, V = 8000;
+    const double D = cfg.d_model, F = cfg.d_ff, L = cfg.enc_layers;
     const double enc_p = 4 * D * D + 2 * D * F, dec_p = 8 * D * D + 2 * D * F;
-    double flops = 6 * (3 * enc_p * NS * S + 3 * dec_p * NS * T);
-    flops += 3.0 * 4 * D * NS * (3.0 * S * S + 3.0 * T * T + 3.0 * T * S);
+    double flops = 6 * L * (enc_p * NS * S + dec_p * NS * T);
+    flops += 3.0 * 4 * D * NS * L * ((double)S * S + (double)T * T + (double)T * S);
     flops += 6 * (double)st.n_tokens * V * D;
-    printf("  d256 3+3 ff1024 V8000: %d x (%d, %d) = %ld src + %ld tgt real tokens, %d threads: "
+    printf("  %s: %d x (%d, %d) = %ld src + %ld tgt real tokens, %d threads: "
            "best step %.1f ms (forward %.1f, backward %.1f; mean %.1f), %.1f GFLOP -> "
-           "%.1f GFLOP/s, %.0f tok/s (src+tgt)\n", NS, S, T, real_src, st.n_tokens,
-           omp_get_max_threads(), (tf + tb) * 1e3, tf * 1e3, tb * 1e3, tsum / reps * 1e3,
-           flops / 1e9, flops / 1e9 / (tf + tb), (real_src + st.n_tokens) / (tf + tb));
+           "%.1f GFLOP/s, %.0f tok/s (src+tgt)\n", base ? "base" : "d256 3+3 ff1024 V8000",
+           NS, S, T, real_src, st.n_tokens, omp_get_max_threads(), (tf + tb) * 1e3, tf * 1e3,
+           tb * 1e3, tsum / reps * 1e3, flops / 1e9, flops / 1e9 / (tf + tb),
+           (real_src + st.n_tokens) / (tf + tb));
     model_free(&m);
 }
