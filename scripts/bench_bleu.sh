@@ -3,7 +3,7 @@
 # Multi30k English, replicated from data/train.en.gz, against a lightly
 # perturbed copy (every 5th line drops a word, every 7th swaps two).
 # Usage: scripts/bench_bleu.sh [LINES]   (run `make` first). Prints one line a
-# configuration: the best wall time of 3 runs and the BLEU line.
+# configuration: the best wall and CPU (user+sys) time of 3 runs, and the BLEU line.
 set -eu
 cd "$(dirname "$0")/.."
 LINES=${1:-100000}
@@ -21,16 +21,17 @@ awk '{ if (NR % 5 == 0 && NF > 3) { $2 = "" }
 echo "data: $(wc -l <"$W/hyp.txt") lines, $(wc -w <"$W/hyp.txt") words, $(du -h "$W/hyp.txt" | cut -f1) (hyp)"
 bench() {
     local name=$1; shift
-    local best=
+    local best= best_cpu=
     for _ in 1 2 3; do
-        local t0 t1 dt
-        t0=$(date +%s.%N)
-        "$TFM" bleu "$W/hyp.txt" "$W/ref.txt" "$@" >"$W/out" 2>/dev/null
-        t1=$(date +%s.%N)
-        dt=$(echo "$t1 - $t0" | bc)
-        if [ -z "$best" ] || [ "$(echo "$dt < $best" | bc)" = 1 ]; then best=$dt; fi
+        /usr/bin/time -f '%e %U %S' -o "$W/time" "$TFM" bleu "$W/hyp.txt" "$W/ref.txt" "$@" \
+            >"$W/out" 2>/dev/null
+        read -r wall user sys <"$W/time"
+        local cpu
+        cpu=$(echo "$user + $sys" | bc)
+        if [ -z "$best" ] || [ "$(echo "$wall < $best" | bc)" = 1 ]; then best=$wall; fi
+        if [ -z "$best_cpu" ] || [ "$(echo "$cpu < $best_cpu" | bc)" = 1 ]; then best_cpu=$cpu; fi
     done
-    printf '%-22s %6.3f s   %s\n' "$name" "$best" "$(head -n 1 "$W/out")"
+    printf '%-18s wall %5.2f s  cpu %5.2f s   %s\n' "$name" "$best" "$best_cpu" "$(head -n 1 "$W/out")"
 }
 bench "default (13a)"
 bench "-lc" -lc
