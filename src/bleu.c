@@ -573,6 +573,7 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
                              size_t n_refs, BleuStats *out, TfmErr *err)
 {
     memset(out, 0, sizeof *out);
+    if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "bleu: no reference given");
     s->n_ids = 0;
     if (grow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
         return err->status;

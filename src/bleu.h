@@ -73,7 +73,7 @@ void bleu_scorer_free(BleuScorer *s);
 /* Statistics of one segment: hyp[0..hyp_len) against n_refs >= 1 references
  * refs[r][0..ref_lens[r]). Raw lines: lowercasing, trailing-whitespace
  * stripping and tokenization are applied here. Overwrites *out.
- * Errors: TFM_ERR_NOMEM. */
+ * Errors: TFM_ERR_NOMEM; TFM_ERR_USAGE when n_refs is 0. */
 TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
                              const char *const *refs, const size_t *ref_lens,
                              size_t n_refs, BleuStats *out, TfmErr *err);
