@@ -33,11 +33,15 @@ struct Decoder {
     /* finished hypotheses: up to 2k per sentence */
     int *fin_tok, *fin_len, *fin_count;
     float *fin_score, *fin_lp;
-    int *limit;                          /* output length limit per sentence */
+    /* per sentence of the current (compacted) batch */
+    int *limit;                          /* output length limit */
     char *done;
+    int *orig;                           /* index in the caller's batch (fin_* use it) */
+    int *src_buf;                        /* (n, S) source rows, compacted with the batch */
     /* the batch of the last decoder_begin */
     const int *cur_src;
     int cur_n, cur_S, cur_k;
+    int cur_rows;           /* rows whose caches hold the last step */
 };
 
 static const float *tensor(const Model *m, const char *fmt, int i, TfmErr *err, int *ok)
@@ -95,7 +99,7 @@ void decoder_free(Decoder *d)
     void *bufs[] = {d->enc_out, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
                     d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
                     d->fin_tok, d->fin_len, d->fin_count, d->fin_score, d->fin_lp, d->limit,
-                    d->done};
+                    d->done, d->orig, d->src_buf};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(d);
 }
@@ -173,6 +177,8 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     d->fin_lp = alloc(n * k2, sizeof(float), err, &ok);
     d->limit = alloc(n, sizeof(int), err, &ok);
     d->done = alloc(n, 1, err, &ok);
+    d->orig = alloc(n, sizeof(int), err, &ok);
+    d->src_buf = alloc(n * S, sizeof(int), err, &ok);
     if (!ok) {
         decoder_free(d);
         return TFM_ERR_NOMEM;
@@ -274,7 +280,8 @@ static void offer(Cand *c, int *have, int want, float score, int row, int tok)
 static void finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
                    int out_len, float alpha)
 {
-    int slot = b * 2 * k + d->fin_count[b]++;
+    const int o = d->orig[b];
+    int slot = o * 2 * k + d->fin_count[o]++;
     memcpy(d->fin_tok + (size_t)slot * d->T, tokens, (size_t)len * sizeof(int));
     d->fin_len[slot] = len;
     d->fin_lp[slot] = logprob;
@@ -307,7 +314,7 @@ static void advance(Decoder *d, int b, int k, int t, float alpha)
         if (live == k) continue;
         if (last) {
             /* out of length: this continuation ends here without </s> */
-            if (d->fin_count[b] < 2 * k) {
+            if (d->fin_count[d->orig[b]] < 2 * k) {
                 int *tmp = d->hist_next + (size_t)(base + live) * T;
                 memcpy(tmp, h, (size_t)t * sizeof(int));
                 tmp[t] = c[i].tok;
@@ -330,16 +337,17 @@ static void advance(Decoder *d, int b, int k, int t, float alpha)
     /* done: k finished, or no live hypothesis can beat the best finished one
      * (a log-probability only falls; the penalty divides it by at most
      * lp(limit) for alpha >= 0) */
+    const int o = d->orig[b];
     float best_fin = -INFINITY;
-    for (int i = 0; i < d->fin_count[b]; i++)
-        best_fin = fmaxf(best_fin, d->fin_score[b * 2 * k + i]);
+    for (int i = 0; i < d->fin_count[o]; i++)
+        best_fin = fmaxf(best_fin, d->fin_score[o * 2 * k + i]);
     float best_live = -INFINITY;
     for (int r = base; r < base + live; r++) {
         float bound = alpha >= 0 ? d->score[r] / length_penalty(d->limit[b], alpha)
                                  : d->score[r] / length_penalty(t + 2, alpha);
         best_live = fmaxf(best_live, bound);
     }
-    if (last || live == 0 || d->fin_count[b] >= k || best_fin >= best_live) d->done[b] = 1;
+    if (last || live == 0 || d->fin_count[o] >= k || best_fin >= best_live) d->done[b] = 1;
 }
 
 /* Moves histories (through position t) to the new rows' parents. */
@@ -388,6 +396,7 @@ TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr 
     d->cur_n = n;
     d->cur_S = S;
     d->cur_k = k;
+    d->cur_rows = n * k;
     return TFM_OK;
 }
 
@@ -398,6 +407,36 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
     if (prev != d->prev) memcpy(d->prev, prev, (size_t)R * sizeof(int));
     step(d, d->cur_n, d->cur_k, d->cur_S, d->cur_src, t);
     return d->logits;
+}
+
+/* Removes finished sentences from the batch: the live ones move down to
+ * indices 0.. in order. Rows are not moved here: parent[] of a new row
+ * names its old row, and the next step's reorder moves histories and
+ * caches (a copy beam search makes anyway). */
+static void compact(Decoder *d, int k)
+{
+    const int S = d->cur_S, D2 = 2 * d->D;
+    int j = 0;
+    for (int b = 0; b < d->cur_n; b++) {
+        if (d->done[b]) continue;
+        if (j != b) {
+            memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
+            for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+                float *kv = d->layer[i].cross_kv;
+                memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
+            }
+            d->limit[j] = d->limit[b];
+            d->orig[j] = d->orig[b];
+            d->done[j] = 0;
+            for (int jj = 0; jj < k; jj++) {
+                d->parent[j * k + jj] = d->parent[b * k + jj];
+                d->prev[j * k + jj] = d->prev[b * k + jj];
+                d->score[j * k + jj] = d->score[b * k + jj];
+            }
+        }
+        j++;
+    }
+    d->cur_n = j;
 }
 
 static int cmp_hyp(const void *a, const void *b)
@@ -416,6 +455,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     TfmStatus st = decoder_begin(d, src, n, S, k, err);
     if (st != TFM_OK) return st;
     int max_limit = 0;
+    memcpy(d->src_buf, src, sizeof(int) * (size_t)n * S);
+    d->cur_src = d->src_buf;
     for (int b = 0; b < n; b++) {
         int len = 0;
         while (len < S && src[(size_t)b * S + len] != TOK_PAD && src[(size_t)b * S + len] != TOK_EOS)
@@ -424,6 +465,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
         d->limit[b] = lim < 1 ? 1 : lim > d->T ? d->T : (int)lim;
         if (d->limit[b] > max_limit) max_limit = d->limit[b];
         d->done[b] = 0;
+        d->orig[b] = b;
         d->fin_count[b] = 0;
         for (int j = 0; j < k; j++) {
             int r = b * k + j;
@@ -432,13 +474,13 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
             d->parent[r] = r;
         }
     }
+    bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
-        decoder_step(d, d->prev, t > 0 ? d->parent : NULL, t);
-        int any = 0;
-        for (int b = 0; b < n; b++) {
-            if (d->done[b]) {
-                for (int j = 0; j < k; j++) {
-                    int r = b * k + j;
+        decoder_step(d, d->prev, moved ? d->parent : NULL, t);
+        int active = 0;
+        for (int b = 0; b < d->cur_n; b++) {
+            if (d->done[b]) {       /* waiting for compaction: rows stay idle */
+                for (int r = b * k; r < (b + 1) * k; r++) {
                     d->parent[r] = r;
                     d->prev[r] = TOK_PAD;
                     d->score[r] = -INFINITY;
@@ -446,10 +488,15 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 continue;
             }
             advance(d, b, k, t, opt->alpha);
-            any |= !d->done[b];
+            active += !d->done[b];
         }
-        if (!any) break;
-        reorder_history(d, n * k, t);
+        if (!active) break;
+        /* Drop finished sentences once a quarter of the batch is done, so
+         * the copies of their cross-attention keys stay linear overall. */
+        if (active * 4 <= d->cur_n * 3) compact(d, k);
+        moved = k > 1 || d->cur_n * k != d->cur_rows;
+        reorder_history(d, d->cur_n * k, t);
+        d->cur_rows = d->cur_n * k;
     }
     for (int b = 0; b < n; b++) {
         Hypothesis *h = out + (size_t)b * opt->nbest;
