@@ -244,6 +244,49 @@ TEST(model_forward_rejects_bad_batches)
     model_free(&m);
 }
 
+/* Dropout is a function of the rng state: the same state gives the same
+ * loss and gradients bit for bit, another state a different loss; no rng
+ * is evaluation (the same as dropout probabilities of 0). */
+TEST(model_dropout_deterministic)
+{
+    ModelConfig cfg = tiny_cfg(NORM_POST, true);
+    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.3f;
+    Model m;
+    TfmErr err;
+    LossStats a, b, c, e;
+    Rng rng;
+    rng_seed(&rng, 8);
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    model_init_weights(&m, &rng);
+    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    Batch bt = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
+                .tgt_out = b_tgt_out};
+    float *g1 = malloc(m.n_params * sizeof *g1);
+    Rng r1, r2;
+    rng_seed(&r1, 99);
+    r2 = r1;
+    CHECK(model_forward(&m, &bt, 0.1f, &r1, &a, &err) == TFM_OK);
+    model_backward(&m, &bt);
+    memcpy(g1, m.grads, m.n_params * sizeof *g1);
+    CHECK(model_forward(&m, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
+    model_backward(&m, &bt);
+    CHECK(a.loss == b.loss);
+    CHECK(memcmp(g1, m.grads, m.n_params * sizeof *g1) == 0);
+    CHECK(model_forward(&m, &bt, 0.1f, &r2, &c, &err) == TFM_OK);    /* advanced state */
+    CHECK(c.loss != a.loss);
+    CHECK(model_forward(&m, &bt, 0.1f, NULL, &e, &err) == TFM_OK);
+    Model m0;
+    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.0f;
+    CHECK(model_init(&m0, &cfg, &err) == TFM_OK);
+    memcpy(m0.params, m.params, m.n_params * sizeof *m.params);
+    CHECK(model_alloc_training(&m0, 64, 16, &err) == TFM_OK);
+    CHECK(model_forward(&m0, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
+    CHECK(b.loss == e.loss && b.nll == e.nll && b.n_tokens == 11);
+    free(g1);
+    model_free(&m);
+    model_free(&m0);
+}
+
 /* ---- learning: copy and reverse ---- */
 
 enum { LV = 20, LBATCH = 32, LMAXLEN = 10 };
