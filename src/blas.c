@@ -22,25 +22,52 @@ static int is_fallback_core(const char *core)
     return 0;
 }
 
+/* The core type to ask for on this CPU, or NULL to keep OpenBLAS's choice. */
+static const char *better_core(void)
+{
+    if (!is_fallback_core(openblas_get_corename())) return NULL;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
+    if (__builtin_cpu_supports("avx2")) return "Haswell";
+    return NULL;
+}
+
 void blas_select_kernel(char **argv)
 {
-    if (getenv("OPENBLAS_CORETYPE")) {
-        kernel_source = getenv("TFM_KERNEL_REEXEC") ? "chosen by tfm" : "set by OPENBLAS_CORETYPE";
+    if (getenv("TFM_REEXEC")) {             /* the second run: never loop */
+        if (getenv("TFM_CORETYPE_CHOSEN")) kernel_source = "chosen by tfm";
+        else if (getenv("OPENBLAS_CORETYPE")) kernel_source = "set by OPENBLAS_CORETYPE";
         return;
     }
-    if (getenv("TFM_KERNEL_REEXEC")) return;        /* never loop */
-    if (!is_fallback_core(openblas_get_corename())) return;
-    const char *want = NULL;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) want = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2")) want = "Haswell";
-    if (!want) return;
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    setenv("TFM_KERNEL_REEXEC", "1", 1);
+    int changed = 0;
+    if (getenv("OPENBLAS_CORETYPE")) {
+        kernel_source = "set by OPENBLAS_CORETYPE";
+    } else {
+        const char *want = better_core();
+        if (want) {
+            setenv("OPENBLAS_CORETYPE", want, 1);
+            setenv("TFM_CORETYPE_CHOSEN", "1", 1);
+            changed = 1;
+        }
+    }
+    /* libgomp spins ~300k iterations at each barrier before sleeping; when
+     * the machine is shared and a peer thread is descheduled, the many short
+     * parallel regions of decoding then spend most of their time spinning
+     * (measured: 5x slower translation at load 4 on 2 cores). A short spin
+     * keeps back-to-back regions fast without that cliff. */
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        setenv("GOMP_SPINCOUNT", "10000", 1);
+        changed = 1;
+    }
+    if (!changed) return;
+    /* OpenBLAS and libgomp read these variables only when they load. */
+    setenv("TFM_REEXEC", "1", 1);
     execv("/proc/self/exe", argv);
-    /* exec failed: carry on with the slow kernel, and say so in --version. */
-    unsetenv("OPENBLAS_CORETYPE");
-    kernel_source = "detected by OpenBLAS (re-exec failed)";
+    /* exec failed: carry on with the defaults, and say so in --version. */
+    if (getenv("TFM_CORETYPE_CHOSEN")) {
+        unsetenv("OPENBLAS_CORETYPE");
+        kernel_source = "detected by OpenBLAS (re-exec failed)";
+    }
 }
 
 const char *blas_kernel_name(void) { return openblas_get_corename(); }

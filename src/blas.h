@@ -9,8 +9,10 @@
 /* Debian's OpenBLAS 0.3.21 does not know newer CPUs and falls back to slow
  * SSE3 kernels. OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so when
  * the variable is unset and the detected core is a fallback on a CPU with
- * AVX-512 (or AVX2), this sets it and re-executes the program. Returns only
- * when no re-exec happened (or it failed). A user's own setting is kept. */
+ * AVX-512 (or AVX2), this sets it and re-executes the program. It also
+ * sets a short OpenMP spin (GOMP_SPINCOUNT) unless the user chose a wait
+ * policy. Returns only when no re-exec happened (or it failed). A user's own
+ * settings are kept. */
 void blas_select_kernel(char **argv);
 
 /* The kernel OpenBLAS runs, e.g. "SkylakeX", and how it was chosen. */
