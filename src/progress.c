@@ -10,7 +10,7 @@
 
 enum { PLAIN_EVERY_S = 10 };
 
-TfmStatus progress_open(Progress *p, const char *out_dir, bool quiet, TfmErr *err)
+TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     p->quiet = quiet;
@@ -21,7 +21,7 @@ TfmStatus progress_open(Progress *p, const char *out_dir, bool quiet, TfmErr *er
     p->log_path = xmalloc(n, err);
     if (!p->log_path) return TFM_ERR_NOMEM;
     snprintf(p->log_path, n, "%s/log.jsonl", out_dir);
-    p->log = fopen(p->log_path, "a");
+    p->log = fopen(p->log_path, truncate ? "w" : "a");
     if (!p->log) {
         TfmStatus st = err_set(err, TFM_ERR_IO, "%s: cannot write: %s", p->log_path, strerror(errno));
         free(p->log_path);

@@ -24,7 +24,8 @@ typedef struct {
     double lr, tok_per_s, elapsed_s, eta_s;
 } ProgressEvent;
 
-TfmStatus progress_open(Progress *p, const char *out_dir, bool quiet, TfmErr *err);
+/* Opens out_dir/log.jsonl, emptied first when truncate (a fresh run). */
+TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err);
 void progress_close(Progress *p);
 
 /* Appends ev to log.jsonl. Errors: TFM_ERR_IO naming the file. */

@@ -508,13 +508,15 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
-    if ((st = progress_open(&t.prog, cfg->train.out_dir, opt->quiet, err)) != TFM_OK) return st;
     if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
         !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
         st = TFM_ERR_NOMEM;
         goto done;
     }
     bool resuming = !opt->restart && file_exists(t.last_path);
+    /* a fresh run starts a fresh log; a resumed one continues it */
+    if ((st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err)) != TFM_OK)
+        goto done;
     st = resuming ? resume(&t, err) : fresh_start(&t, err);
     if (st != TFM_OK) goto done;
     if ((st = load_data(&t, err)) != TFM_OK) goto done;

@@ -35,6 +35,7 @@ check "resumed model equals uninterrupted" cmp -s a/model.tfm b/model.tfm
 (cd a && expect_exit 0 "rerun finished" -- "$TFM" train ../mini.json -q)
 (cd b && expect_exit 0 "restart" -- "$TFM" train ../mini.json -q --restart)
 check "restart reproduces the run" cmp -s a/model.tfm b/model.tfm
+check "restart starts a fresh log" test "$(grep -c valid_ppl b/ck/log.jsonl)" = 1
 
 # A real SIGTERM at an arbitrary moment leaves a loadable, resumable last.tfm.
 sed 's/"max_steps": 40/"max_steps": 100000/; s/"save_every": 5/"save_every": 3/' mini.json >long.json
