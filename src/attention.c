@@ -54,8 +54,9 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
                 continue;
             }
             float sum = 0;
+#pragma omp simd reduction(+ : sum)
             for (int j = 0; j < tk; j++) {
-                row[j] = expf(row[j] - mx);   /* exp(-inf) = 0 for masked keys */
+                row[j] = exp_fast(row[j] - mx);   /* exactly 0 for masked keys */
                 sum += row[j];
             }
             const float inv = 1.0f / sum;

@@ -100,6 +100,29 @@ void attention_backward(float *dq, float *dk, float *dv, float *datt,
 
 /* ---- elementwise and row kernels (ops.c) ---- */
 
+/* exp(x) to ~2 ulp, in plain float arithmetic so that `omp simd` loops
+ * vectorize it (glibc's expf is a call per element): x = n·ln2 + r with
+ * |r| <= ln2/2, degree-6 Taylor polynomial for exp(r) (truncation r^7/7! <
+ * 1.2e-7), then 2^n through the exponent bits. Underflow (x < -87.3,
+ * including -inf) gives exactly 0; x > 88 is clamped (softmax and the loss
+ * only pass x <= 0). NaN in, NaN or 0 out: callers see NaN elsewhere. */
+static inline float exp_fast(float x)
+{
+    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+    /* round to nearest via the 1.5·2^23 trick (no libm call) */
+    const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+    float p = 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { int32_t i; float f; } two_n = {.i = ((int32_t)n + 127) << 23};
+    return x < -87.33654f ? 0.0f : p * two_n.f;
+}
+
 /* The inverted-dropout mask of element i is a pure function of (seed, i):
  * kept with probability 1 - t/65536, t = round(p·65536), and scaled by
  * 65536/(65536 - t) so the expectation is exact. Counter-based, so the mask

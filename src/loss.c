@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "layers.h"
+
 /* With lse = log Σ exp(z): log p_c = z_c - lse, so
  *   loss = -(1-eps)·(z_y - lse) - (eps/V)·Σ_c (z_c - lse)
  *        = lse - (1-eps)·z_y - (eps/V)·Σ_c z_c,
@@ -30,7 +32,7 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
 #pragma omp simd reduction(+ : se, sz)
             for (int c = 0; c < v; c++) {
                 sz += z[c];
-                const float e = expf(z[c] - mx);
+                const float e = exp_fast(z[c] - mx);
                 se += e;
                 z[c] = e;
             }
@@ -38,7 +40,7 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
 #pragma omp simd reduction(+ : se, sz)
             for (int c = 0; c < v; c++) {
                 sz += z[c];
-                se += expf(z[c] - mx);
+                se += exp_fast(z[c] - mx);
             }
         }
         const double lse = mx + log(se);

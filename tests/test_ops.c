@@ -179,6 +179,21 @@ TEST(loss_label_smoothed_value_and_gradcheck)
     CHECK_NEAR(l, want_nll, 1e-5);
 }
 
+TEST(exp_fast_accuracy)
+{
+    double worst = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.001237f) {
+        double want = exp((double)x), got = exp_fast(x);
+        double rel = fabs(got - want) / want;
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 3e-7);
+    CHECK(exp_fast(0.0f) == 1.0f);
+    CHECK(exp_fast(-INFINITY) == 0.0f);
+    CHECK(exp_fast(-100.0f) == 0.0f);
+    CHECK(exp_fast(-87.3f) > 0.0f);
+}
+
 TEST(logsoftmax_rows_normalised)
 {
     float x[2 * 5] = {1, 2, 3, 4, 5, -100, 0, 100, 3, 3};
