@@ -6,11 +6,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +37,7 @@ void train_install_signal_handlers(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;     /* a second Ctrl-C stops at once */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -108,6 +111,42 @@ static bool file_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+/* Takes out_dir/lock so two runs cannot write one folder; the lock goes
+ * with the process, even after kill -9. Returns the descriptor. */
+static TfmStatus lock_out_dir(const char *dir, int *fd_out, TfmErr *err)
+{
+    char *path = path_join(dir, "lock", err);
+    if (!path) return TFM_ERR_NOMEM;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    TfmStatus st = TFM_OK;
+    if (fd < 0)
+        st = err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        st = err_set(err, TFM_ERR_IO, "%s: in use by another tfm train", dir);
+        close(fd);
+        fd = -1;
+    }
+    free(path);
+    *fd_out = fd;
+    return st;
+}
+
+/* Removes temp files of saves that a crash or kill -9 interrupted (their
+ * writer holds no lock any more, since we hold it). */
+static void remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".tmp.")) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
 }
 
 static bool same_model(const ModelConfig *a, const ModelConfig *b)
@@ -507,7 +546,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");
     t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
+    int lock_fd = -1;
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
+    if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
+    remove_stale_temps(cfg->train.out_dir);
     if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
         !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
         st = TFM_ERR_NOMEM;
@@ -537,5 +579,6 @@ done:
     if (t.bpe) bpe_free(t.bpe);
     free(t.last_path);
     free(t.best_path);
+    close(lock_fd);
     return st;
 }

@@ -5,11 +5,12 @@ set -u
 TFM=${TFM:-$PWD/tfm}
 T=$(mktemp -d "${TMPDIR:-/tmp}/tfm-cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-cli_passed=0
-cli_failed=0
+# Results go to a file, so checks inside ( subshells ) count too.
+RESULTS=$T/.results
+: >"$RESULTS"
 
-cli_ok()   { cli_passed=$((cli_passed + 1)); }
-cli_fail() { cli_failed=$((cli_failed + 1)); echo "  FAIL: $*" >&2; }
+cli_ok()   { echo ok >>"$RESULTS"; }
+cli_fail() { echo fail >>"$RESULTS"; echo "  FAIL: $*" >&2; }
 
 # expect_exit CODE NAME -- CMD...: runs CMD, checks its exit code and, for a
 # non-zero code, that stderr is exactly one line starting "tfm: ".
@@ -46,6 +47,9 @@ check() {
 }
 
 cli_summary() {
-    echo "$cli_passed passed, $cli_failed failed"
-    [ "$cli_failed" = 0 ]
+    local passed failed
+    passed=$(grep -c '^ok$' "$RESULTS")
+    failed=$(grep -c '^fail$' "$RESULTS")
+    echo "$passed passed, $failed failed"
+    [ "$failed" = 0 ]
 }

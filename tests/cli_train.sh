@@ -50,6 +50,30 @@ sed 's/"max_steps": 100000/"max_steps": 60/; s/"save_every": 5/"save_every": 3/'
 check "killed run is past step 0" test -s c/ck/last.tfm
 (cd c && expect_exit 0 "killed run resumes and finishes" -- "$TFM" train ../short.json -q)
 
+# kill -9 at an arbitrary moment: last.tfm is whole (atomic saves), a stale
+# temp file is cleaned up, and the run resumes.
+mkdir g
+(cd g || exit 1
+ "$TFM" train ../long.json -q >/dev/null 2>&1 &
+ pid=$!
+ for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ sleep 0.3
+ kill -KILL $pid; wait $pid 2>/dev/null
+ : >ck/last.tfm.tmp.999999)
+(cd g && expect_exit 0 "last.tfm after kill -9 loads" -- "$TFM" info ck/last.tfm)
+(cd g && expect_exit 0 "run resumes after kill -9" -- "$TFM" train ../short.json -q)
+check "stale temp file removed" test ! -e g/ck/last.tfm.tmp.999999
+
+# Two runs cannot share an out_dir.
+mkdir h
+(cd h || exit 1
+ "$TFM" train ../long.json -q >/dev/null 2>&1 &
+ pid=$!
+ for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ expect_exit 1 "second run on a busy out_dir" -- "$TFM" train ../long.json -q
+ kill -TERM $pid; wait $pid 2>/dev/null)
+expect_err_line "busy out_dir message" "tfm: ck: in use by another tfm train"
+
 # tfm average: two checkpoints of one run.
 (cd a && expect_exit 0 "average" -- "$TFM" average -o avg.tfm ck/last.tfm ck/best.tfm)
 expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
