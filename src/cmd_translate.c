@@ -129,8 +129,8 @@ typedef struct {
     long lines_done;        /* lines written so far */
 } Translator;
 
-/* Replaces invalid UTF-8 (possible when the model emits byte pieces in a
- * wrong order) with U+FFFD in place-safe fashion into t->text. */
+/* Replaces each invalid UTF-8 byte in t->text with U+FFFD: a model can emit
+ * byte pieces that do not form whole characters. */
 static TfmStatus sanitize_utf8(Translator *t, TfmErr *err)
 {
     size_t bad;
@@ -164,7 +164,7 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
     TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
                               &t->text_cap, err);
     if (st != TFM_OK || (st = sanitize_utf8(t, err)) != TFM_OK) return st;
-    if (t->o.nbest > 1 || t->o.nbest == -1)
+    if (t->dopt.nbest > 1)
         printf("%ld ||| %s ||| %.6f\n", line_no, t->text, h->score);
     else
         printf("%s\n", t->text);
@@ -174,7 +174,7 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
 /* Translates lines[0..count) and writes them in order. */
 static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
 {
-    const int S_max = t->mf.model.cfg.max_len, nbest = t->dopt.nbest;
+    const int nbest = t->dopt.nbest;
     int n = 0, S = 1;
     for (int i = 0; i < count; i++)
         if (t->lines[i].n > 0) {
@@ -188,7 +188,6 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
             memcpy(t->src + (size_t)j * S, l->ids, (size_t)l->n * sizeof(int));
             t->src[(size_t)j * S + l->n] = TOK_EOS;
         }
-        (void)S_max;
         TfmStatus st = decoder_run(t->dec, t->src, n, S, &t->dopt, t->hyps, err);
         if (st != TFM_OK) return st;
     }
