@@ -164,7 +164,7 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
     TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
                               &t->text_cap, err);
     if (st != TFM_OK || (st = sanitize_utf8(t, err)) != TFM_OK) return st;
-    if (t->dopt.nbest > 1)
+    if (t->o.nbest > 0)      /* --nbest given: the n-best format */
         printf("%ld ||| %s ||| %.6f\n", line_no, t->text, h->score);
     else
         printf("%s\n", t->text);
@@ -194,7 +194,7 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
     for (int i = 0, j = 0; i < count; i++) {
         long line_no = t->lines_done + i;
         if (t->lines[i].n == 0) {
-            if (nbest > 1) {
+            if (t->o.nbest > 0) {
                 for (int b = 0; b < nbest; b++) printf("%ld |||  ||| 0.000000\n", line_no);
             } else {
                 putchar('\n');

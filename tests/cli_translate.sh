@@ -23,6 +23,8 @@ expect_exit 0 "nbest" -- sh -c "\"$TFM\" translate --nbest 3 -b 4 < in.txt"
 check "nbest line count" test "$(wc -l <"$T/out")" = 15
 check "nbest format" awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' "$T/out"
 check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$T/out"
+expect_exit 0 "nbest 1" -- sh -c "\"$TFM\" translate --nbest 1 < in.txt"
+check "--nbest 1 uses the n-best format" test "$(grep -c ' ||| ' "$T/out")" = 5
 expect_exit 2 "nbest over beam" -- sh -c "\"$TFM\" translate --nbest 5 -b 4 < in.txt"
 
 # A line over the model's max_len: a warning naming the line, still one output line.
