@@ -15,14 +15,17 @@ void layernorm_forward(float *y, float *mean, float *rstd, const float *x,
         /* Two passes (mean, then centred variance): no cancellation when
          * |mean| >> std, which a residual stream can reach. */
         float s = 0;
+#pragma omp simd reduction(+ : s)
         for (int j = 0; j < d; j++) s += xr[j];
         float mu = s / d;
         float v = 0;
+#pragma omp simd reduction(+ : v)
         for (int j = 0; j < d; j++) {
             float c = xr[j] - mu;
             v += c * c;
         }
         float rs = 1.0f / sqrtf(v / d + LN_EPS);
+#pragma omp simd
         for (int j = 0; j < d; j++) yr[j] = (xr[j] - mu) * rs * g[j] + b[j];
         if (mean) mean[r] = mu;
         if (rstd) rstd[r] = rs;
@@ -43,12 +46,14 @@ void layernorm_backward(float *dx, float *dg, float *db, const float *dy,
             float *dxr = dx + (long)r * d;
             const float mu = mean[r], rs = rstd[r];
             float sum_dxh = 0, sum_dxh_xh = 0;
+#pragma omp simd reduction(+ : sum_dxh, sum_dxh_xh)
             for (int j = 0; j < d; j++) {
                 float dxh = dyr[j] * g[j];
                 sum_dxh += dxh;
                 sum_dxh_xh += dxh * (xr[j] - mu) * rs;
             }
             const float m1 = sum_dxh / d, m2 = sum_dxh_xh / d;
+#pragma omp simd
             for (int j = 0; j < d; j++) {
                 float xh = (xr[j] - mu) * rs;
                 dxr[j] += rs * (dyr[j] * g[j] - m1 - xh * m2);
@@ -65,9 +70,13 @@ void layernorm_backward(float *dx, float *dg, float *db, const float *dy,
         for (int r = 0; r < n; r++) {
             const float *xr = x + (long)r * d, *dyr = dy + (long)r * d;
             const float mu = mean[r], rs = rstd[r];
-            for (int j = c0; j < c1; j++) {
-                if (dg) dg[j] += dyr[j] * (xr[j] - mu) * rs;
-                if (db) db[j] += dyr[j];
+            if (dg) {
+#pragma omp simd
+                for (int j = c0; j < c1; j++) dg[j] += dyr[j] * (xr[j] - mu) * rs;
+            }
+            if (db) {
+#pragma omp simd
+                for (int j = c0; j < c1; j++) db[j] += dyr[j];
             }
         }
     }

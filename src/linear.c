@@ -33,6 +33,7 @@ void linear_backward(float *dx, float *dw, float *db, const float *dy,
         int c0 = (int)((long)out * id / nt), c1 = (int)((long)out * (id + 1) / nt);
         for (int r = 0; r < n; r++) {
             const float *g = dy + (long)r * out;
+#pragma omp simd
             for (int j = c0; j < c1; j++) db[j] += g[j];
         }
     }

@@ -101,13 +101,13 @@ void residual_dropout_forward(float *out, const float *x, const float *y, long n
         dropout_core(out, x, y, n, p, seed);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (long i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
 void add_inplace(float *y, const float *x, long n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (long i = 0; i < n; i++) y[i] += x[i];
 }
 
@@ -132,6 +132,7 @@ void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
         const float *e = emb + (long)tok[r] * d;
         const float *p = pe + (long)(pos0 + r % len) * d;
         float *o = out + r * d;
+#pragma omp simd
         for (int j = 0; j < d; j++) o[j] = e[j] * scale + p[j];
     }
 }
@@ -148,6 +149,7 @@ void embed_backward(float *demb, const float *dout, const int *tok, long rows, i
         for (long r = 0; r < rows; r++) {
             float *e = demb + (long)tok[r] * d;
             const float *g = dout + r * d;
+#pragma omp simd
             for (int j = c0; j < c1; j++) e[j] += scale * g[j];
         }
     }
@@ -182,6 +184,7 @@ void scatter_add_rows(float *dst, const float *src, const int *idx, int m, int d
     for (int i = 0; i < m; i++) {
         float *o = dst + (long)idx[i] * d;
         const float *s = src + (long)i * d;
+#pragma omp simd
         for (int j = 0; j < d; j++) o[j] += s[j];
     }
 }
