@@ -105,10 +105,13 @@ void attention_backward(float *dq, float *dk, float *dv, float *datt,
  * |r| <= ln2/2, degree-6 Taylor polynomial for exp(r) (truncation r^7/7! <
  * 1.2e-7), then 2^n through the exponent bits. Underflow (x < -87.3,
  * including -inf) gives exactly 0; x > 88 is clamped (softmax and the loss
- * only pass x <= 0). NaN in, NaN or 0 out: callers see NaN elsewhere. */
+ * only pass x <= 0). The clamps are written so that NaN becomes 88 before
+ * the int conversion (no undefined behaviour); a NaN input then shows up
+ * through the caller's other sums (the loss adds the raw logits). */
 static inline float exp_fast(float x)
 {
-    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+    float xc = x < 88.0f ? x : 88.0f;
+    xc = xc > -87.0f ? xc : -87.0f;
     /* round to nearest via the 1.5·2^23 trick (no libm call) */
     const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
     const float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;
