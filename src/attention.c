@@ -17,6 +17,49 @@ long attn_probs_size(const AttnShape *s)
     return (long)s->n * s->heads * s->tq * s->tk;
 }
 
+/* Below this many multiply-adds a product is a plain loop: a decoding step
+ * (one query against a few dozen keys) costs less than sgemm's call overhead. */
+#define SMALL_PRODUCT 4096L
+
+/* a (tq, tk) = scale · q (tq, dh) · k (tk, dh)ᵀ */
+static void scores(float *a, const float *q, int ldq, const float *k, int ldk, int tq, int tk,
+                   int dh, float scale)
+{
+    if ((long)tq * tk * dh > SMALL_PRODUCT) {
+        blas_gemm(0, 1, tq, tk, dh, scale, q, ldq, k, ldk, 0.0f, a, tk);
+        return;
+    }
+    for (int i = 0; i < tq; i++)
+        for (int j = 0; j < tk; j++) {
+            const float *qi = q + (long)i * ldq, *kj = k + (long)j * ldk;
+            float acc = 0;
+#pragma omp simd reduction(+ : acc)
+            for (int c = 0; c < dh; c++) acc += qi[c] * kj[c];
+            a[(long)i * tk + j] = acc * scale;
+        }
+}
+
+/* o (tq, dh) = p (tq, tk) · v (tk, dh) */
+static void weighted_sum(float *o, int ldo, const float *p, const float *v, int ldv, int tq,
+                         int tk, int dh)
+{
+    if ((long)tq * tk * dh > SMALL_PRODUCT) {
+        blas_gemm(0, 0, tq, dh, tk, 1.0f, p, tk, v, ldv, 0.0f, o, ldo);
+        return;
+    }
+    for (int i = 0; i < tq; i++) {
+        float *oi = o + (long)i * ldo;
+        for (int c = 0; c < dh; c++) oi[c] = 0.0f;
+        for (int j = 0; j < tk; j++) {
+            const float pij = p[(long)i * tk + j];
+            const float *vj = v + (long)j * ldv;
+            if (pij == 0.0f) continue;      /* masked or dropped */
+#pragma omp simd
+            for (int c = 0; c < dh; c++) oi[c] += pij * vj[c];
+        }
+    }
+}
+
 static int key_visible(const AttnShape *s, int b, int i, int j)
 {
     if (s->causal && j > i + (s->tk - s->tq)) return 0;
@@ -41,7 +84,7 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
         float *ob = out + b * s->o_stride + h * dh;
         float *a = att + bh * tq * tk;
         /* S = Q·Kᵀ/sqrt(Dh) */
-        blas_gemm(0, 1, tq, tk, dh, scale, qb, s->ldq, kb, s->ldk, 0.0f, a, tk);
+        scores(a, qb, s->ldq, kb, s->ldk, tq, tk, dh, scale);
         for (int i = 0; i < tq; i++) {
             float *row = a + (long)i * tk;
             float mx = -INFINITY;
@@ -70,7 +113,7 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
             dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
         }
         /* O = P·V */
-        blas_gemm(0, 0, tq, dh, tk, 1.0f, ad, tk, vb, s->ldv, 0.0f, ob, s->ldo);
+        weighted_sum(ob, s->ldo, ad, vb, s->ldv, tq, tk, dh);
     }
 }
 

@@ -100,12 +100,12 @@ TEST(layernorm_gradcheck)
 
 /* ---- attention ---- */
 
-enum { AN = 3, AH = 2, ADH = 4, AD = AH * ADH, ATQ = 5, ATK = 6 };
-
+/* Sizes vary so that both the plain-loop path (small products) and the
+ * sgemm path of attention.c are covered. */
 typedef struct {
-    float q[AN * ATQ * AD], k[AN * ATK * AD], v[AN * ATK * AD];
-    float out[AN * ATQ * AD], r[AN * ATQ * AD];
-    float att[AN * AH * ATQ * ATK], att_d[AN * AH * ATQ * ATK];
+    int n, H, dh, tq, tk;
+    float *q, *k, *v, *out, *r, *att, *att_d;
+    int *keys;
     AttnShape s;
     float p;
     uint64_t seed;
@@ -116,76 +116,124 @@ static double att_obj(void *p)
     AttCtx *c = p;
     attention_forward(c->out, c->att, c->p > 0 ? c->att_d : c->att, c->q, c->k, c->v, &c->s,
                       c->p, c->seed);
-    return gc_dot(c->out, c->r, AN * ATQ * AD);
+    return gc_dot(c->out, c->r, (long)c->n * c->tq * c->H * c->dh);
 }
 
-static void att_case(int causal, float p, uint64_t seed)
+/* Sentence 0 has no padding, sentence 1 keys from 3 on padded, and the last
+ * sentence only padding (its outputs must be 0, not NaN). */
+static void att_case(int H, int dh, int tq, int tk, int causal, float p, uint64_t seed)
 {
-    static const int keys[AN * ATK] = {
-        5, 6, 7, 8, 9, 3,              /* no padding */
-        5, 6, 3, TOK_PAD, TOK_PAD, TOK_PAD,
-        TOK_PAD, TOK_PAD, TOK_PAD, TOK_PAD, TOK_PAD, TOK_PAD, /* all masked: zeros */
-    };
-    AttCtx *c = calloc(1, sizeof *c);
+    AttCtx c = {.n = 3, .H = H, .dh = dh, .tq = tq, .tk = tk, .p = p, .seed = seed * 77};
+    const int D = H * dh;
+    const long nq = (long)c.n * tq * D, nk = (long)c.n * tk * D, na = (long)c.n * H * tq * tk;
+    c.q = malloc(nq * sizeof(float));
+    c.out = malloc(nq * sizeof(float));
+    c.r = malloc(nq * sizeof(float));
+    c.k = malloc(nk * sizeof(float));
+    c.v = malloc(nk * sizeof(float));
+    c.att = malloc(na * sizeof(float));
+    c.att_d = malloc(na * sizeof(float));
+    c.keys = malloc((size_t)c.n * tk * sizeof(int));
+    for (int j = 0; j < tk; j++) {
+        c.keys[j] = 5 + j % 7;
+        c.keys[tk + j] = j < 3 ? 5 + j : TOK_PAD;
+        c.keys[2 * tk + j] = TOK_PAD;
+    }
     Rng rng;
     rng_seed(&rng, seed);
-    gc_fill(c->q, AN * ATQ * AD, &rng, -1.5f, 1.5f);
-    gc_fill(c->k, AN * ATK * AD, &rng, -1.5f, 1.5f);
-    gc_fill(c->v, AN * ATK * AD, &rng, -1, 1);
-    gc_fill(c->r, AN * ATQ * AD, &rng, -1, 1);
-    c->p = p;
-    c->seed = seed * 77;
-    c->s = (AttnShape){
-        .n = AN, .heads = AH, .dh = ADH, .tq = ATQ, .tk = ATK,
-        .ldq = AD, .ldk = AD, .ldv = AD, .ldo = AD,
-        .q_stride = ATQ * AD, .k_stride = ATK * AD, .v_stride = ATK * AD, .o_stride = ATQ * AD,
-        .key_tok = keys, .key_tok_stride = ATK, .causal = causal,
+    gc_fill(c.q, nq, &rng, -1.5f, 1.5f);
+    gc_fill(c.k, nk, &rng, -1.5f, 1.5f);
+    gc_fill(c.v, nk, &rng, -1, 1);
+    gc_fill(c.r, nq, &rng, -1, 1);
+    c.s = (AttnShape){
+        .n = c.n, .heads = H, .dh = dh, .tq = tq, .tk = tk, .ldq = D, .ldk = D, .ldv = D,
+        .ldo = D, .q_stride = (long)tq * D, .k_stride = (long)tk * D, .v_stride = (long)tk * D,
+        .o_stride = (long)tq * D, .key_tok = c.keys, .key_tok_stride = tk, .causal = causal,
     };
-    att_obj(c);
-    /* masks: probabilities of masked keys are 0, visible rows sum to 1,
-     * a sentence with every key masked gives zeros (not NaN) */
-    for (int b = 0; b < AN; b++)
-        for (int h = 0; h < AH; h++)
-            for (int i = 0; i < ATQ; i++) {
-                const float *row = c->att + ((b * AH + h) * ATQ + i) * ATK;
+    att_obj(&c);
+    /* against a plain double-precision implementation (no dropout) */
+    if (p == 0) {
+        double worst = 0;
+        for (int b = 0; b < c.n; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < tq; i++) {
+                    double w[64], mx = -1e300, sum = 0;
+                    for (int j = 0; j < tk; j++) {
+                        int vis = c.keys[b * tk + j] != TOK_PAD && (!causal || j <= i + tk - tq);
+                        double sc = 0;
+                        for (int e = 0; e < dh; e++)
+                            sc += (double)c.q[((long)b * tq + i) * D + h * dh + e] *
+                                  c.k[((long)b * tk + j) * D + h * dh + e];
+                        w[j] = vis ? sc / sqrt(dh) : -INFINITY;
+                        if (w[j] > mx) mx = w[j];
+                    }
+                    for (int j = 0; j < tk; j++) sum += w[j] = mx > -1e300 ? exp(w[j] - mx) : 0;
+                    for (int e = 0; e < dh; e++) {
+                        double o = 0;
+                        for (int j = 0; j < tk; j++)
+                            if (sum > 0) o += w[j] / sum * c.v[((long)b * tk + j) * D + h * dh + e];
+                        double got = c.out[((long)b * tq + i) * D + h * dh + e];
+                        if (fabs(got - o) > worst) worst = fabs(got - o);
+                    }
+                }
+        CHECK(worst < 1e-5);
+    }
+    /* masks: probabilities of masked keys are 0, visible rows sum to 1 */
+    for (int b = 0; b < c.n; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < tq; i++) {
+                const float *row = c.att + (((long)b * H + h) * tq + i) * tk;
                 double s = 0;
                 int any = 0;
-                for (int j = 0; j < ATK; j++) {
-                    int vis = keys[b * ATK + j] != TOK_PAD && (!causal || j <= i + ATK - ATQ);
+                for (int j = 0; j < tk; j++) {
+                    int vis = c.keys[b * tk + j] != TOK_PAD && (!causal || j <= i + tk - tq);
                     if (!vis) CHECK(row[j] == 0.0f);
                     any |= vis;
                     s += row[j];
                 }
                 CHECK_NEAR(s, any ? 1.0 : 0.0, 1e-5);
             }
-    for (int i = 0; i < ATQ * AD; i++) CHECK(c->out[2 * ATQ * AD + i] == 0.0f);
+    for (long i = 2L * tq * D; i < nq; i++) CHECK(c.out[i] == 0.0f);
 
-    float *dq = calloc(AN * ATQ * AD, sizeof *dq), *dk = calloc(AN * ATK * AD, sizeof *dk);
-    float *dv = calloc(AN * ATK * AD, sizeof *dv), *datt = calloc(AN * AH * ATQ * ATK, 4);
-    attention_backward(dq, dk, dv, datt, c->r, c->att, p > 0 ? c->att_d : c->att, c->q, c->k,
-                       c->v, &c->s, p);
+    float *dq = calloc(nq, sizeof *dq), *dk = calloc(nk, sizeof *dk), *dv = calloc(nk, sizeof *dv);
+    float *datt = calloc(na, sizeof *datt);
+    attention_backward(dq, dk, dv, datt, c.r, c.att, p > 0 ? c.att_d : c.att, c.q, c.k, c.v,
+                       &c.s, p);
     GcReport rep = {0};
-    gc_check(&rep, "dq", c->q, dq, AN * ATQ * AD, att_obj, c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
-    gc_check(&rep, "dk", c->k, dk, AN * ATK * AD, att_obj, c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
-    gc_check(&rep, "dv", c->v, dv, AN * ATK * AD, att_obj, c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
+    gc_check(&rep, "dq", c.q, dq, nq, att_obj, &c, 1e-2f, 1e-3, 2e-2, 300, &rng);
+    gc_check(&rep, "dk", c.k, dk, nk, att_obj, &c, 1e-2f, 1e-3, 2e-2, 300, &rng);
+    gc_check(&rep, "dv", c.v, dv, nk, att_obj, &c, 1e-2f, 1e-3, 2e-2, 300, &rng);
     CHECK_EQ_INT(rep.failed, 0);
     free(dq);
     free(dk);
     free(dv);
     free(datt);
-    free(c);
+    free(c.q);
+    free(c.k);
+    free(c.v);
+    free(c.out);
+    free(c.r);
+    free(c.att);
+    free(c.att_d);
+    free(c.keys);
 }
 
-TEST(attention_gradcheck_padding) { att_case(0, 0, 3); }
-TEST(attention_gradcheck_causal) { att_case(1, 0, 4); }
-TEST(attention_gradcheck_dropout) { att_case(1, 0.3f, 5); }
+TEST(attention_gradcheck_padding) { att_case(2, 4, 5, 6, 0, 0, 3); }
+TEST(attention_gradcheck_causal) { att_case(2, 4, 5, 6, 1, 0, 4); }
+TEST(attention_gradcheck_dropout) { att_case(2, 4, 5, 6, 1, 0.3f, 5); }
+/* 20·24·16 multiply-adds: the sgemm path */
+TEST(attention_gradcheck_large_padding) { att_case(2, 16, 20, 24, 0, 0, 6); }
+TEST(attention_gradcheck_large_causal) { att_case(2, 16, 24, 24, 1, 0, 7); }
+TEST(attention_gradcheck_large_dropout) { att_case(2, 16, 24, 24, 1, 0.3f, 8); }
 
 /* The last query row of a causal attention equals a one-query attention over
  * the same keys (what the incremental decoder relies on), including strides
- * of a KV cache longer than the keys in use. */
+ * of a KV cache longer than the keys in use. T·T·Dh is above the sgemm
+ * threshold, a step (1·t·Dh) below it, so the two paths agree too. */
+enum { AH = 2, ADH = 32, AD = AH * ADH };
 TEST(attention_incremental_matches_full)
 {
-    enum { T = 5, TMAX = 8 };
+    enum { T = 12, TMAX = 16 };
     Rng rng;
     rng_seed(&rng, 9);
     float q[T * AD], kv[T * 2 * AD], out[T * AD], att[AH * T * T];
