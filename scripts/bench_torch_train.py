@@ -10,12 +10,19 @@ tok/s counts source + target non-pad tokens (with </s> and <s>) per second.
 Batches: sentence pairs are drawn from a length distribution (a file of
 "SRC_LEN TGT_LEN" lines, or synthetic Multi30k-like lengths: src ~ 15,
 tgt ~ 14 BPE tokens), sorted by length in pools of 50 batches and cut so
-that n * max(padded src_len, padded tgt_len) <= --batch-tokens, the usual
-token-budget rule. Batches are built once and cycled.
+that n * (padded src_len + padded tgt_len) <= --batch-tokens, the rule of
+tfm's batcher (src/corpus.h); --budget-rule max uses n * max(...) instead,
+fairseq's. Batches are built once.
 
 Threads: torch.set_num_threads(T) does not reach OpenBLAS (Debian's torch
 calls the system OpenBLAS, pthread build, which keeps its own pool), so the
 script also calls openblas_set_num_threads(T) through ctypes.
+
+On this machine (Debian torch 1.13, system OpenBLAS 0.3.21 pthread build):
+the environment sets OPENBLAS_CORETYPE=Haswell, and unsetting it lets
+OpenBLAS pick Cooperlake (AVX-512) kernels, ~1.6-2x faster here; with two
+threads, OMP_WAIT_POLICY=PASSIVE is needed, else torch's OpenMP pool and
+OpenBLAS's pool spin against each other on the 2 cores (3-5x slower).
 
 Example:
   /usr/bin/python3 scripts/bench_torch_train.py --d 256 --heads 4 --layers 3 \
@@ -78,11 +85,14 @@ def make_batches(args, rng):
     batches = []
     while len(batches) < n_batches:
         pool_size = max(1, 50 * args.batch_tokens // int(args.src_mean + args.tgt_mean + 2))
+        if args.budget_rule == "max":
+            pool_size *= 2
         pool = sorted((draw() for _ in range(pool_size)), key=lambda p: (p[0], p[1]))
         cur = []
         for s, t in pool:
             cand = cur + [(s, t)]
-            width = max(max(a, b) for a, b in cand) + 1
+            ms, mt = max(a for a, _ in cand) + 1, max(b for _, b in cand) + 1
+            width = ms + mt if args.budget_rule == "sum" else max(ms, mt)
             if cur and len(cand) * width > args.batch_tokens:
                 batches.append(cur)
                 cur = [(s, t)]
@@ -113,6 +123,8 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--budget-rule", choices=("sum", "max"), default="sum",
+                    help="n*(S+T) <= budget (tfm) or n*max(S,T) <= budget")
     ap.add_argument("--lengths", help="file of 'SRC_LEN TGT_LEN' lines")
     ap.add_argument("--src-mean", type=float, default=15.0)
     ap.add_argument("--tgt-mean", type=float, default=14.0)
@@ -170,6 +182,7 @@ def main():
         "d_ff": args.d_ff, "vocab": args.vocab, "norm": args.norm,
         "share_embeddings": not args.no_share, "dropout": args.dropout,
         "label_smoothing": args.label_smoothing, "batch_tokens": args.batch_tokens,
+        "budget_rule": args.budget_rule,
         "steps": len(times), "tokens_per_step": round(toks / len(times), 1),
         "pad_fraction": round(1 - toks / padded, 3),
         "tok_per_s": round(toks / total, 1),
