@@ -43,7 +43,7 @@ static int trained_model(Model *m, NormKind norm, bool share)
     Adam adam;
     if (adam_init(&adam, m->n_params, &tc, &err)) return 0;
     int src[16 * MAXLEN], tin[16 * MAXLEN], lens[16];
-    for (int s = 0; s < 400; s++) {
+    for (int s = 0; s < 500; s++) {
         int S = make_src(&rng, 16, src, lens);
         memset(tin, 0, sizeof tin);
         for (int b = 0; b < 16; b++) {
@@ -54,7 +54,8 @@ static int trained_model(Model *m, NormKind norm, bool share)
         LossStats ls;
         if (model_forward(m, &bt, 0.0f, NULL, &ls, &err)) return 0;
         model_backward(m, &bt);
-        adam_update(&adam, m->params, m->grads, 3e-3f);
+        /* linear warm-up: without it post-norm training is on the edge */
+        adam_update(&adam, m->params, m->grads, 3e-3f * fminf(1.0f, (s + 1) / 60.0f));
     }
     adam_free(&adam);
     return 1;

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench_train.sh: training throughput of tfm against PyTorch 1.13 on the same
+# shapes and batch budget, plus the sgemm peak of this machine, in one run.
+# Shapes: tiny (d=128, 3+3), small (d=256, 3+3), base (d=512, 6+6), V=8000,
+# Multi30k de-en lengths. Threads 1 and 2. Prints a Markdown table.
+#   scripts/bench_train.sh [SHAPES...]      (default: tiny small base)
+# Env: STEPS_TINY/STEPS_SMALL/STEPS_BASE (timed steps after 50 warm-up steps
+# for tfm), THREADS (default "1 2"), TORCH_ENV (extra env for PyTorch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make -s tfm data >/dev/null
+TFM=$PWD/tfm
+W=$(mktemp -d /tmp/tfm-bench.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+THREADS=${THREADS:-"1 2"}
+SHAPES=${*:-"tiny small base"}
+OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
+
+# sgemm peak with the same OpenBLAS build tfm links.
+cc -O2 -o "$W/sgemm_peak" scripts/sgemm_peak.c $(pkg-config --cflags openblas) \
+    -L$OMP_BLAS -Wl,-rpath=$OMP_BLAS -l:libopenblas.so.0
+
+# One vocabulary and the corpus's BPE lengths (+1: </s> or <s>).
+$TFM bpe learn --vocab-size 8000 -o "$W/vocab.txt" data/train.de data/train.en
+$TFM bpe encode -v "$W/vocab.txt" <data/train.de | awk '{print NF + 1}' >"$W/src.len"
+$TFM bpe encode -v "$W/vocab.txt" <data/train.en | awk '{print NF + 1}' >"$W/tgt.len"
+paste -d' ' "$W/src.len" "$W/tgt.len" >"$W/lengths"
+read -r LS LT < <(awk '{s += $1; t += $2} END {printf "%.3f %.3f\n", s / NR, t / NR}' "$W/lengths")
+
+shape() {   # name -> "d heads layers d_ff steps"
+    case $1 in
+    tiny)  echo "128 4 3 512 ${STEPS_TINY:-150}" ;;
+    small) echo "256 4 3 1024 ${STEPS_SMALL:-60}" ;;
+    base)  echo "512 8 6 2048 ${STEPS_BASE:-10}" ;;
+    *) echo "bench_train.sh: unknown shape $1" >&2; exit 2 ;;
+    esac
+}
+
+# Training FLOPs per second from tokens per second: 6 x multiply-adds
+# (forward, and backward twice) per token, projections, attention at the
+# corpus's mean lengths, and the output layer on target tokens.
+gflops() {  # tok_per_s d layers d_ff
+    awk -v tps="$1" -v d="$2" -v L="$3" -v f="$4" -v ls="$LS" -v lt="$LT" -v V=8000 'BEGIN {
+        src = L * (4 * d * d + 2 * d * f + 2 * ls * d) + L * 2 * d * d
+        tgt = L * (4 * d * d + 2 * d * f + 2 * lt * d) + L * (2 * d * d + 2 * ls * d) + V * d
+        per_pair = ls * src + lt * tgt
+        printf "%.1f", 6 * per_pair * tps / (ls + lt) / 1e9 }'
+}
+
+echo "# tfm vs PyTorch training, $(date -u +%Y-%m-%d), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
+echo "# tfm: $($TFM --version | tail -n 1); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# mean lengths with </s>/<s>: source $LS, target $LT; tfm batch_tokens 4096 (padded src+tgt),"
+echo "# PyTorch --batch-tokens 2048 (padded max side), about the same sentences per batch"
+echo
+echo "| shape | threads | sgemm peak GFLOP/s | tfm tok/s | tfm GFLOP/s (% of peak) | PyTorch tok/s | tfm / PyTorch |"
+echo "|---|---|---|---|---|---|---|"
+for name in $SHAPES; do
+    read -r d heads layers dff steps < <(shape "$name")
+    for th in $THREADS; do
+        peak=$(OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th "$W/sgemm_peak" 2048 5 |
+               sed 's/.*"gflops": \([0-9.]*\).*/\1/')
+        mkdir -p "$W/run"
+        cat >"$W/run/cfg.json" <<JSON
+{
+  "data": {"train_src": "$PWD/data/train.de", "train_tgt": "$PWD/data/train.en",
+           "valid_src": "$PWD/data/val.de", "valid_tgt": "$PWD/data/val.en",
+           "vocab": "$W/vocab.txt", "max_len": 128},
+  "model": {"d_model": $d, "heads": $heads, "enc_layers": $layers, "dec_layers": $layers,
+            "d_ff": $dff, "dropout": 0.1},
+  "train": {"batch_tokens": 4096, "max_steps": $((50 + steps)), "valid_every": 100000,
+            "save_every": 100000, "out_dir": "$W/run/ck", "model": "$W/run/model.tfm"}
+}
+JSON
+        (cd "$W/run" && $TFM train cfg.json --restart -q --threads "$th" >/dev/null)
+        tfm_tps=$(grep '"train_loss"' "$W/run/ck/log.jsonl" | tail -n 1 |
+                  sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
+        torch_tps=$(env ${TORCH_ENV:-} /usr/bin/python3 scripts/bench_torch_train.py \
+            --d "$d" --heads "$heads" --layers "$layers" --d-ff "$dff" --vocab 8000 \
+            --threads "$th" --batch-tokens 2048 --lengths "$W/lengths" \
+            --warmup 3 --steps "$(( steps < 20 ? steps : 20 ))" |
+            sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
+        g=$(gflops "$tfm_tps" "$d" "$layers" "$dff")
+        echo "| $name (d=$d, $layers+$layers) | $th | $peak | ${tfm_tps%.*} | $g ($(awk -v g="$g" -v p="$peak" 'BEGIN { printf "%.0f%%", 100 * g / p }')) | ${torch_tps%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') |"
+    done
+done
