@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { PLAIN_EVERY_S = 10 };
+/* Plain lines every 10 s; the live line at most 10 times a second. */
+static const double PLAIN_EVERY_S = 10, LIVE_EVERY_S = 0.1;
 
 TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err)
 {
@@ -77,7 +78,8 @@ static void format_eta(char *buf, size_t n, double s)
 void progress_show(Progress *p, const ProgressEvent *ev, bool force)
 {
     if (p->quiet) return;
-    if (!p->tty && !force && ev->elapsed_s - p->last_print_s < PLAIN_EVERY_S) return;
+    if (!force && ev->elapsed_s - p->last_print_s < (p->tty ? LIVE_EVERY_S : PLAIN_EVERY_S))
+        return;
     p->last_print_s = ev->elapsed_s;
     char eta[32];
     format_eta(eta, sizeof eta, ev->eta_s);
