@@ -76,9 +76,8 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
                                "bleu: --smooth: expected exp, floor, add-k or none, got '%s'", optarg);
             break;
         case 'v': {
-            char *end;
-            double v = strtod(optarg, &end);
-            if (end == optarg || *end || !isfinite(v) || v < 0)
+            double v;
+            if (!cmd_parse_double(optarg, 0, HUGE_VAL, &v))
                 return err_set(err, TFM_ERR_USAGE,
                                "bleu: --smooth-value: expected a non-negative number, got '%s'", optarg);
             a->opt.smooth_value = v;

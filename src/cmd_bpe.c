@@ -199,9 +199,8 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
         if (!size_arg) return err_set(err, TFM_ERR_USAGE, "bpe learn: --vocab-size N is required");
         if (!out) return err_set(err, TFM_ERR_USAGE, "bpe learn: -o VOCAB is required");
         if (optind >= sub_argc) return err_set(err, TFM_ERR_USAGE, "bpe learn: no input files");
-        char *end;
-        long v = strtol(size_arg, &end, 10);
-        if (end == size_arg || *end || v < BPE_MIN_VOCAB || v > BPE_MAX_VOCAB)
+        long v;
+        if (!cmd_parse_long(size_arg, BPE_MIN_VOCAB, BPE_MAX_VOCAB, &v))
             return err_set(err, TFM_ERR_USAGE,
                            "bpe learn: --vocab-size must be an integer in [%d, %d] (4 specials + "
                            "256 bytes + the word marker at least), got '%s'",

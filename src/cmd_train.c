@@ -29,18 +29,6 @@ static const char usage[] =
     "\n"
     "SIGINT/SIGTERM finish the current step, save last.tfm and exit 130/143.\n";
 
-/* Parses a non-negative integer option value; false on junk or overflow. */
-static int parse_count(const char *s, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    if (!*s || *s == '-') return 0;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno || v > max) return 0;
-    *out = v;
-    return 1;
-}
-
 TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
 {
     enum { OPT_THREADS = 256, OPT_SEED, OPT_RESTART, OPT_DRY_RUN };
@@ -55,19 +43,19 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     };
     TrainOptions opt = {0};
     bool dry_run = false, have_threads = false, have_seed = false;
-    unsigned long long threads = 0, seed = 0;
+    long threads = 0, seed = 0;
     optind = 0;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_THREADS:
-            if (!parse_count(optarg, 1024, &threads))
+            if (!cmd_parse_long(optarg, 0, 1024, &threads))
                 return err_set(err, TFM_ERR_USAGE, "train: --threads: expected an integer in [0, 1024], got '%s'", optarg);
             have_threads = true;
             break;
         case OPT_SEED:
-            if (!parse_count(optarg, (1ULL << 53), &seed))
+            if (!cmd_parse_long(optarg, 0, CONFIG_MAX_JSON_INT, &seed))
                 return err_set(err, TFM_ERR_USAGE, "train: --seed: expected a non-negative integer, got '%s'", optarg);
             have_seed = true;
             break;
@@ -87,7 +75,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     TfmStatus st = config_load(&cfg, argv[optind], err);
     if (st != TFM_OK) return st;
     if (have_threads) cfg.train.threads = (int)threads;
-    if (have_seed) cfg.train.seed = seed;
+    if (have_seed) cfg.train.seed = (unsigned long long)seed;
     if ((have_threads || have_seed) && (st = config_check(&cfg, err)) != TFM_OK) {
         err_prefix(err, "%s: ", argv[optind]);
         config_free(&cfg);

@@ -44,20 +44,16 @@ typedef struct {
 
 static int parse_int(const char *s, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return 0;
+    long v;
+    if (!cmd_parse_long(s, lo, hi, &v)) return 0;
     *out = (int)v;
     return 1;
 }
 
 static int parse_float(const char *s, double lo, double hi, float *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!*s || *end || errno || !(v >= lo && v <= hi)) return 0;
+    double v;
+    if (!cmd_parse_double(s, lo, hi, &v)) return 0;
     *out = (float)v;
     return 1;
 }

@@ -4,6 +4,8 @@
 #ifndef TFM_CMDS_H
 #define TFM_CMDS_H
 
+#include <stdbool.h>
+
 #include "err.h"
 
 TfmStatus cmd_train(int argc, char **argv, TfmErr *err);
@@ -16,5 +18,10 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err);
 /* Scans argv for -h/--help before "--"; commands use it to print help
  * even when other arguments are wrong. */
 int cmd_wants_help(int argc, char **argv);
+
+/* Parses a whole option value as a decimal integer / finite number within
+ * [lo, hi]; false on junk, trailing characters, overflow or out of range. */
+bool cmd_parse_long(const char *s, long lo, long hi, long *out);
+bool cmd_parse_double(const char *s, double lo, double hi, double *out);
 
 #endif
