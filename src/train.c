@@ -245,6 +245,8 @@ static TfmStatus load_data(Trainer *t, TfmErr *err)
                   t->valid.n_pairs);
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0)
         return err_set(err, TFM_ERR_FORMAT, "%s: no usable training pairs", cfg->data.train_src);
+    if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
+        return err_set(err, TFM_ERR_FORMAT, "%s: no usable validation pairs", cfg->data.valid_src);
     batcher_plan_epoch(&t->valid_b, 0);
     return TFM_OK;
 }

@@ -121,6 +121,16 @@ expect_exit 0 "help train" -- "$TFM" help train
 expect_exit 0 "dry run" -- "$TFM" train mini.json --dry-run --seed=9
 check "dry run prints the seed override" grep -q '"seed": 9' "$T/out"
 
+# Data that leaves nothing to train or validate on.
+: >empty.de
+: >empty.en
+sed 's|"valid_src": "valid.de", "valid_tgt": "valid.en"|"valid_src": "empty.de", "valid_tgt": "empty.en"|' mini.json >novalid.json
+expect_exit 1 "empty validation set" -- "$TFM" train novalid.json -q
+expect_err_line "empty validation message" "tfm: empty.de: no usable validation pairs"
+sed 's|"train_src": "train.de", "train_tgt": "train.en"|"train_src": "valid.de", "train_tgt": "train.en"|' mini.json >mismatch.json
+expect_exit 1 "line counts differ" -- "$TFM" train mismatch.json -q
+expect_err_line "line count message" "tfm: valid.de has 40 lines, train.en has 400 lines"
+
 # An out_dir that cannot be created.
 sed 's|"out_dir": "ck"|"out_dir": "/proc/nope/ck"|' mini.json >badout.json
 expect_exit 1 "unwritable out_dir" -- "$TFM" train badout.json -q
