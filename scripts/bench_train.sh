@@ -5,7 +5,11 @@
 # Multi30k de-en lengths. Threads 1 and 2. Prints a Markdown table.
 #   scripts/bench_train.sh [SHAPES...]      (default: tiny small base)
 # Env: STEPS_TINY/STEPS_SMALL/STEPS_BASE (timed steps after 50 warm-up steps
-# for tfm), THREADS (default "1 2"), TORCH_ENV (extra env for PyTorch).
+# for tfm), THREADS (default "1 2"), KERNELS (default "env SkylakeX": the
+# OPENBLAS_CORETYPE both programs run with; "env" keeps the caller's),
+# TORCH_ENV (extra env for PyTorch; default OMP_WAIT_POLICY=PASSIVE, its best
+# here: without it torch's OpenMP pool and OpenBLAS's pthreads spin against
+# each other on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s tfm data >/dev/null
@@ -13,6 +17,8 @@ TFM=$PWD/tfm
 W=$(mktemp -d /tmp/tfm-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 THREADS=${THREADS:-"1 2"}
+KERNELS=${KERNELS:-"env SkylakeX"}
+TORCH_ENV=${TORCH_ENV:-OMP_WAIT_POLICY=PASSIVE}
 SHAPES=${*:-"tiny small base"}
 OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
 
@@ -49,16 +55,19 @@ gflops() {  # tok_per_s d layers d_ff
 
 echo "# tfm vs PyTorch training, $(date -u +%Y-%m-%d), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
 echo "# tfm: $($TFM --version | tail -n 1); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# mean lengths with </s>/<s>: source $LS, target $LT; tfm batch_tokens 4096 (padded src+tgt),"
-echo "# PyTorch --batch-tokens 2048 (padded max side), about the same sentences per batch"
+echo "# mean lengths with </s>/<s>: source $LS, target $LT; batch_tokens 4096 (padded src+tgt) for both;"
+echo "# PyTorch env: $TORCH_ENV; tok/s = real source+target tokens per second of training"
 echo
-echo "| shape | threads | sgemm peak GFLOP/s | tfm tok/s | tfm GFLOP/s (% of peak) | PyTorch tok/s | tfm / PyTorch |"
-echo "|---|---|---|---|---|---|---|"
+echo "| kernel | shape | threads | sgemm peak GFLOP/s | tfm tok/s | tfm GFLOP/s (% of peak) | PyTorch tok/s | tfm / PyTorch |"
+echo "|---|---|---|---|---|---|---|---|"
+for kernel in $KERNELS; do
+if [ "$kernel" = env ]; then kernel_env=""; else kernel_env="OPENBLAS_CORETYPE=$kernel"; fi
 for name in $SHAPES; do
     read -r d heads layers dff steps < <(shape "$name")
     for th in $THREADS; do
-        peak=$(OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th "$W/sgemm_peak" 2048 5 |
-               sed 's/.*"gflops": \([0-9.]*\).*/\1/')
+        kname=$(env $kernel_env OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th "$W/sgemm_peak" 2048 5 |
+                tee "$W/peak.json" | sed 's/.*"kernel": "\([^"]*\)".*/\1/')
+        peak=$(sed 's/.*"gflops": \([0-9.]*\).*/\1/' "$W/peak.json")
         mkdir -p "$W/run"
         cat >"$W/run/cfg.json" <<JSON
 {
@@ -71,15 +80,16 @@ for name in $SHAPES; do
             "save_every": 100000, "out_dir": "$W/run/ck", "model": "$W/run/model.tfm"}
 }
 JSON
-        (cd "$W/run" && $TFM train cfg.json --restart -q --threads "$th" >/dev/null)
+        (cd "$W/run" && env $kernel_env $TFM train cfg.json --restart -q --threads "$th" >/dev/null)
         tfm_tps=$(grep '"train_loss"' "$W/run/ck/log.jsonl" | tail -n 1 |
                   sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
-        torch_tps=$(env ${TORCH_ENV:-} /usr/bin/python3 scripts/bench_torch_train.py \
+        torch_tps=$(env $kernel_env $TORCH_ENV /usr/bin/python3 scripts/bench_torch_train.py \
             --d "$d" --heads "$heads" --layers "$layers" --d-ff "$dff" --vocab 8000 \
-            --threads "$th" --batch-tokens 2048 --lengths "$W/lengths" \
+            --threads "$th" --batch-tokens 4096 --lengths "$W/lengths" \
             --warmup 3 --steps "$(( steps < 20 ? steps : 20 ))" |
             sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
         g=$(gflops "$tfm_tps" "$d" "$layers" "$dff")
-        echo "| $name (d=$d, $layers+$layers) | $th | $peak | ${tfm_tps%.*} | $g ($(awk -v g="$g" -v p="$peak" 'BEGIN { printf "%.0f%%", 100 * g / p }')) | ${torch_tps%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') |"
+        echo "| $kname | $name (d=$d, $layers+$layers) | $th | $peak | ${tfm_tps%.*} | $g ($(awk -v g="$g" -v p="$peak" 'BEGIN { printf "%.0f%%", 100 * g / p }')) | ${torch_tps%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') |"
     done
+done
 done
