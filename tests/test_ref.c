@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "decode.h"
 #include "model.h"
 #include "optim.h"
 
@@ -264,6 +265,45 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The dump's log-probabilities (n * tgt_len, V) against tfm's incremental
+ * decoder fed the same target prefix: checks the output layer, and that
+ * decoding step by step computes what the full forward of PyTorch does.
+ * Padding rows are not compared (PyTorch computes them over pad inputs). */
+static void check_decoder_logprobs(const RefFile *f, const char *cs, Model *m, const Batch *b)
+{
+    const int V = m->cfg.vocab_size, T = b->tgt_len;
+    const RefRec *r = ref_get(f, cs, "logprobs", REF_F32, (long)b->n * T * V);
+    if (!r) return;
+    TfmErr err;
+    Decoder *d = NULL;
+    float *want = malloc(sizeof(float) * V);
+    int *prev = malloc(sizeof(int) * b->n);
+    if (!want || !prev || decoder_init(&d, m, b->n, 1, &err) != TFM_OK ||
+        decoder_begin(d, b->src, b->n, b->src_len, 1, &err) != TFM_OK) {
+        test_fail(__FILE__, __LINE__, "%s: decoder set-up failed", cs);
+        goto done;
+    }
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < b->n; i++) prev[i] = b->tgt_in[i * T + t];
+        const float *lp = decoder_step(d, prev, NULL, t);
+        for (int i = 0; i < b->n; i++) {
+            if (b->tgt_out[i * T + t] == TOK_PAD) continue;
+            for (int v = 0; v < V; v++) {
+                double diff = fabs(lp[(long)i * V + v] - ref_float_at(r, ((long)i * T + t) * V + v));
+                if (diff > worst) worst = diff;
+            }
+        }
+    }
+    /* log-probabilities of size ~3 in float32 through a few layers: 1e-4 absolute */
+    if (!(worst <= 1e-4))
+        test_fail(__FILE__, __LINE__, "%s: decoder log-probs differ from PyTorch by %g", cs, worst);
+done:
+    decoder_free(d);
+    free(want);
+    free(prev);
+}
+
 static void run_case(const RefFile *f, const char *cs)
 {
     TfmErr err;
@@ -357,6 +397,7 @@ static void run_case(const RefFile *f, const char *cs)
         }
         ref_floats(r, m.params + ti->offset);
     }
+    check_decoder_logprobs(f, cs, &m, &b);
     init = malloc(m.n_params * sizeof *init);
     if (!init) goto done;
     memcpy(init, m.params, m.n_params * sizeof *init);
