@@ -361,6 +361,13 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
         goto fail;
     mf->cfg.model.vocab_size = bpe_vocab_size(mf->bpe);
     mf->cfg.model.max_len = mf->cfg.data.max_len + 2;
+    /* the tensors must be in the file before their memory is asked for */
+    size_t want = model_param_count(&mf->cfg.model);
+    if (want == 0 || want > s.tens.len / sizeof(float)) {
+        st = err_set(err, TFM_ERR_FORMAT, "%s: the config needs %zu parameters, the file holds "
+                     "fewer", path, want);
+        goto fail;
+    }
     if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
     if ((st = read_tensors(&s.tens, &mf->model, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && s.has_adam) {

@@ -166,6 +166,16 @@ TEST(test_ckpt_refuses_damaged_files)
     memcpy(buf, "GGUF", 4);
     expect_refused(buf, len, "not a tfm model file (bad magic)");
     free(buf);
+    /* a config that asks for more parameters than the file holds (valid
+     * checksum): refused before any allocation of that size */
+    TfmConfig big = f.cfg;
+    big.model.d_model = 4096;
+    big.model.heads = 8;
+    big.model.d_ff = 16384;
+    CHECK(ckpt_save(path_bad, &big, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
+    ModelFile lie;
+    CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
     /* a missing file is an I/O error */
     ModelFile mf;
     CHECK(ckpt_load("/nonexistent/x.tfm", &mf, false, &err) == TFM_ERR_IO);
