@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,10 +126,13 @@ typedef struct {
     long lines_done;        /* lines written so far */
 } Translator;
 
-/* Replaces each invalid UTF-8 byte in t->text with U+FFFD: a model can emit
- * byte pieces that do not form whole characters. */
-static TfmStatus sanitize_utf8(Translator *t, TfmErr *err)
+/* Makes t->text safe as one output line: each invalid UTF-8 byte becomes
+ * U+FFFD and line breaks and NUL become spaces. A model can emit byte pieces
+ * that do not form whole characters, or the bytes of "\n". */
+static TfmStatus sanitize_output(Translator *t, TfmErr *err)
 {
+    for (size_t i = 0; i < t->text_len; i++)
+        if (t->text[i] == '\n' || t->text[i] == '\r' || t->text[i] == '\0') t->text[i] = ' ';
     size_t bad;
     if (text_utf8_valid(t->text, t->text_len, &bad)) return TFM_OK;
     size_t n = t->text_len, cap = 3 * n + 1, o = 0;
@@ -136,8 +140,7 @@ static TfmStatus sanitize_utf8(Translator *t, TfmErr *err)
     if (!clean) return TFM_ERR_NOMEM;
     for (size_t i = 0; i < n;) {
         size_t off;
-        size_t chunk = n - i;
-        if (text_utf8_valid(t->text + i, chunk, &off)) off = chunk;
+        if (text_utf8_valid(t->text + i, n - i, &off)) off = n - i;
         memcpy(clean + o, t->text + i, off);
         o += off;
         i += off;
@@ -159,7 +162,7 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
 {
     TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
                               &t->text_cap, err);
-    if (st != TFM_OK || (st = sanitize_utf8(t, err)) != TFM_OK) return st;
+    if (st != TFM_OK || (st = sanitize_output(t, err)) != TFM_OK) return st;
     if (t->o.nbest > 0)      /* --nbest given: the n-best format */
         printf("%ld ||| %s ||| %.6f\n", line_no, t->text, h->score);
     else
@@ -209,6 +212,19 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
     if (fflush(stdout) != 0 || ferror(stdout))
         return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
     return TFM_OK;
+}
+
+/* True when a read from f would not block: bytes in its stdio buffer, or
+ * data (or end of file) on the descriptor. */
+static bool input_waiting(FILE *f)
+{
+#ifdef __GLIBC__
+    if (f->_IO_read_ptr < f->_IO_read_end) return true;
+#else
+    return true;        /* no way to look into the buffer: keep batching */
+#endif
+    struct pollfd p = {.fd = fileno(f), .events = POLLIN};
+    return poll(&p, 1, 0) != 0;
 }
 
 static TfmStatus setup(Translator *t, TfmErr *err)
@@ -271,6 +287,12 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     for (;;) {
         char *line;
         size_t len;
+        /* Nothing more to read right now (an interactive user, a pipe fed
+         * line by line): translate what we have instead of waiting. */
+        if (count > 0 && !input_waiting(stdin)) {
+            if ((st = translate_batch(&t, count, err)) != TFM_OK) break;
+            count = 0;
+        }
         int got = text_read_line(&in, &line, &len, err);
         if (got < 0) {
             /* translate what came before the bad line, then report it */

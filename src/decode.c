@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blas.h"
 #include "layers.h"
@@ -118,6 +119,17 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     const ModelConfig *c = &m->cfg;
     if (max_sents < 1 || max_beam < 1)
         return err_set(err, TFM_ERR_USAGE, "decoder needs at least one sentence and beam 1");
+    /* The caches are sized for the worst case: refuse a request this
+     * machine cannot hold instead of being killed halfway through. */
+    double rows = (double)max_sents * max_beam, floats =
+        rows * c->max_len * 4.0 * c->d_model * c->dec_layers +          /* self K|V, 2 copies */
+        (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
+        rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model);
+    double need = floats * sizeof(float), have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > 0.8 * have)
+        return err_set(err, TFM_ERR_NOMEM, "decoding %d sentences at once with beam %d needs about "
+                       "%.1f GB, this machine has %.1f GB (lower --batch-size or --beam)",
+                       max_sents, max_beam, need / 1e9, have / 1e9);
     Decoder *d = xcalloc(1, sizeof *d, err);
     if (!d) return TFM_ERR_NOMEM;
     d->m = m;
@@ -290,7 +302,7 @@ static void finish(Decoder *d, int b, int k, const int *tokens, int len, float l
 
 /* Advances sentence b after the step at position t; rows of the next step
  * are written to parent/prev/score at the same row indices. */
-static void advance(Decoder *d, int b, int k, int t, float alpha)
+static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
 {
     const int V = d->V, T = d->T, base = b * k;
     Cand *c = d->cand + (size_t)b * 2 * k;
@@ -334,20 +346,32 @@ static void advance(Decoder *d, int b, int k, int t, float alpha)
         d->prev[r] = TOK_PAD;
         d->score[r] = -INFINITY;
     }
-    /* done: k finished, or no live hypothesis can beat the best finished one
-     * (a log-probability only falls; the penalty divides it by at most
-     * lp(limit) for alpha >= 0) */
+    /* done: k finished, or no live hypothesis can beat the nbest-th best
+     * finished one (a log-probability only falls; the penalty divides it by
+     * at most lp(limit) for alpha >= 0), so the n-best list is final */
     const int o = d->orig[b];
-    float best_fin = -INFINITY;
-    for (int i = 0; i < d->fin_count[o]; i++)
-        best_fin = fmaxf(best_fin, d->fin_score[o * 2 * k + i]);
+    float nth_fin = -INFINITY;
+    if (d->fin_count[o] >= nbest) {
+        float top[2 * 1024];
+        int cnt = d->fin_count[o];
+        memcpy(top, d->fin_score + o * 2 * k, sizeof(float) * cnt);
+        for (int i = 0; i < nbest; i++) {          /* partial selection sort */
+            int best = i;
+            for (int j = i + 1; j < cnt; j++)
+                if (top[j] > top[best]) best = j;
+            float tmp = top[i];
+            top[i] = top[best];
+            top[best] = tmp;
+        }
+        nth_fin = top[nbest - 1];
+    }
     float best_live = -INFINITY;
     for (int r = base; r < base + live; r++) {
         float bound = alpha >= 0 ? d->score[r] / length_penalty(d->limit[b], alpha)
                                  : d->score[r] / length_penalty(t + 2, alpha);
         best_live = fmaxf(best_live, bound);
     }
-    if (last || live == 0 || d->fin_count[o] >= k || best_fin >= best_live) d->done[b] = 1;
+    if (last || live == 0 || d->fin_count[o] >= k || nth_fin >= best_live) d->done[b] = 1;
 }
 
 /* Moves histories (through position t) to the new rows' parents. */
@@ -487,7 +511,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 }
                 continue;
             }
-            advance(d, b, k, t, opt->alpha);
+            advance(d, b, k, opt->nbest, t, opt->alpha);
             active += !d->done[b];
         }
         if (!active) break;

@@ -9,7 +9,7 @@
  * Beam search (beam k): each step takes the 2k best continuations of the
  * live hypotheses; an </s> among the first k finishes a hypothesis, the
  * best k others stay live. A sentence is done when k hypotheses finished,
- * or no live one can beat the best finished, or the length limit
+ * or no live one can beat the n-th best finished (n = nbest), or the limit
  * max_len_a·src_len + max_len_b is reached. Scores are log-probabilities
  * divided by the length penalty ((5 + len) / 6)^alpha (Wu et al. 2016), len
  * counting </s>. With k = 1 this is greedy decoding. */

@@ -57,10 +57,8 @@ int main(int argc, char **argv)
 {
     blas_select_kernel(argv);
     TfmErr err = {0};
-    if (argc < 2) {
-        print_usage(stderr);
-        return 2;
-    }
+    if (argc < 2)
+        return report(err_set(&err, TFM_ERR_USAGE, "missing COMMAND (see tfm --help)"), &err);
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         print_usage(stdout);

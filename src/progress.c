@@ -43,7 +43,7 @@ void progress_close(Progress *p)
 static void json_num(FILE *f, bool *first, const char *key, double v)
 {
     if (isnan(v) || isinf(v)) return;       /* JSON has no NaN: leave the key out */
-    fprintf(f, "%s\"%s\": %.6g", *first ? "" : ", ", key, v);
+    fprintf(f, "%s\"%s\": %.9g", *first ? "" : ", ", key, v);
     *first = false;
 }
 
@@ -51,8 +51,8 @@ TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err)
 {
     bool first = true;
     fputc('{', p->log);
-    json_num(p->log, &first, "step", (double)ev->step);
-    json_num(p->log, &first, "epoch", (double)ev->epoch);
+    fprintf(p->log, "\"step\": %ld, \"epoch\": %ld", ev->step, ev->epoch);
+    first = false;
     json_num(p->log, &first, "train_loss", ev->train_loss);
     json_num(p->log, &first, "train_nll", ev->train_nll);
     json_num(p->log, &first, "valid_loss", ev->valid_loss);

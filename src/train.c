@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -133,15 +134,47 @@ static TfmStatus lock_out_dir(const char *dir, int *fd_out, TfmErr *err)
     return st;
 }
 
-/* Removes temp files of saves that a crash or kill -9 interrupted (their
- * writer holds no lock any more, since we hold it). */
+/* True for the names of files tfm writes in out_dir: last.tfm, best.tfm,
+ * vocab.txt, ckpt.STEP.tfm. */
+static bool is_own_file(const char *name, size_t len)
+{
+    static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt"};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (len == strlen(fixed[i]) && memcmp(name, fixed[i], len) == 0) return true;
+    if (len < 10 || memcmp(name, "ckpt.", 5) != 0 || memcmp(name + len - 4, ".tfm", 4) != 0)
+        return false;
+    for (size_t i = 5; i < len - 4; i++)
+        if (name[i] < '0' || name[i] > '9') return false;
+    return true;
+}
+
+/* Removes the temp files ("NAME.tmp.SUFFIX") of saves that a crash or kill -9
+ * interrupted; their writer holds no lock any more, since we hold it. */
 static void remove_stale_temps(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!strstr(e->d_name, ".tmp.")) continue;
+        const char *tmp = strstr(e->d_name, ".tmp.");
+        if (!tmp || !is_own_file(e->d_name, (size_t)(tmp - e->d_name))) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+/* --restart: the previous run's checkpoints go, so that they are neither
+ * resumed nor mixed with the new run's (pruning, averaging). */
+static void remove_checkpoints(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (!is_own_file(e->d_name, len) || strcmp(e->d_name, "vocab.txt") == 0) continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         unlink(path);
@@ -159,6 +192,17 @@ static bool same_model(const ModelConfig *a, const ModelConfig *b)
 
 /* ---- set-up ---- */
 
+/* out_dir/vocab.txt is ours to replace only if it is a tfm vocabulary. */
+static bool is_vocab_or_absent(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT;
+    char head[8] = {0};
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return n == sizeof head && memcmp(head, "tfm-bpe ", 8) == 0;
+}
+
 static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
 {
     const DataConfig *d = &t->cfg->data;
@@ -170,7 +214,11 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
     if (st != TFM_OK) return st;
     char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
     if (!path) return TFM_ERR_NOMEM;
-    st = bpe_save(t->bpe, path, err);
+    if (!is_vocab_or_absent(path))
+        st = err_set(err, TFM_ERR_IO, "%s: exists and is not a tfm vocabulary; not overwriting it",
+                     path);
+    else
+        st = bpe_save(t->bpe, path, err);
     free(path);
     return st;
 }
@@ -189,6 +237,17 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
         ckpt_free(&mf);
         return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config "
                        "(use --restart to start over)", t->last_path);
+    }
+    /* the data position means something only with the same batches */
+    if (mf.cfg.train.seed != t->cfg->train.seed ||
+        mf.cfg.train.batch_tokens != t->cfg->train.batch_tokens) {
+        TfmStatus st2 = err_set(err, TFM_ERR_CONFIG, "%s: was trained with train.seed %llu and "
+                                "train.batch_tokens %d, the config says %llu and %d (use --restart "
+                                "to start over)", t->last_path, mf.cfg.train.seed,
+                                mf.cfg.train.batch_tokens, t->cfg->train.seed,
+                                t->cfg->train.batch_tokens);
+        ckpt_free(&mf);
+        return st2;
     }
     /* take ownership of the pieces */
     t->bpe = mf.bpe;
@@ -440,6 +499,7 @@ static bool limit_reached(const Trainer *t)
     const TrainConfig *tc = &t->cfg->train;
     return (tc->max_steps > 0 && t->ts.step >= tc->max_steps) ||
            (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs) ||
+           (tc->patience > 0 && t->ts.bad_validations >= tc->patience) ||
            (tc->max_time_s > 0 && elapsed(t) >= tc->max_time_s);
 }
 
@@ -552,6 +612,16 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     remove_stale_temps(cfg->train.out_dir);
+    if (opt->restart) remove_checkpoints(cfg->train.out_dir);
+    /* the model's folder now, not after hours of training */
+    char *model_dir = strdup(cfg->train.model);
+    if (!model_dir) return err_set(err, TFM_ERR_NOMEM, "out of memory");
+    st = make_dirs(dirname(model_dir), err);
+    free(model_dir);
+    if (st != TFM_OK) {
+        close(lock_fd);
+        return st;
+    }
     if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
         !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
         st = TFM_ERR_NOMEM;

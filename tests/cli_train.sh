@@ -86,6 +86,26 @@ mkdir e
 (cd e && expect_exit 0 "train with valid_bleu" -- "$TFM" train ../bleu.json -q)
 check "log.jsonl has valid_bleu" grep -q '"valid_bleu"' e/ck/log.jsonl
 
+# --restart removes the previous run's checkpoints; the model's folder is
+# created; files in out_dir that are not tfm's are left alone.
+sed 's/"max_steps": 40/"max_steps": 20/; s|"model": "model.tfm"|"model": "sub/dir/m.tfm"|' mini.json >short20.json
+: >a/ck/report.tmp.csv
+(cd a && expect_exit 0 "restart with fewer steps" -- "$TFM" train ../short20.json -q --restart)
+check "old numbered checkpoints removed" test "$(cd a/ck && ls ckpt.*.tfm | tr '\n' ' ')" = "ckpt.15.tfm ckpt.20.tfm "
+check "model folder created" test -s a/sub/dir/m.tfm
+check "foreign temp-like file kept" test -e a/ck/report.tmp.csv
+
+# Resuming needs the same seed and batch budget (the data position means
+# nothing otherwise).
+sed 's/"max_steps": 40/"max_steps": 60/' mini.json >longer.json
+(cd a && expect_exit 1 "resume with another seed" -- "$TFM" train ../longer.json -q --seed 4)
+check "resume seed message" grep -q "was trained with train.seed 3 and train.batch_tokens 600, the config says 4 and 600 (use --restart to start over)" "$T/err"
+
+# A vocab.txt in out_dir that tfm did not write is not overwritten.
+mkdir v && mkdir v/ck && echo "my notes" >v/ck/vocab.txt
+(cd v && expect_exit 1 "foreign vocab.txt" -- "$TFM" train ../mini.json -q)
+check "foreign vocab.txt kept" test "$(cat v/ck/vocab.txt)" = "my notes"
+
 # Early stopping: a learning rate of ~0 never improves the validation loss, so
 # training stops after `patience` validations without improvement.
 sed 's/"valid_every": 40/"valid_every": 5, "patience": 2/; s/"schedule": "inverse_sqrt"/"schedule": "constant"/; s/"peak": 0.003/"peak": 1e-30/' mini.json >patience.json
@@ -94,6 +114,9 @@ mkdir f
 check "early stopping exits 0" test $? = 0
 check "early stopping is announced" grep -q "early stopping: no improvement in 2 validations" "$T/err"
 check "early stopping at step 15" grep -q "step 15: valid" "$T/err"
+(cd f && expect_exit 0 "rerun after early stopping" -- "$TFM" train ../patience.json -q)
+(cd f && "$TFM" info ck/last.tfm >"$T/out")
+check "rerun after early stopping trains no further" grep -q "step:        15 " "$T/out"
 
 # Damaged model files: one clear line, exit 1.
 head -c 1000 a/model.tfm >trunc.tfm

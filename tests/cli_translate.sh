@@ -25,6 +25,16 @@ check "nbest format" awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ { bad = 1 
 check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$T/out"
 expect_exit 0 "nbest 1" -- sh -c "\"$TFM\" translate --nbest 1 < in.txt"
 check "--nbest 1 uses the n-best format" test "$(grep -c ' ||| ' "$T/out")" = 5
+head -n 20 "$MINI/valid.de" >twenty.de
+expect_exit 0 "nbest 4 on 20 lines" -- sh -c "\"$TFM\" translate -q --nbest 4 -b 4 < twenty.de"
+check "nbest gives exactly N lines per input line" test "$(wc -l <"$T/out")" = 80
+
+# Streaming: a line is answered before the next one is written.
+coproc TR { "$TFM" translate -b 1 2>/dev/null; }
+echo "Ein Hund" >&"${TR[1]}"
+if read -r -t 20 answer <&"${TR[0]}"; then cli_ok; else cli_fail "translate answers a line without waiting for more input"; fi
+exec {TR[1]}>&-
+wait "$TR_PID" 2>/dev/null
 expect_exit 2 "nbest over beam" -- sh -c "\"$TFM\" translate --nbest 5 -b 4 < in.txt"
 
 # A line over the model's max_len: a warning naming the line, still one output line.

@@ -1,0 +1,20 @@
+# cli_main.sh: the top-level command line: dispatch, help, version, exit codes.
+. "$(dirname "$0")/cli_lib.sh"
+expect_exit 2 "no command" -- "$TFM"
+expect_err_line "no command message" "tfm: missing COMMAND (see tfm --help)"
+expect_exit 2 "unknown command" -- "$TFM" frobnicate
+expect_err_line "unknown command message" "tfm: unknown command 'frobnicate' (see tfm --help)"
+expect_exit 2 "unknown top-level option" -- "$TFM" --frobnicate
+expect_exit 0 "--help" -- "$TFM" --help
+cp "$T/out" "$T/help"
+for c in train translate bleu bpe average info; do
+    check "--help lists $c" grep -q "^  $c " "$T/help"
+    expect_exit 0 "help $c" -- "$TFM" help "$c"
+    expect_exit 0 "$c --help" -- "$TFM" "$c" --help
+done
+expect_exit 2 "help for an unknown command" -- "$TFM" help frobnicate
+expect_exit 0 "--version" -- "$TFM" --version
+check "--version names the BLAS kernel" grep -q "^OpenBLAS kernel: " "$T/out"
+expect_exit 1 "info on a text file" -- "$TFM" info "$0"
+expect_err_line "info on a text file message" "tfm: $0: not a tfm model file (bad magic)"
+cli_summary
