@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "text.h"
 
 enum { KIND_SPECIAL, KIND_BYTE, KIND_MARKER, KIND_CHAR, KIND_MERGED };
@@ -1076,40 +1077,16 @@ TfmStatus bpe_save(const Bpe *b, const char *path, TfmErr *err)
     size_t len = 0;
     char *data = bpe_serialize(b, &len);
     if (!data) return err_set(err, TFM_ERR_NOMEM, "%s: out of memory", path);
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 16, err);
-    if (!tmp) { free(data); return TFM_ERR_NOMEM; }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    TfmStatus st = TFM_OK;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        goto done;
-    }
-    /* mkstemp makes 0600; a vocabulary is not secret. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) { st = TFM_ERR_IO; goto io_fail; }
-    for (size_t w = 0; w < len;) {
-        ssize_t k = write(fd, data + w, len - w);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            st = TFM_ERR_IO;
-            goto io_fail;
+    AtomicFile af;
+    TfmStatus st = atomic_open(&af, path, err);
+    if (st == TFM_OK) {
+        if (fwrite(data, 1, len, af.f) != len) {
+            st = err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+            atomic_abort(&af);
+        } else {
+            st = atomic_commit(&af, err);
         }
-        w += (size_t)k;
     }
-    if (fsync(fd) != 0) { st = TFM_ERR_IO; goto io_fail; }
-    if (close(fd) != 0) { fd = -1; st = TFM_ERR_IO; goto io_fail; }
-    fd = -1;
-    if (rename(tmp, path) != 0) { st = TFM_ERR_IO; goto io_fail; }
-    goto done;
-io_fail:
-    err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-done:
-    free(tmp);
     free(data);
     return st;
 }
