@@ -10,7 +10,7 @@
 #
 # usage: scripts/bench_translate.sh MODEL [out_dir]
 #   env: TFM (./tfm), SRC / REF (Multi30k test_2016_flickr de/en),
-#        LINES_B1 (lines for batch 1, default 200; 0 = all), LINES_B64 (0 = all),
+#        LINES_B1 (lines for batch 1, default 0 = all), LINES_B64 (0 = all),
 #        REPEAT (2), THREADS ("1 2"), MODES ("1 4": beam sizes),
 #        MAX_LEN_A / MAX_LEN_B (override the model's decode limits for both,
 #        e.g. MAX_LEN_A=0 MAX_LEN_B=30 for an untrained model),
@@ -31,7 +31,7 @@ OUT=${2:-/tmp/bench_translate/run}
 TFM=${TFM:-./tfm}
 SRC=${SRC:-data/test_2016_flickr.de}
 REF=${REF:-data/test_2016_flickr.en}
-LINES_B1=${LINES_B1:-200}
+LINES_B1=${LINES_B1:-0}
 LINES_B64=${LINES_B64:-0}
 REPEAT=${REPEAT:-2}
 THREADS=${THREADS:-"1 2"}
@@ -124,7 +124,7 @@ echo
 if [ "$LINES_B64" = 0 ] && [ -f "$REF" ]; then
   for beam in $MODES; do
     th=${THREADS%% *}
-    echo "BLEU of tfm, $( [ "$beam" = 1 ] && echo greedy || echo "beam $beam"), batch 64: $("$TFM" bleu "$OUT/tfm.b$beam.bs64.t$th.txt" "$REF" | head -1)"
-    echo "BLEU of PyTorch, same:           $("$TFM" bleu "$OUT/torch.b$beam.bs64.t$th.txt" "$REF" | head -1)"
+    echo "BLEU of tfm, $( [ "$beam" = 1 ] && echo greedy || echo "beam $beam"), batch 64: $("$TFM" bleu "$OUT/tfm.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
+    echo "BLEU of PyTorch, same:           $("$TFM" bleu "$OUT/torch.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
   done
 fi
