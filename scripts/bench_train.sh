@@ -5,7 +5,7 @@
 # Multi30k de-en lengths. Threads 1 and 2. Prints a Markdown table.
 #   scripts/bench_train.sh [SHAPES...]      (default: tiny small base)
 # Env: STEPS_TINY/STEPS_SMALL/STEPS_BASE (timed steps after 50 warm-up steps
-# for tfm), THREADS (default "1 2"), KERNELS (default "env SkylakeX": the
+# for tfm; none for base, whose first of 8 steps is then timed too), THREADS (default "1 2"), KERNELS (default "env SkylakeX": the
 # OPENBLAS_CORETYPE both programs run with; "env" keeps the caller's),
 # TORCH_ENV (extra env for PyTorch; default OMP_WAIT_POLICY=PASSIVE, its best
 # here: without it torch's OpenMP pool and OpenBLAS's pthreads spin against
@@ -33,11 +33,11 @@ $TFM bpe encode -v "$W/vocab.txt" <data/train.en | awk '{print NF + 1}' >"$W/tgt
 paste -d' ' "$W/src.len" "$W/tgt.len" >"$W/lengths"
 read -r LS LT < <(awk '{s += $1; t += $2} END {printf "%.3f %.3f\n", s / NR, t / NR}' "$W/lengths")
 
-shape() {   # name -> "d heads layers d_ff steps"
+shape() {   # name -> "d heads layers d_ff timed_steps warmup_steps"
     case $1 in
-    tiny)  echo "128 4 3 512 ${STEPS_TINY:-150}" ;;
-    small) echo "256 4 3 1024 ${STEPS_SMALL:-60}" ;;
-    base)  echo "512 8 6 2048 ${STEPS_BASE:-10}" ;;
+    tiny)  echo "128 4 3 512 ${STEPS_TINY:-150} 50" ;;
+    small) echo "256 4 3 1024 ${STEPS_SMALL:-50} 50" ;;
+    base)  echo "512 8 6 2048 ${STEPS_BASE:-8} 0" ;;
     *) echo "bench_train.sh: unknown shape $1" >&2; exit 2 ;;
     esac
 }
@@ -63,7 +63,7 @@ echo "|---|---|---|---|---|---|---|---|"
 for kernel in $KERNELS; do
 if [ "$kernel" = env ]; then kernel_env=""; else kernel_env="OPENBLAS_CORETYPE=$kernel"; fi
 for name in $SHAPES; do
-    read -r d heads layers dff steps < <(shape "$name")
+    read -r d heads layers dff steps warm < <(shape "$name")
     for th in $THREADS; do
         kname=$(env $kernel_env OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th "$W/sgemm_peak" 2048 5 |
                 tee "$W/peak.json" | sed 's/.*"kernel": "\([^"]*\)".*/\1/')
@@ -76,7 +76,7 @@ for name in $SHAPES; do
            "vocab": "$W/vocab.txt", "max_len": 128},
   "model": {"d_model": $d, "heads": $heads, "enc_layers": $layers, "dec_layers": $layers,
             "d_ff": $dff, "dropout": 0.1},
-  "train": {"batch_tokens": 4096, "max_steps": $((50 + steps)), "valid_every": 100000,
+  "train": {"batch_tokens": 4096, "max_steps": $((warm + steps)), "valid_every": 100000,
             "save_every": 100000, "out_dir": "$W/run/ck", "model": "$W/run/model.tfm"}
 }
 JSON
