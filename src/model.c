@@ -445,6 +445,7 @@ void model_free(Model *m)
     }
     free(m->pos_table);
     work_free(m->work);
+    work_free(m->enc_work);
     *m = (Model){0};
 }
 
@@ -823,14 +824,19 @@ TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_
         return err_set(err, TFM_ERR_FORMAT, "source batch too large");
     TfmStatus st = check_tokens(src, (long)n * src_len, c->vocab_size, "source", err);
     if (st) return st;
-    ModelWork *w = work_alloc(c, n * src_len, src_len, 0, err);
-    if (!w) return TFM_ERR_NOMEM;
+    /* Scratch kept between calls (translation encodes batch after batch);
+     * it grows only when a batch has more tokens than any before. */
+    ModelWork *w = m->enc_work;
+    if (!w || w->max_tokens < n * src_len) {
+        work_free(w);
+        m->enc_work = w = work_alloc(c, n * src_len, c->max_len, 0, err);
+        if (!w) return TFM_ERR_NOMEM;
+    }
     /* the sublayer helpers read scratch from m->work: lend them w */
     ModelWork *saved = m->work;
     m->work = w;
     const float *out = encoder_forward(m, w, src, n, src_len, 0, 0, 0);
     memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
     m->work = saved;
-    work_free(w);
     return TFM_OK;
 }

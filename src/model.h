@@ -67,6 +67,7 @@ typedef struct {
     TensorInfo *tensors;
     int n_tensors;
     ModelWork *work;    /* NULL until model_alloc_training */
+    ModelWork *enc_work;/* model_encode's scratch, kept between calls */
     ModelLayout *layout;
     float *pos_table;   /* (cfg.max_len, d_model) sinusoidal positions */
     /* Views into params, set by model_init: the embedding of source tokens,

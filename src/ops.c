@@ -163,10 +163,15 @@ void logsoftmax_rows(float *x, int n, int v)
     for (int r = 0; r < n; r++) {
         float *row = x + (long)r * v;
         float mx = row[0];
+#pragma omp simd reduction(max : mx)
         for (int j = 1; j < v; j++) mx = row[j] > mx ? row[j] : mx;
-        double s = 0;
-        for (int j = 0; j < v; j++) s += expf(row[j] - mx);
-        float lse = mx + (float)log(s);
+        /* vectorized exp (exp_fast, 3e-7 relative) and sum: this runs on
+         * every decoding step over the whole vocabulary */
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < v; j++) s += exp_fast(row[j] - mx);
+        const float lse = mx + logf(s);
+#pragma omp simd
         for (int j = 0; j < v; j++) row[j] -= lse;
     }
 }
