@@ -9,6 +9,7 @@
 
 #include "blas.h"
 #include "layers.h"
+#include "packed_linear.h"
 
 typedef struct {
     const float *wqkv, *bqkv, *wo, *bo, *ln1_g, *ln1_b;        /* self-attention */
@@ -16,6 +17,8 @@ typedef struct {
     const float *w1, *b1, *w2, *b2, *ln3_g, *ln3_b;            /* FFN */
     float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
     float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
+    /* the step's products over packed weights: qkv, self out, cross q, cross out, FFN */
+    PackedLinear p_qkv, p_o, p_cq, p_co, p_f1, p_f2;
 } DecLayer;
 
 typedef struct { float score; int row, tok; } Cand;
@@ -25,6 +28,7 @@ struct Decoder {
     int max_sents, max_beam, rows, T, S, D, H, F, V;
     DecLayer *layer;
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
+    PackedLinear p_out;                  /* output projection to the vocabulary */
     float *enc_out;                      /* (n · S, D) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
@@ -95,7 +99,11 @@ void decoder_free(Decoder *d)
             free(d->layer[i].cache);
             free(d->layer[i].cache_next);
             free(d->layer[i].cross_kv);
+            PackedLinear *p[] = {&d->layer[i].p_qkv, &d->layer[i].p_o, &d->layer[i].p_cq,
+                                 &d->layer[i].p_co, &d->layer[i].p_f1, &d->layer[i].p_f2};
+            for (size_t j = 0; j < sizeof p / sizeof *p; j++) packed_linear_free(p[j]);
         }
+    packed_linear_free(&d->p_out);
     free(d->layer);
     void *bufs[] = {d->enc_out, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
                     d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
@@ -113,6 +121,12 @@ static void *alloc(size_t count, size_t size, TfmErr *err, int *ok)
     return p;
 }
 
+static void pack(PackedLinear *p, const float *w, const float *b, int in, int out, TfmErr *err,
+                 int *ok)
+{
+    if (*ok && packed_linear_init(p, w, b, in, out, err) != TFM_OK) *ok = 0;
+}
+
 TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err)
 {
     *out = NULL;
@@ -124,7 +138,9 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     double rows = (double)max_sents * max_beam, floats =
         rows * c->max_len * 4.0 * c->d_model * c->dec_layers +          /* self K|V, 2 copies */
         (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
-        rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model);
+        rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model) +
+        ((6.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
+         (double)c->vocab_size * c->d_model);
     double need = floats * sizeof(float), have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
     if (have > 0 && need > 0.8 * have)
         return err_set(err, TFM_ERR_NOMEM, "decoding %d sentences at once with beam %d needs about "
@@ -155,7 +171,15 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
+        const int Di = (int)D, F = c->d_ff;
+        pack(&l->p_qkv, l->wqkv, l->bqkv, Di, 3 * Di, err, &ok);
+        pack(&l->p_o, l->wo, l->bo, Di, Di, err, &ok);
+        pack(&l->p_cq, l->cwq, l->cbq, Di, Di, err, &ok);
+        pack(&l->p_co, l->cwo, l->cbo, Di, Di, err, &ok);
+        pack(&l->p_f1, l->w1, l->b1, Di, F, err, &ok);
+        pack(&l->p_f2, l->w2, l->b2, F, Di, err, &ok);
     }
+    pack(&d->p_out, m->out_proj, NULL, d->D, d->V, err, &ok);
     if (ok && c->norm == NORM_PRE) {
         d->fin_g = tensor(m, "dec.ln.g", 0, err, &ok);
         d->fin_b = tensor(m, "dec.ln.b", 0, err, &ok);
@@ -243,22 +267,23 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &d->layer[i];
         const float *in = sub_in(d, d->x, l->ln1_g, l->ln1_b, R);
-        linear_forward(d->qkv, in, l->wqkv, l->bqkv, R, D, 3 * D);
+        packed_linear_forward(&l->p_qkv, d->qkv, in, R, 0);
         for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
             memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
                    2 * D * sizeof(float));
         attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
-        linear_forward(d->y, d->ctx, l->wo, l->bo, R, D, D);
+        packed_linear_forward(&l->p_o, d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->ln1_g, l->ln1_b, R);
 
         in = sub_in(d, d->x, l->ln2_g, l->ln2_b, R);
-        linear_forward(d->q, in, l->cwq, l->cbq, R, D, D);
+        packed_linear_forward(&l->p_cq, d->q, in, R, 0);
         attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross, 0, 0);
-        linear_forward(d->y, d->ctx, l->cwo, l->cbo, R, D, D);
+        packed_linear_forward(&l->p_co, d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->ln2_g, l->ln2_b, R);
 
         in = sub_in(d, d->x, l->ln3_g, l->ln3_b, R);
-        ffn_forward(d->y, d->h, in, l->w1, l->b1, l->w2, l->b2, R, D, d->F, 0, 0);
+        packed_linear_forward(&l->p_f1, d->h, in, R, 1);      /* FFN: relu(in·w1ᵀ + b1)·w2ᵀ + b2 */
+        packed_linear_forward(&l->p_f2, d->y, d->h, R, 0);
         sub_out(d, d->x, d->y, l->ln3_g, l->ln3_b, R);
     }
     const float *top = d->x;
@@ -266,7 +291,7 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
         layernorm_forward(d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
         top = d->in;
     }
-    blas_gemm(0, 1, R, d->V, D, 1.0f, top, D, m->out_proj, D, 0.0f, d->logits, d->V);
+    packed_linear_forward(&d->p_out, d->logits, top, R, 0);
     logsoftmax_rows(d->logits, R, d->V);
 }
 
