@@ -19,6 +19,7 @@ typedef struct {
     float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
     /* the step's products over packed weights: qkv, self out, cross q, cross out, FFN */
     PackedLinear p_qkv, p_o, p_cq, p_co, p_f1, p_f2;
+    PackedLinear p_ckv;         /* cross K | V of the encoder output, once per batch */
 } DecLayer;
 
 typedef struct { float score; int row, tok; } Cand;
@@ -29,6 +30,7 @@ struct Decoder {
     DecLayer *layer;
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
     PackedLinear p_out;                  /* output projection to the vocabulary */
+    EncoderPack *enc_pack;               /* the encoder's weights, packed */
     float *enc_out;                      /* (n · S, D) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
@@ -100,10 +102,12 @@ void decoder_free(Decoder *d)
             free(d->layer[i].cache_next);
             free(d->layer[i].cross_kv);
             PackedLinear *p[] = {&d->layer[i].p_qkv, &d->layer[i].p_o, &d->layer[i].p_cq,
-                                 &d->layer[i].p_co, &d->layer[i].p_f1, &d->layer[i].p_f2};
+                                 &d->layer[i].p_co, &d->layer[i].p_f1, &d->layer[i].p_f2,
+                                 &d->layer[i].p_ckv};
             for (size_t j = 0; j < sizeof p / sizeof *p; j++) packed_linear_free(p[j]);
         }
     packed_linear_free(&d->p_out);
+    encoder_pack_free(d->enc_pack);
     free(d->layer);
     void *bufs[] = {d->enc_out, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
                     d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
@@ -178,8 +182,10 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         pack(&l->p_co, l->cwo, l->cbo, Di, Di, err, &ok);
         pack(&l->p_f1, l->w1, l->b1, Di, F, err, &ok);
         pack(&l->p_f2, l->w2, l->b2, F, Di, err, &ok);
+        pack(&l->p_ckv, l->cwkv, l->cbkv, Di, 2 * Di, err, &ok);
     }
     pack(&d->p_out, m->out_proj, NULL, d->D, d->V, err, &ok);
+    if (ok && encoder_pack_new(&d->enc_pack, m, err) != TFM_OK) ok = 0;
     if (ok && c->norm == NORM_PRE) {
         d->fin_g = tensor(m, "dec.ln.g", 0, err, &ok);
         d->fin_b = tensor(m, "dec.ln.b", 0, err, &ok);
@@ -429,18 +435,32 @@ static void reorder_cache(Decoder *d, const int *parent, int R, int t)
     }
 }
 
+void decoder_update_weights(Decoder *d)
+{
+    const Model *m = d->m;
+    for (int i = 0; i < m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        packed_linear_update(&l->p_qkv, l->wqkv, l->bqkv);
+        packed_linear_update(&l->p_o, l->wo, l->bo);
+        packed_linear_update(&l->p_cq, l->cwq, l->cbq);
+        packed_linear_update(&l->p_co, l->cwo, l->cbo);
+        packed_linear_update(&l->p_f1, l->w1, l->b1);
+        packed_linear_update(&l->p_f2, l->w2, l->b2);
+        packed_linear_update(&l->p_ckv, l->cwkv, l->cbkv);
+    }
+    packed_linear_update(&d->p_out, m->out_proj, NULL);
+    encoder_pack_update(d->enc_pack, m);
+}
+
 TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
 {
-    const int D = d->D;
     if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->S)
         return err_set(err, TFM_ERR_USAGE, "decoder: cannot take %d sentences of length %d "
                        "with beam %d", n, S, k);
-    TfmStatus st = model_encode((Model *)d->m, src, n, S, d->enc_out, err);
+    TfmStatus st = model_encode((Model *)d->m, d->enc_pack, src, n, S, d->enc_out, err);
     if (st != TFM_OK) return st;
-    for (int i = 0; i < d->m->cfg.dec_layers; i++) {
-        DecLayer *l = &d->layer[i];
-        linear_forward(l->cross_kv, d->enc_out, l->cwkv, l->cbkv, n * S, D, 2 * D);
-    }
+    for (int i = 0; i < d->m->cfg.dec_layers; i++)
+        packed_linear_forward(&d->layer[i].p_ckv, d->layer[i].cross_kv, d->enc_out, n * S, 0);
     d->cur_src = src;
     d->cur_n = n;
     d->cur_S = S;

@@ -37,8 +37,11 @@ typedef struct {
 typedef struct Decoder Decoder;
 
 /* Prepares decoding of up to max_sents sentences at once with beams up to
- * max_beam. The model must stay alive and unchanged while the decoder is used. */
+ * max_beam. The decoder keeps packed copies of the model's weights: the
+ * model must stay alive, and after its weights change (training) call
+ * decoder_update_weights before decoding again. */
 TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err);
+void decoder_update_weights(Decoder *d);
 
 /* Translates n sentences: src (n, src_len) ids ending with </s>, padded with
  * <pad>. Writes n · opt->nbest hypotheses to out, best first per sentence;

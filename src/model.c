@@ -37,6 +37,7 @@
 #include "blas.h"
 #include "layers.h"
 #include "loss.h"
+#include "packed_linear.h"
 
 /* ---- layout ---- */
 
@@ -528,15 +529,18 @@ static void sub_input_backward(Model *m, ResAct *r, LnP ln, const float *x, floa
                        m->cfg.d_model);
 }
 
-/* Self-attention F: qkv = x·Wqkvᵀ + b, ctx = attention, w->y = ctx·Woᵀ + bo. */
-static void self_attn_forward(Model *m, AttnP a, float *qkv, float *att, float *att_d,
-                              float *ctx, const float *x, const AttnShape *sh, int N,
-                              float p_att, uint64_t seed)
+/* Self-attention F: qkv = x·Wqkvᵀ + b, ctx = attention, w->y = ctx·Woᵀ + bo.
+ * pk (inference only, or NULL): packed Wqkv and Wo. */
+static void self_attn_forward(Model *m, AttnP a, const PackedLinear *pk, float *qkv,
+                              float *att, float *att_d, float *ctx, const float *x,
+                              const AttnShape *sh, int N, float p_att, uint64_t seed)
 {
     const int D = m->cfg.d_model;
-    linear_forward(qkv, x, P(a.w), P(a.b), N, D, 3 * D);
+    if (pk) packed_linear_forward(&pk[0], qkv, x, N, 0);
+    else linear_forward(qkv, x, P(a.w), P(a.b), N, D, 3 * D);
     attention_forward(ctx, att, att_d, qkv, qkv + D, qkv + 2 * D, sh, p_att, seed);
-    linear_forward(m->work->y, ctx, P(a.wo), P(a.bo), N, D, D);
+    if (pk) packed_linear_forward(&pk[1], m->work->y, ctx, N, 0);
+    else linear_forward(m->work->y, ctx, P(a.wo), P(a.bo), N, D, D);
 }
 
 /* Backward of self_attn_forward from w->dy; dx += d/dx. */
@@ -554,9 +558,18 @@ static void self_attn_backward(Model *m, AttnP a, const float *qkv, const float 
     linear_backward(dx, G(a.w), G(a.b), w->dqkv, x, P(a.w), N, D, 3 * D);
 }
 
-/* Runs the encoder stack on w's buffers; returns its output (N, D). */
-static const float *encoder_forward(Model *m, ModelWork *w, const int *src, int n, int S,
-                                    float p, float p_att, float p_relu)
+/* Packed encoder weights per layer: qkv, self out, FFN w1, FFN w2. */
+enum { PK_QKV, PK_O, PK_F1, PK_F2, PK_PER_LAYER };
+struct EncoderPack {
+    int layers;
+    PackedLinear *lin;      /* layers × PK_PER_LAYER */
+};
+
+/* Runs the encoder stack on w's buffers; returns its output (N, D). pk
+ * (evaluation only, or NULL): packed weights to use instead of sgemm. */
+static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *pk,
+                                    const int *src, int n, int S, float p, float p_att,
+                                    float p_relu)
 {
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
@@ -570,12 +583,18 @@ static const float *encoder_forward(Model *m, ModelWork *w, const int *src, int 
         const EncP *lp = &L->enc[i];
         const int s0 = SITE_ENC + 8 * i;
         const float *in = sub_input(m, &e->res1, x, lp->ln1, N);
-        self_attn_forward(m, lp->self, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N, p_att,
-                          site(w, s0));
+        const PackedLinear *lpk = pk ? pk->lin + (size_t)i * PK_PER_LAYER : NULL;
+        self_attn_forward(m, lp->self, lpk, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N,
+                          p_att, site(w, s0));
         x = sub_output(m, &e->res1, x, w->y, lp->ln1, N, p, site(w, s0 + 1));
         in = sub_input(m, &e->res2, x, lp->ln2, N);
-        ffn_forward(w->y, e->h, in, P(lp->ffn.w1), P(lp->ffn.b1), P(lp->ffn.w2),
-                    P(lp->ffn.b2), N, D, c->d_ff, p_relu, site(w, s0 + 2));
+        if (lpk) {
+            packed_linear_forward(&lpk[PK_F1], e->h, in, N, 1);
+            packed_linear_forward(&lpk[PK_F2], w->y, e->h, N, 0);
+        } else {
+            ffn_forward(w->y, e->h, in, P(lp->ffn.w1), P(lp->ffn.b1), P(lp->ffn.w2),
+                        P(lp->ffn.b2), N, D, c->d_ff, p_relu, site(w, s0 + 2));
+        }
         x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
     }
     if (c->norm == NORM_PRE) {
@@ -606,7 +625,7 @@ static const float *decoder_forward(Model *m, const float *enc_out, const Batch 
         const DecP *lp = &L->dec[i];
         const int s0 = SITE_DEC + 8 * i;
         const float *in = sub_input(m, &e->res1, x, lp->ln1, N);
-        self_attn_forward(m, lp->self, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N, p_att,
+        self_attn_forward(m, lp->self, NULL, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N, p_att,
                           site(w, s0));
         x = sub_output(m, &e->res1, x, w->y, lp->ln1, N, p, site(w, s0 + 1));
         /* cross-attention: q from the decoder, k/v from the encoder output */
@@ -667,7 +686,7 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     w->p_relu = dropout_rng ? c->relu_dropout : 0.0f;
     w->seed = dropout_rng ? rng_u64(dropout_rng) : 0;
 
-    const float *enc = encoder_forward(m, w, b->src, b->n, b->src_len, w->p_drop, w->p_att,
+    const float *enc = encoder_forward(m, w, NULL, b->src, b->n, b->src_len, w->p_drop, w->p_att,
                                        w->p_relu);
     const float *dec = decoder_forward(m, enc, b, w->p_drop, w->p_att, w->p_relu);
 
@@ -813,8 +832,54 @@ void model_backward(Model *m, const Batch *b)
     embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D));
 }
 
-TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_out,
-                       TfmErr *err)
+void encoder_pack_update(EncoderPack *pk, const Model *m)
+{
+    for (int i = 0; i < pk->layers; i++) {
+        const EncP *lp = &m->layout->enc[i];
+        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
+        packed_linear_update(&l[PK_QKV], P(lp->self.w), P(lp->self.b));
+        packed_linear_update(&l[PK_O], P(lp->self.wo), P(lp->self.bo));
+        packed_linear_update(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1));
+        packed_linear_update(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2));
+    }
+}
+
+TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
+{
+    const int D = m->cfg.d_model, F = m->cfg.d_ff, layers = m->cfg.enc_layers;
+    EncoderPack *pk = xcalloc(1, sizeof *pk, err);
+    if (!pk) return TFM_ERR_NOMEM;
+    pk->lin = xcalloc((size_t)layers * PK_PER_LAYER, sizeof *pk->lin, err);
+    if (!pk->lin) {
+        free(pk);
+        return TFM_ERR_NOMEM;
+    }
+    for (int i = 0; i < layers; i++) {
+        const EncP *lp = &m->layout->enc[i];
+        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
+        pk->layers = i + 1;
+        if (packed_linear_init(&l[PK_QKV], P(lp->self.w), P(lp->self.b), D, 3 * D, err) ||
+            packed_linear_init(&l[PK_O], P(lp->self.wo), P(lp->self.bo), D, D, err) ||
+            packed_linear_init(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1), D, F, err) ||
+            packed_linear_init(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2), F, D, err)) {
+            encoder_pack_free(pk);
+            return TFM_ERR_NOMEM;
+        }
+    }
+    *out = pk;
+    return TFM_OK;
+}
+
+void encoder_pack_free(EncoderPack *pk)
+{
+    if (!pk) return;
+    for (int i = 0; i < pk->layers * PK_PER_LAYER; i++) packed_linear_free(&pk->lin[i]);
+    free(pk->lin);
+    free(pk);
+}
+
+TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
+                       float *enc_out, TfmErr *err)
 {
     const ModelConfig *c = &m->cfg;
     if (n <= 0 || src_len <= 0 || src_len > c->max_len)
@@ -835,7 +900,7 @@ TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_
     /* the sublayer helpers read scratch from m->work: lend them w */
     ModelWork *saved = m->work;
     m->work = w;
-    const float *out = encoder_forward(m, w, src, n, src_len, 0, 0, 0);
+    const float *out = encoder_forward(m, w, pk, src, n, src_len, 0, 0, 0);
     memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
     m->work = saved;
     return TFM_OK;

@@ -101,13 +101,23 @@ void model_backward(Model *m, const Batch *b);
  * the count overflows size_t. */
 size_t model_param_count(const ModelConfig *cfg);
 
+/* Packed copies of the encoder's weights (packed_linear.h) for model_encode:
+ * faster than sgemm for inference. They copy the weights as they are now:
+ * call encoder_pack_update after the weights change (training). */
+typedef struct EncoderPack EncoderPack;
+TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err);
+void encoder_pack_update(EncoderPack *pk, const Model *m);
+void encoder_pack_free(EncoderPack *pk);
+
 /* Evaluation-mode encoder (no dropout): enc_out (n·src_len, D) gets the
  * encoder stack's output (after the final LayerNorm for pre-norm) for src
- * (n, src_len) padded with TOK_PAD. Allocates its own scratch for the call
- * and frees it. Independent of model_alloc_training.
+ * (n, src_len) padded with TOK_PAD, computed with pk's packed weights, or
+ * with sgemm over the parameters when pk is NULL. Its scratch (m->enc_work)
+ * is kept between calls and grows with the largest batch. Independent of
+ * model_alloc_training.
  * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len), TFM_ERR_NOMEM. */
-TfmStatus model_encode(Model *m, const int *src, int n, int src_len, float *enc_out,
-                       TfmErr *err);
+TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
+                       float *enc_out, TfmErr *err);
 
 /* Looks up a tensor by name; NULL if absent. */
 const TensorInfo *model_tensor(const Model *m, const char *name);

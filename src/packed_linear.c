@@ -79,12 +79,18 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, in
         packed_linear_free(p);
         return TFM_ERR_NOMEM;
     }
-    for (int j = 0; j < out; j++) {
+    packed_linear_update(p, w, b);
+    return TFM_OK;
+}
+
+void packed_linear_update(PackedLinear *p, const float *w, const float *b)
+{
+    const int in = p->in;
+    for (int j = 0; j < p->out; j++) {
         float *panel = p->w + (size_t)(j / NR) * in * NR;
         for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = w[(size_t)j * in + k];
-        if (b) p->b[j] = b[j];
+        p->b[j] = b ? b[j] : 0.0f;
     }
-    return TFM_OK;
 }
 
 void packed_linear_free(PackedLinear *p)
@@ -146,16 +152,24 @@ static void block_rows(int mr, const float *x, int in, const float *panel, const
 
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu)
 {
-    const int in = p->in, out = p->out;
-    /* Panels outermost: each panel is read from memory once per call and
-     * stays in cache while the row blocks pass over it. Threads split the
-     * panels, which does not change any element's arithmetic. */
+    const int in = p->in, out = p->out, panels = p->panels;
+    /* Rows in chunks of about 256 KB of input (a core's L2 holds it); within
+     * a chunk, panels outermost: a panel stays in L1 while the register
+     * blocks pass over it, and the weights stream from memory once per
+     * chunk (once per call in a decoder step). Threads split the (chunk,
+     * panel) pairs, which changes no element's arithmetic. */
+    int chunk = (65536 / in) / MR * MR;
+    if (chunk < MR) chunk = MR;
+    const int chunks = (n + chunk - 1) / chunk;
+    const long tasks = (long)chunks * panels;
 #pragma omp parallel for schedule(static) if ((long)n * out * in > (1L << 18))
-    for (int j = 0; j < p->panels; j++) {
+    for (long t = 0; t < tasks; t++) {
+        const int j = (int)(t % panels), r0 = (int)(t / panels) * chunk;
+        const int r1 = n - r0 < chunk ? n : r0 + chunk;
         const float *panel = p->w + (size_t)j * in * NR;
         const int ncols = out - j * NR < NR ? out - j * NR : NR;
-        for (int r = 0; r < n; r += MR)
-            block_rows(n - r < MR ? n - r : MR, x + (size_t)r * in, in, panel, p->b + j * NR,
+        for (int r = r0; r < r1; r += MR)
+            block_rows(r1 - r < MR ? r1 - r : MR, x + (size_t)r * in, in, panel, p->b + j * NR,
                        y + (size_t)r * out + j * NR, out, ncols, relu);
     }
 }

@@ -24,6 +24,8 @@ typedef struct {
 /* Packs w (out, in) row-major and copies b (out, or NULL). */
 TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
                              TfmErr *err);
+/* Repacks after the weights changed (same shape), e.g. during training. */
+void packed_linear_update(PackedLinear *p, const float *w, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
 void packed_linear_free(PackedLinear *p);

@@ -394,6 +394,7 @@ static TfmStatus validate_bleu(Trainer *t, double *bleu_out, TfmErr *err)
     TfmStatus st = TFM_OK;
     if (!t->decoder && (st = decoder_init(&t->decoder, &t->model, BLEU_BATCH, 1, err)) != TFM_OK)
         return st;
+    decoder_update_weights(t->decoder);     /* its packed weights are from the last validation */
     char **hyps = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
     char **refs = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
     int *src = xcalloc((size_t)BLEU_BATCH * (t->cfg->data.max_len + 1), sizeof(int), err);

@@ -227,3 +227,39 @@ TEST(test_length_penalty_prefers_longer_with_large_alpha)
     decoder_free(d);
     model_free(&m);
 }
+
+/* The decoder keeps packed copies of the weights: after the model changes
+ * (as in training between validations), decoder_update_weights makes it
+ * compute what a fresh decoder computes, bit for bit. */
+TEST(test_decoder_update_weights_follows_model)
+{
+    Model m;
+    CHECK(trained_model(&m, NORM_POST, true));
+    TfmErr err = {0};
+    Decoder *old, *fresh;
+    CHECK(decoder_init(&old, &m, NSENT, 1, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 5);
+    int src[NSENT * MAXLEN], lens[NSENT], prev[NSENT];
+    int S = make_src(&rng, NSENT, src, lens);
+    for (int b = 0; b < NSENT; b++) prev[b] = TOK_BOS;
+    const size_t bytes = sizeof(float) * NSENT * V;
+    float *before = malloc(bytes), *stale = malloc(bytes);
+    CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
+    memcpy(before, decoder_step(old, prev, NULL, 0), bytes);
+    for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 0.9f;
+    CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
+    memcpy(stale, decoder_step(old, prev, NULL, 0), bytes);
+    CHECK(memcmp(stale, before, bytes) != 0);   /* the encoder still sees new weights */
+    CHECK(decoder_init(&fresh, &m, NSENT, 1, &err) == TFM_OK);
+    CHECK(decoder_begin(fresh, src, NSENT, S, 1, &err) == TFM_OK);
+    const float *want = decoder_step(fresh, prev, NULL, 0);
+    CHECK(memcmp(stale, want, bytes) != 0);
+    decoder_update_weights(old);
+    CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
+    CHECK(memcmp(decoder_step(old, prev, NULL, 0), want, bytes) == 0);
+    free(before), free(stale);
+    decoder_free(old);
+    decoder_free(fresh);
+    model_free(&m);
+}

@@ -215,13 +215,41 @@ TEST(model_encode_padding_invariant)
     rng_seed(&rng, 3);
     model_init_weights(&m, &rng);
     float all[BN * BS * 16], one[4 * 16];
-    CHECK(model_encode(&m, b_src, BN, BS, all, &err) == TFM_OK);
+    CHECK(model_encode(&m, NULL, b_src, BN, BS, all, &err) == TFM_OK);
     /* sentence 1 alone, length 3 (no padding) */
-    CHECK(model_encode(&m, b_src + BS, 1, 3, one, &err) == TFM_OK);
+    CHECK(model_encode(&m, NULL, b_src + BS, 1, 3, one, &err) == TFM_OK);
     for (int i = 0; i < 3 * 16; i++) CHECK_NEAR(all[BS * 16 + i], one[i], 1e-5);
     const int bad[2] = {5, 20};
-    CHECK(model_encode(&m, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
+    CHECK(model_encode(&m, NULL, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
     model_free(&m);
+}
+
+/* The packed encoder (inference) computes what the sgemm one does, and
+ * encoder_pack_update follows the weights after they change. */
+TEST(model_encode_packed_matches_sgemm)
+{
+    for (int norm = 0; norm < 2; norm++) {
+        ModelConfig cfg = tiny_cfg(norm ? NORM_PRE : NORM_POST, true);
+        Model m;
+        TfmErr err;
+        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+        Rng rng;
+        rng_seed(&rng, 5);
+        model_init_weights(&m, &rng);
+        EncoderPack *pk = NULL;
+        CHECK(encoder_pack_new(&pk, &m, &err) == TFM_OK);
+        float plain[BN * BS * 16], packed[BN * BS * 16];
+        for (int round = 0; round < 2; round++) {
+            CHECK(model_encode(&m, NULL, b_src, BN, BS, plain, &err) == TFM_OK);
+            CHECK(model_encode(&m, pk, b_src, BN, BS, packed, &err) == TFM_OK);
+            for (int i = 0; i < BN * BS * 16; i++) CHECK_NEAR(packed[i], plain[i], 1e-5);
+            /* new weights: the pack must be updated to agree again */
+            for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 1.5f;
+            encoder_pack_update(pk, &m);
+        }
+        encoder_pack_free(pk);
+        model_free(&m);
+    }
 }
 
 TEST(model_forward_rejects_bad_batches)
