@@ -21,6 +21,20 @@ long attn_probs_size(const AttnShape *s)
  * (one query against a few dozen keys) costs less than sgemm's call overhead. */
 #define SMALL_PRODUCT 4096L
 
+/* x · y over n floats, in eight lanes that the compiler keeps in one vector
+ * register (a reduction pragma here made GCC sum through the stack). */
+static inline float dot(const float *x, const float *y, int n)
+{
+    float lane[8] = {0};
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int i = 0; i < 8; i++) lane[i] += x[c + i] * y[c + i];
+    float acc = 0;
+    for (; c < n; c++) acc += x[c] * y[c];
+    for (int i = 0; i < 8; i++) acc += lane[i];
+    return acc;
+}
+
 /* a (tq, tk) = scale · q (tq, dh) · k (tk, dh)ᵀ */
 static void scores(float *a, const float *q, int ldq, const float *k, int ldk, int tq, int tk,
                    int dh, float scale)
@@ -30,13 +44,8 @@ static void scores(float *a, const float *q, int ldq, const float *k, int ldk, i
         return;
     }
     for (int i = 0; i < tq; i++)
-        for (int j = 0; j < tk; j++) {
-            const float *qi = q + (long)i * ldq, *kj = k + (long)j * ldk;
-            float acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (int c = 0; c < dh; c++) acc += qi[c] * kj[c];
-            a[(long)i * tk + j] = acc * scale;
-        }
+        for (int j = 0; j < tk; j++)
+            a[(long)i * tk + j] = dot(q + (long)i * ldq, k + (long)j * ldk, dh) * scale;
 }
 
 /* o (tq, dh) = p (tq, tk) · v (tk, dh) */

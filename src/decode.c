@@ -331,6 +331,20 @@ static void finish(Decoder *d, int b, int k, const int *tokens, int len, float l
     d->fin_score[slot] = logprob / length_penalty(out_len, alpha);
 }
 
+enum { CHUNK = 32 };
+
+/* max of p[0..CHUNK): eight lanes, so the compiler makes vector max of it */
+static inline float chunk_max(const float *p)
+{
+    float m[8];
+    for (int i = 0; i < 8; i++) m[i] = p[i];
+    for (int j = 8; j < CHUNK; j += 8)
+        for (int i = 0; i < 8; i++) m[i] = p[j + i] > m[i] ? p[j + i] : m[i];
+    float mx = m[0];
+    for (int i = 1; i < 8; i++) mx = m[i] > mx ? m[i] : mx;
+    return mx;
+}
+
 /* Advances sentence b after the step at position t; rows of the next step
  * are written to parent/prev/score at the same row indices. */
 static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
@@ -339,11 +353,21 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
     Cand *c = d->cand + (size_t)b * 2 * k;
     int have = 0;
     for (int r = base; r < base + k; r++) {
-        if (d->score[r] == -INFINITY) continue;
+        const float s = d->score[r];
+        if (s == -INFINITY) continue;
         const float *lp = d->logits + (size_t)r * V;
         for (int v = 0; v < V; v++) {
             if (v == TOK_PAD || v == TOK_BOS) continue;
-            offer(c, &have, 2 * k, d->score[r] + lp[v], r, v);
+            /* Once 2k candidates are kept, a chunk whose best cannot beat
+             * the worst kept one is skipped whole (s + x is monotonic in
+             * x, so this drops only what offer would reject). */
+            if (v % CHUNK == 0 && have == 2 * k && v + CHUNK <= V) {
+                if (s + chunk_max(lp + v) <= c[have - 1].score) {
+                    v += CHUNK - 1;
+                    continue;
+                }
+            }
+            offer(c, &have, 2 * k, s + lp[v], r, v);
         }
     }
     const bool last = t + 1 >= d->limit[b];
