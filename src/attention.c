@@ -58,13 +58,23 @@ static void weighted_sum(float *o, int ldo, const float *p, const float *v, int 
     }
     for (int i = 0; i < tq; i++) {
         float *oi = o + (long)i * ldo;
-        for (int c = 0; c < dh; c++) oi[c] = 0.0f;
-        for (int j = 0; j < tk; j++) {
-            const float pij = p[(long)i * tk + j];
+        const float *pi = p + (long)i * tk;
+        int c0 = 0;
+        /* 16 columns at a time, summed in registers over the keys */
+        for (; c0 + 16 <= dh; c0 += 16) {
+            float lane[16] = {0};
+            for (int j = 0; j < tk; j++) {
+                const float *vj = v + (long)j * ldv + c0;
+                if (pi[j] == 0.0f) continue;    /* masked or dropped */
+                for (int c = 0; c < 16; c++) lane[c] += pi[j] * vj[c];
+            }
+            for (int c = 0; c < 16; c++) oi[c0 + c] = lane[c];
+        }
+        for (int c = c0; c < dh; c++) oi[c] = 0.0f;
+        for (int j = 0; j < tk && c0 < dh; j++) {
             const float *vj = v + (long)j * ldv;
-            if (pij == 0.0f) continue;      /* masked or dropped */
-#pragma omp simd
-            for (int c = 0; c < dh; c++) oi[c] += pij * vj[c];
+            if (pi[j] == 0.0f) continue;
+            for (int c = c0; c < dh; c++) oi[c] += pi[j] * vj[c];
         }
     }
 }

@@ -24,6 +24,10 @@ typedef struct {
 
 typedef struct { float score; int row, tok; } Cand;
 
+/* Sentences encoded together: sorted by length and taken 16 at a time, a
+ * batch of mixed lengths pads far less than as one (n, S) block. */
+enum { ENC_GROUP = 16 };
+
 struct Decoder {
     const Model *m;
     int max_sents, max_beam, rows, T, S, D, H, F, V;
@@ -31,7 +35,10 @@ struct Decoder {
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
     PackedLinear p_out;                  /* output projection to the vocabulary */
     EncoderPack *enc_pack;               /* the encoder's weights, packed */
-    float *enc_out;                      /* (n · S, D) */
+    /* encoding in groups of similar length (encode_batch) */
+    float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
+    float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
+    int *grp_src, *enc_len, *enc_order;  /* (ENC_GROUP · S); (n); (n) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
     float *score;
@@ -109,7 +116,7 @@ void decoder_free(Decoder *d)
     packed_linear_free(&d->p_out);
     encoder_pack_free(d->enc_pack);
     free(d->layer);
-    void *bufs[] = {d->enc_out, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
+    void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
                     d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
                     d->fin_tok, d->fin_len, d->fin_count, d->fin_score, d->fin_lp, d->limit,
                     d->done, d->orig, d->src_buf};
@@ -196,7 +203,12 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     }
     size_t att = R * (size_t)d->H * T;
     if (n * (size_t)d->H * max_beam * S > att) att = n * (size_t)d->H * max_beam * S;
-    d->enc_out = alloc(n * S, D * sizeof(float), err, &ok);
+    const size_t grp = n < ENC_GROUP ? n : ENC_GROUP;
+    d->enc_out = alloc(grp * S, D * sizeof(float), err, &ok);
+    d->kv_tmp = alloc(grp * S, 2 * D * sizeof(float), err, &ok);
+    d->grp_src = alloc(grp * S, sizeof(int), err, &ok);
+    d->enc_len = alloc(n, sizeof(int), err, &ok);
+    d->enc_order = alloc(n, sizeof(int), err, &ok);
     d->x = alloc(R, D * sizeof(float), err, &ok);
     d->in = alloc(R, D * sizeof(float), err, &ok);
     d->qkv = alloc(R, 3 * D * sizeof(float), err, &ok);
@@ -476,15 +488,57 @@ void decoder_update_weights(Decoder *d)
     encoder_pack_update(d->enc_pack, m);
 }
 
+/* Encodes src (n, S) and fills every layer's cross-attention K | V (n, S,
+ * 2D). Sentences go through the encoder ENC_GROUP at a time in order of
+ * length, each group padded only to its own longest; rows past that are
+ * padding, masked in attention, and set to zero. A sentence's encoding
+ * does not depend on its group: the products are row-independent and
+ * padded keys are masked. */
+static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *err)
+{
+    const int D2 = 2 * d->D;
+    int *len = d->enc_len, *order = d->enc_order;
+    for (int b = 0; b < n; b++) {
+        int l = S;
+        while (l > 1 && src[(size_t)b * S + l - 1] == TOK_PAD) l--;
+        len[b] = l;
+        int i = b;                      /* insertion sort by length, stable */
+        while (i > 0 && len[order[i - 1]] > l) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = b;
+    }
+    for (int g0 = 0; g0 < n; g0 += ENC_GROUP) {
+        const int ng = n - g0 < ENC_GROUP ? n - g0 : ENC_GROUP;
+        int Sg = 1;
+        for (int i = 0; i < ng; i++)
+            if (len[order[g0 + i]] > Sg) Sg = len[order[g0 + i]];
+        for (int i = 0; i < ng; i++)
+            memcpy(d->grp_src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
+                   (size_t)Sg * sizeof(int));
+        TfmStatus st = model_encode((Model *)d->m, d->enc_pack, d->grp_src, ng, Sg, d->enc_out,
+                                    err);
+        if (st != TFM_OK) return st;
+        for (int l = 0; l < d->m->cfg.dec_layers; l++) {
+            packed_linear_forward(&d->layer[l].p_ckv, d->kv_tmp, d->enc_out, ng * Sg, 0);
+            for (int i = 0; i < ng; i++) {
+                float *dst = d->layer[l].cross_kv + (size_t)order[g0 + i] * S * D2;
+                memcpy(dst, d->kv_tmp + (size_t)i * Sg * D2, (size_t)Sg * D2 * sizeof(float));
+                memset(dst + (size_t)Sg * D2, 0, (size_t)(S - Sg) * D2 * sizeof(float));
+            }
+        }
+    }
+    return TFM_OK;
+}
+
 TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
 {
     if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->S)
         return err_set(err, TFM_ERR_USAGE, "decoder: cannot take %d sentences of length %d "
                        "with beam %d", n, S, k);
-    TfmStatus st = model_encode((Model *)d->m, d->enc_pack, src, n, S, d->enc_out, err);
+    TfmStatus st = encode_batch(d, src, n, S, err);
     if (st != TFM_OK) return st;
-    for (int i = 0; i < d->m->cfg.dec_layers; i++)
-        packed_linear_forward(&d->layer[i].p_ckv, d->layer[i].cross_kv, d->enc_out, n * S, 0);
     d->cur_src = src;
     d->cur_n = n;
     d->cur_S = S;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "packed_linear.h"
 #include "cmds.h"
 #include "version.h"
 
@@ -65,8 +66,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
-        printf("tfm %s\nOpenBLAS kernel: %s (%s)\n", TFM_VERSION, blas_kernel_name(),
-               blas_kernel_source());
+        printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n",
+               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa());
         return 0;
     }
     if (strcmp(name, "help") == 0) {

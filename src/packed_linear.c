@@ -4,7 +4,6 @@
  * broadcasts one input of each of the MR rows. */
 #include "packed_linear.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +29,15 @@ typedef __m256 vec;
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define vrelu(v) _mm256_max_ps(v, _mm256_setzero_ps())
 #else
+/* Portable build: plain multiply-add (fmaf without hardware FMA would be a
+ * slow library call); still one fixed order per element. */
 typedef float vec;
 #define VL 1
 #define ISA "scalar"
 #define vload(p) (*(p))
 #define vstore(p, v) (*(p) = (v))
 #define vbcast(x) (x)
-#define vfma(a, b, c) fmaf(a, b, c)
+#define vfma(a, b, c) ((a) * (b) + (c))
 #define vrelu(v) ((v) > 0 ? (v) : 0.0f)
 #endif
 
