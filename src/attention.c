@@ -35,30 +35,30 @@ static inline float dot(const float *x, const float *y, int n)
     return acc;
 }
 
-/* a (tq, tk) = scale · q (tq, dh) · k (tk, dh)ᵀ */
-static void scores(float *a, const float *q, int ldq, const float *k, int ldk, int tq, int tk,
-                   int dh, float scale)
+/* a (tq, tk; row stride lda) = scale · q (tq, dh) · k (tk, dh)ᵀ */
+static void scores(float *a, int lda, const float *q, int ldq, const float *k, int ldk, int tq,
+                   int tk, int dh, float scale)
 {
     if ((long)tq * tk * dh > SMALL_PRODUCT) {
-        blas_gemm(0, 1, tq, tk, dh, scale, q, ldq, k, ldk, 0.0f, a, tk);
+        blas_gemm(0, 1, tq, tk, dh, scale, q, ldq, k, ldk, 0.0f, a, lda);
         return;
     }
     for (int i = 0; i < tq; i++)
         for (int j = 0; j < tk; j++)
-            a[(long)i * tk + j] = dot(q + (long)i * ldq, k + (long)j * ldk, dh) * scale;
+            a[(long)i * lda + j] = dot(q + (long)i * ldq, k + (long)j * ldk, dh) * scale;
 }
 
-/* o (tq, dh) = p (tq, tk) · v (tk, dh) */
-static void weighted_sum(float *o, int ldo, const float *p, const float *v, int ldv, int tq,
-                         int tk, int dh)
+/* o (tq, dh) = p (tq, tk; row stride ldp) · v (tk, dh) */
+static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float *v, int ldv,
+                         int tq, int tk, int dh)
 {
     if ((long)tq * tk * dh > SMALL_PRODUCT) {
-        blas_gemm(0, 0, tq, dh, tk, 1.0f, p, tk, v, ldv, 0.0f, o, ldo);
+        blas_gemm(0, 0, tq, dh, tk, 1.0f, p, ldp, v, ldv, 0.0f, o, ldo);
         return;
     }
     for (int i = 0; i < tq; i++) {
         float *oi = o + (long)i * ldo;
-        const float *pi = p + (long)i * tk;
+        const float *pi = p + (long)i * ldp;
         int c0 = 0;
         /* 16 columns at a time, summed in registers over the keys */
         for (; c0 + 16 <= dh; c0 += 16) {
@@ -102,27 +102,29 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
         const float *vb = v + b * s->v_stride + h * dh;
         float *ob = out + b * s->o_stride + h * dh;
         float *a = att + bh * tq * tk;
+        const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;
         /* S = Q·Kᵀ/sqrt(Dh) */
-        scores(a, qb, s->ldq, kb, s->ldk, tq, tk, dh, scale);
+        scores(a, tk, qb, s->ldq, kb, s->ldk, tq, kl, dh, scale);
         for (int i = 0; i < tq; i++) {
             float *row = a + (long)i * tk;
+            for (int j = kl; j < tk; j++) row[j] = 0.0f;
             float mx = -INFINITY;
-            for (int j = 0; j < tk; j++) {
+            for (int j = 0; j < kl; j++) {
                 if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
                 else if (row[j] > mx) mx = row[j];
             }
             if (mx == -INFINITY) {      /* every key masked: zeros, not NaN */
-                for (int j = 0; j < tk; j++) row[j] = 0.0f;
+                for (int j = 0; j < kl; j++) row[j] = 0.0f;
                 continue;
             }
             float sum = 0;
 #pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < tk; j++) {
+            for (int j = 0; j < kl; j++) {
                 row[j] = exp_fast(row[j] - mx);   /* exactly 0 for masked keys */
                 sum += row[j];
             }
             const float inv = 1.0f / sum;
-            for (int j = 0; j < tk; j++) row[j] *= inv;
+            for (int j = 0; j < kl; j++) row[j] *= inv;
         }
         float *ad = a;
         if (p > 0) {
@@ -132,7 +134,7 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
             dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
         }
         /* O = P·V */
-        weighted_sum(ob, s->ldo, ad, vb, s->ldv, tq, tk, dh);
+        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, tq, kl, dh);
     }
 }
 

@@ -38,7 +38,9 @@ struct Decoder {
     /* encoding in groups of similar length (encode_batch) */
     float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
     float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
-    int *grp_src, *enc_len, *enc_order;  /* (ENC_GROUP · S); (n); (n) */
+    int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */
+    int *enc_len;                        /* (n): source length with </s>, compacted
+                                            with the batch (cross-attention keys) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
     float *score;
@@ -280,7 +282,7 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
         .n = n, .heads = d->H, .dh = D / d->H, .tq = k, .tk = S,
         .ldq = D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
         .q_stride = (long)k * D, .k_stride = (long)S * 2 * D, .v_stride = (long)S * 2 * D,
-        .o_stride = (long)k * D, .key_tok = src, .key_tok_stride = S,
+        .o_stride = (long)k * D, .key_tok = src, .key_tok_stride = S, .key_len = d->enc_len,
     };
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &d->layer[i];
@@ -573,6 +575,7 @@ static void compact(Decoder *d, int k)
                 memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
             }
             d->limit[j] = d->limit[b];
+            d->enc_len[j] = d->enc_len[b];
             d->orig[j] = d->orig[b];
             d->done[j] = 0;
             for (int jj = 0; jj < k; jj++) {

@@ -75,6 +75,9 @@ typedef struct {
                                    masked when key_tok[b·stride + j] == TOK_PAD;
                                    NULL: no padding mask */
     int key_tok_stride;
+    const int *key_len;         /* forward only, (n) or NULL: keys j >= key_len[b]
+                                   are padding and are not computed at all
+                                   (probability 0); they must be masked anyway */
     int causal;                 /* query i sees keys j <= i + (tk - tq), so a
                                    single query at the end (tq = 1) sees all */
 } AttnShape;
