@@ -4,6 +4,7 @@
  * broadcasts one input of each of the MR rows. */
 #include "packed_linear.h"
 
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,20 +152,12 @@ static void block_rows(int mr, const float *x, int in, const float *panel, const
     }
 }
 
-void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu)
+/* Tasks [t0, t1) of packed_linear_forward: (row chunk, panel) pairs. */
+static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, int relu,
+                      int chunk, long t0, long t1)
 {
     const int in = p->in, out = p->out, panels = p->panels;
-    /* Rows in chunks of about 256 KB of input (a core's L2 holds it); within
-     * a chunk, panels outermost: a panel stays in L1 while the register
-     * blocks pass over it, and the weights stream from memory once per
-     * chunk (once per call in a decoder step). Threads split the (chunk,
-     * panel) pairs, which changes no element's arithmetic. */
-    int chunk = (65536 / in) / MR * MR;
-    if (chunk < MR) chunk = MR;
-    const int chunks = (n + chunk - 1) / chunk;
-    const long tasks = (long)chunks * panels;
-#pragma omp parallel for schedule(static) if ((long)n * out * in > (1L << 18))
-    for (long t = 0; t < tasks; t++) {
+    for (long t = t0; t < t1; t++) {
         const int j = (int)(t % panels), r0 = (int)(t / panels) * chunk;
         const int r1 = n - r0 < chunk ? n : r0 + chunk;
         const float *panel = p->w + (size_t)j * in * NR;
@@ -172,5 +165,28 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
         for (int r = r0; r < r1; r += MR)
             block_rows(r1 - r < MR ? r1 - r : MR, x + (size_t)r * in, in, panel, p->b + j * NR,
                        y + (size_t)r * out + j * NR, out, ncols, relu);
+    }
+}
+
+void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu)
+{
+    /* Rows in chunks of about 256 KB of input (a core's L2 holds it); within
+     * a chunk, panels outermost: a panel stays in L1 while the register
+     * blocks pass over it, and the weights stream from memory once per
+     * chunk (once per call in a decoder step). Threads split the (chunk,
+     * panel) pairs, which changes no element's arithmetic. */
+    int chunk = (65536 / p->in) / MR * MR;
+    if (chunk < MR) chunk = MR;
+    const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
+    /* A small product runs here: even an `if (0)` parallel region costs
+     * libgomp a team allocation, which shows at batch 1. */
+    if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1) {
+        run_tasks(p, y, x, n, relu, chunk, 0, tasks);
+        return;
+    }
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        run_tasks(p, y, x, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
     }
 }
