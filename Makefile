@@ -66,6 +66,13 @@ demo: $(BIN) data
 bench: $(BIN) data
 	bash scripts/bench_train.sh
 
+# The decoder-step product: packed-weight kernel vs sgemm (BENCHMARKS.md).
+THREADS ?= 1
+bench-kernel: $(BIN)
+	$(CC) $(ALL_CFLAGS) -o $(BUILD)/bench_packed_linear scripts/bench_packed_linear.c \
+	    $(BUILD)/packed_linear.o $(BUILD)/blas.o $(BUILD)/err.o $(LDLIBS)
+	$(BUILD)/bench_packed_linear $(THREADS)
+
 # Regenerate the PyTorch reference dump and compare (needs python3-torch).
 check-torch: $(BIN) $(BUILD)/run_tests
 	/usr/bin/python3 scripts/make_ref.py tests/data/ref_tiny.bin
@@ -84,5 +91,5 @@ install: $(BIN)
 clean:
 	rm -rf build build-asan tfm
 
-.PHONY: all deps data test asan demo bench check-torch lint install clean
+.PHONY: all deps data test asan demo bench bench-kernel check-torch lint install clean
 -include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)
