@@ -152,7 +152,8 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         rows * c->max_len * 4.0 * c->d_model * c->dec_layers +          /* self K|V, 2 copies */
         (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
         rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model) +
-        ((6.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
+        ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
+         (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers +
          (double)c->vocab_size * c->d_model);
     double need = floats * sizeof(float), have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
     if (have > 0 && need > 0.8 * have)
