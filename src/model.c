@@ -718,6 +718,41 @@ static void swap(float **a, float **b)
     *b = t;
 }
 
+/* The backward of the residual sublayers x_out = sub(x_in): *cur holds the
+ * gradient of x_out on entry and that of x_in on return (*other is the
+ * second buffer; the two swap). s1 is the site of the sublayer's dropout. */
+
+/* FFN sublayer; h: its hidden activations. */
+static void ffn_sublayer_backward(Model *m, ResAct *r, LnP ln, FfnP f, const float *h,
+                                  const float *x_in, float **cur, float **other, int N,
+                                  uint64_t s1)
+{
+    ModelWork *w = m->work;
+    const int D = m->cfg.d_model;
+    memset(*other, 0, (size_t)N * D * sizeof(float));
+    float *dfin = sub_output_backward(m, r, ln, *cur, *other, N, w->p_drop, s1);
+    const float *fin = m->cfg.norm == NORM_PRE ? r->ln : x_in;
+    ffn_backward(dfin, G(f.w1), G(f.b1), G(f.w2), G(f.b2), w->dh, w->dy, fin, h, P(f.w1),
+                 P(f.w2), N, D, m->cfg.d_ff, w->p_relu);
+    sub_input_backward(m, r, ln, x_in, *other, N);
+    swap(cur, other);
+}
+
+/* Self-attention sublayer; qkv, att, att_d, ctx: its forward activations. */
+static void self_sublayer_backward(Model *m, ResAct *r, LnP ln, AttnP a, const float *qkv,
+                                   const float *att, const float *att_d, const float *ctx,
+                                   const AttnShape *sh, const float *x_in, float **cur,
+                                   float **other, int N, uint64_t s1)
+{
+    ModelWork *w = m->work;
+    memset(*other, 0, (size_t)N * m->cfg.d_model * sizeof(float));
+    float *dfin = sub_output_backward(m, r, ln, *cur, *other, N, w->p_drop, s1);
+    const float *fin = m->cfg.norm == NORM_PRE ? r->ln : x_in;
+    self_attn_backward(m, a, qkv, att, att_d, ctx, fin, dfin, sh, N, w->p_att);
+    sub_input_backward(m, r, ln, x_in, *other, N);
+    swap(cur, other);
+}
+
 void model_backward(Model *m, const Batch *b)
 {
     ModelWork *w = m->work;
@@ -726,7 +761,7 @@ void model_backward(Model *m, const Batch *b)
     const int D = c->d_model, V = c->vocab_size, n = b->n, S = b->src_len, T = b->tgt_len;
     const int Nt = n * T, Ns = n * S, M = w->m_rows;
     const size_t ndt = (size_t)Nt * D * sizeof(float), nds = (size_t)Ns * D * sizeof(float);
-    const float p = w->p_drop, p_att = w->p_att, p_relu = w->p_relu;
+    const float p = w->p_drop, p_att = w->p_att;
     memset(m->grads, 0, m->n_params * sizeof(float));
     if (M == 0) return;
 
@@ -758,18 +793,13 @@ void model_backward(Model *m, const Batch *b)
         const float *x0 = i > 0 ? sub_result(m, &w->dec[i - 1].res3) : w->dec_x0;
         const float *x1 = sub_result(m, &e->res1), *x2 = sub_result(m, &e->res2);
         /* FFN sublayer: x3 = sub(x2) */
-        memset(other, 0, ndt);
-        float *dfin = sub_output_backward(m, &e->res3, lp->ln3, cur, other, Nt, p,
-                                          site(w, s0 + 5));
-        const float *fin = c->norm == NORM_PRE ? e->res3.ln : x2;
-        ffn_backward(dfin, G(lp->ffn.w1), G(lp->ffn.b1), G(lp->ffn.w2), G(lp->ffn.b2), w->dh,
-                     w->dy, fin, e->h, P(lp->ffn.w1), P(lp->ffn.w2), Nt, D, c->d_ff, p_relu);
-        sub_input_backward(m, &e->res3, lp->ln3, x2, other, Nt);
-        swap(&cur, &other);
+        ffn_sublayer_backward(m, &e->res3, lp->ln3, lp->ffn, e->h, x2, &cur, &other, Nt,
+                              site(w, s0 + 5));
         /* cross-attention sublayer: x2 = sub(x1) */
         memset(other, 0, ndt);
-        dfin = sub_output_backward(m, &e->res2, lp->ln2, cur, other, Nt, p, site(w, s0 + 3));
-        fin = c->norm == NORM_PRE ? e->res2.ln : x1;
+        float *dfin = sub_output_backward(m, &e->res2, lp->ln2, cur, other, Nt, p,
+                                          site(w, s0 + 3));
+        const float *fin = c->norm == NORM_PRE ? e->res2.ln : x1;
         const AttnP a = lp->cross;
         memset(w->dctx, 0, ndt);
         linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
@@ -783,13 +813,8 @@ void model_backward(Model *m, const Batch *b)
         sub_input_backward(m, &e->res2, lp->ln2, x1, other, Nt);
         swap(&cur, &other);
         /* self-attention sublayer: x1 = sub(x0) */
-        memset(other, 0, ndt);
-        dfin = sub_output_backward(m, &e->res1, lp->ln1, cur, other, Nt, p, site(w, s0 + 1));
-        fin = c->norm == NORM_PRE ? e->res1.ln : x0;
-        self_attn_backward(m, lp->self, e->qkv, e->att, e->att_d, e->ctx, fin, dfin, &sh, Nt,
-                           p_att);
-        sub_input_backward(m, &e->res1, lp->ln1, x0, other, Nt);
-        swap(&cur, &other);
+        self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
+                               e->ctx, &sh, x0, &cur, &other, Nt, site(w, s0 + 1));
     }
     /* forward: dec_x0 = drop(E[tgt]·sqrt(D) + PE) */
     dropout_apply(cur, cur, (long)Nt * D, p, site(w, SITE_EMB_TGT));
@@ -812,21 +837,10 @@ void model_backward(Model *m, const Batch *b)
         const int s0 = SITE_ENC + 8 * i;
         const float *x0 = i > 0 ? sub_result(m, &w->enc[i - 1].res2) : w->enc_x0;
         const float *x1 = sub_result(m, &e->res1);
-        memset(other, 0, nds);
-        float *dfin = sub_output_backward(m, &e->res2, lp->ln2, cur, other, Ns, p,
-                                          site(w, s0 + 3));
-        const float *fin = c->norm == NORM_PRE ? e->res2.ln : x1;
-        ffn_backward(dfin, G(lp->ffn.w1), G(lp->ffn.b1), G(lp->ffn.w2), G(lp->ffn.b2), w->dh,
-                     w->dy, fin, e->h, P(lp->ffn.w1), P(lp->ffn.w2), Ns, D, c->d_ff, p_relu);
-        sub_input_backward(m, &e->res2, lp->ln2, x1, other, Ns);
-        swap(&cur, &other);
-        memset(other, 0, nds);
-        dfin = sub_output_backward(m, &e->res1, lp->ln1, cur, other, Ns, p, site(w, s0 + 1));
-        fin = c->norm == NORM_PRE ? e->res1.ln : x0;
-        self_attn_backward(m, lp->self, e->qkv, e->att, e->att_d, e->ctx, fin, dfin, &esh, Ns,
-                           p_att);
-        sub_input_backward(m, &e->res1, lp->ln1, x0, other, Ns);
-        swap(&cur, &other);
+        ffn_sublayer_backward(m, &e->res2, lp->ln2, lp->ffn, e->h, x1, &cur, &other, Ns,
+                              site(w, s0 + 3));
+        self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
+                               e->ctx, &esh, x0, &cur, &other, Ns, site(w, s0 + 1));
     }
     dropout_apply(cur, cur, (long)Ns * D, p, site(w, SITE_EMB_SRC));
     embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D));
