@@ -1,10 +1,10 @@
-/* bleu: sacreBLEU-identical BLEU. Every step mirrors a line of sacreBLEU 2.x
- * (metrics/bleu.py, tokenizers/tokenizer_13a.py, tokenizer_re.py,
- * tokenizer_intl.py, tokenizer_char.py); comments name the Python they copy.
- * Strings are handled as UTF-8 bytes; where sacreBLEU works on code points
- * (str.split, str.rstrip, str.lower, \p{P}) we decode with unicode.c. Bytes
- * that are not valid UTF-8 (sacreBLEU would refuse the file) are kept as
- * opaque one-byte characters: not space, not punctuation, not a digit. */
+/* bleu: sacreBLEU-identical BLEU scoring. Every step mirrors a line of
+ * sacreBLEU 2.x (metrics/bleu.py); comments name the Python they copy. Each
+ * line is tokenized by bleu_tokenize.c; here its tokens are interned, the
+ * n-grams of the references counted and clipped against the hypothesis,
+ * and the corpus statistics turned into a score (brevity penalty,
+ * smoothing, effective order), formatted, and named in a signature. Also
+ * here: reading a text file into lines as sacreBLEU does. */
 #include "bleu.h"
 
 #include <errno.h>
@@ -14,11 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unicode.h"
+#include "bleu_tokenize.h"
 #include "version.h"
-
-typedef struct { unsigned char *p; size_t n, cap; } Buf;
-typedef struct { size_t off, len; } Span;
 
 /* One n-gram of the current segment's references. An entry is live when its
  * gen equals the table's, so clearing the table between segments is O(1). */
@@ -35,12 +32,10 @@ typedef struct {
 
 struct BleuScorer {
     BleuOptions opt;
-    Buf a, b;                       /* ping-pong buffers of the tokenizer passes */
-    Span *spans;                    /* tokens of the last preprocessed line */
-    size_t n_spans, cap_spans;
+    BleuTok tok;                    /* tokenizer scratch: the last line's tokens */
     /* Token interning, shared by all segments: string -> id. */
-    Buf strs;
-    Span *str;                      /* id -> bytes in strs */
+    BleuBuf strs;
+    BleuSpan *str;                  /* id -> bytes in strs */
     size_t n_strs, cap_strs;
     uint32_t *islots;               /* id + 1, 0 = empty; power-of-two size */
     size_t islot_cap;
@@ -53,333 +48,6 @@ struct BleuScorer {
     size_t tab_cap, n_live;         /* n_live: entries of the current gen */
     uint32_t gen;
 };
-
-/* ---- small helpers ---- */
-
-static TfmStatus grow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err)
-{
-    if (need <= *cap) return TFM_OK;
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        if (c > SIZE_MAX / 2) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
-        c *= 2;
-    }
-    size_t bytes;
-    if (!size_mul_ok(c, elem, &bytes)) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
-    void *q = xrealloc(*p, bytes, err);
-    if (!q) return TFM_ERR_NOMEM;
-    *p = q;
-    *cap = c;
-    return TFM_OK;
-}
-
-/* Room for `factor * n + extra` bytes: every tokenizer pass grows its input
- * at most threefold (a symbol becomes " s "). */
-static TfmStatus buf_reserve(Buf *b, size_t n, size_t factor, TfmErr *err)
-{
-    size_t need;
-    if (!size_mul_ok(n, factor, &need) || need > SIZE_MAX - 16)
-        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
-    return grow((void **)&b->p, &b->cap, need + 16, 1, err);
-}
-
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-/* Python str.isspace() for ASCII: \t \n \v \f \r, 0x1c..0x1f and space. */
-static int ascii_space(unsigned char c)
-{
-    return c == ' ' || (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x1f);
-}
-
-/* Is the character at p[i] whitespace (str.split's notion)? *len gets its size. */
-static int space_at(const unsigned char *p, size_t n, size_t i, size_t *len)
-{
-    if (p[i] < 0x80) { *len = 1; return ascii_space(p[i]); }
-    uint32_t cp;
-    *len = unicode_decode(p + i, n - i, &cp);
-    return cp != UNI_INVALID && (unicode_props(cp) & UNI_SPACE);
-}
-
-/* Length of s[0..n) after Python's str.rstrip(). Whitespace characters are
- * valid UTF-8, so stepping back to the last lead byte and decoding forward
- * finds them; anything else ends the strip. */
-static size_t rstrip_len(const unsigned char *s, size_t n)
-{
-    while (n > 0) {
-        if (s[n - 1] < 0x80) {
-            if (!ascii_space(s[n - 1])) break;
-            n--;
-            continue;
-        }
-        size_t p = n - 1, back = 0;
-        while (p > 0 && back < 3 && (s[p] & 0xC0) == 0x80) { p--; back++; }
-        uint32_t cp;
-        size_t len = unicode_decode(s + p, n - p, &cp);
-        if (cp == UNI_INVALID || p + len != n || !(unicode_props(cp) & UNI_SPACE)) break;
-        n = p;
-    }
-    return n;
-}
-
-static TfmStatus push_span(BleuScorer *s, size_t off, size_t len, TfmErr *err)
-{
-    if (grow((void **)&s->spans, &s->cap_spans, s->n_spans + 1, sizeof *s->spans, err))
-        return err->status;
-    s->spans[s->n_spans].off = off;
-    s->spans[s->n_spans].len = len;
-    s->n_spans++;
-    return TFM_OK;
-}
-
-/* ' '.join(line.split()) then .split(): the tokens are the maximal runs of
- * non-whitespace characters. */
-static TfmStatus split_ws(BleuScorer *s, const unsigned char *p, size_t n, TfmErr *err)
-{
-    size_t i = 0, len;
-    while (i < n) {
-        if (space_at(p, n, i, &len)) { i += len; continue; }
-        size_t start = i;
-        i += len;
-        while (i < n && !space_at(p, n, i, &len)) i += len;
-        if (push_span(s, start, i - start, err)) return err->status;
-    }
-    return TFM_OK;
-}
-
-/* tokenizer_char: " ".join(line) then split(): every non-space character
- * (an invalid byte counts as one) is a token. */
-static TfmStatus split_chars(BleuScorer *s, const unsigned char *p, size_t n, TfmErr *err)
-{
-    size_t i = 0, len;
-    while (i < n) {
-        int sp = space_at(p, n, i, &len);
-        if (!sp && push_span(s, i, len, err)) return err->status;
-        i += len;
-    }
-    return TFM_OK;
-}
-
-/* str.replace(pat, rep) in place; rep is never longer than pat. */
-static size_t replace_all(unsigned char *p, size_t n, const char *pat, const char *rep)
-{
-    size_t pl = strlen(pat), rl = strlen(rep), r = 0, w = 0;
-    if (!memchr(p, pat[0], n)) return n;
-    while (r < n) {
-        if (p[r] == (unsigned char)pat[0] && n - r >= pl && memcmp(p + r, pat, pl) == 0) {
-            memcpy(p + w, rep, rl);
-            w += rl;
-            r += pl;
-        } else {
-            p[w++] = p[r++];
-        }
-    }
-    return w;
-}
-
-/* ---- 13a (tokenizer_13a.py + tokenizer_re.py) ----
- * The regexes are ASCII, so they run on bytes: a multi-byte character can
- * only match [^0-9], and matching its last byte (or first, for a following
- * context) yields the same output as Python matching the whole character. */
-
-/* r'([\{-\~\[-\` -\&\(-\+\:-\@\/])' -> r' \1 ' */
-static int is_13a_punct(unsigned char c)
-{
-    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
-           (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
-}
-
-static size_t pass13a_punct(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (is_13a_punct(in[i])) { out[o++] = ' '; out[o++] = in[i]; out[o++] = ' '; }
-        else out[o++] = in[i];
-    }
-    return o;
-}
-
-/* r'([^0-9])([\.,])' -> r'\1 \2 ' (matches do not overlap: the scan resumes
- * after the period, as re.sub does) */
-static size_t pass13a_period_after(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0, i = 0;
-    while (i < n) {
-        if (i + 1 < n && !is_digit(in[i]) && (in[i + 1] == '.' || in[i + 1] == ',')) {
-            out[o++] = in[i]; out[o++] = ' '; out[o++] = in[i + 1]; out[o++] = ' ';
-            i += 2;
-        } else {
-            out[o++] = in[i++];
-        }
-    }
-    return o;
-}
-
-/* r'([\.,])([^0-9])' -> r' \1 \2' */
-static size_t pass13a_period_before(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0, i = 0;
-    while (i < n) {
-        if (i + 1 < n && (in[i] == '.' || in[i] == ',') && !is_digit(in[i + 1])) {
-            out[o++] = ' '; out[o++] = in[i]; out[o++] = ' '; out[o++] = in[i + 1];
-            i += 2;
-        } else {
-            out[o++] = in[i++];
-        }
-    }
-    return o;
-}
-
-/* r'([0-9])(-)' -> r'\1 \2 ' */
-static size_t pass13a_dash(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0, i = 0;
-    while (i < n) {
-        if (i + 1 < n && is_digit(in[i]) && in[i + 1] == '-') {
-            out[o++] = in[i]; out[o++] = ' '; out[o++] = '-'; out[o++] = ' ';
-            i += 2;
-        } else {
-            out[o++] = in[i++];
-        }
-    }
-    return o;
-}
-
-/* ---- intl (tokenizer_intl.py), on code points ---- */
-
-static unsigned props_at(const unsigned char *p, size_t n, size_t i, size_t *len)
-{
-    if (p[i] < 0x80) { *len = 1; return unicode_props(p[i]); }
-    uint32_t cp;
-    *len = unicode_decode(p + i, n - i, &cp);
-    return cp == UNI_INVALID ? 0 : unicode_props(cp);
-}
-
-/* regex r'(\P{N})(\p{P})' -> r'\1 \2 ' when punct_second, else
- * r'(\p{P})(\P{N})' -> r' \1 \2'. */
-static size_t pass_intl_punct(const unsigned char *in, size_t n, unsigned char *out,
-                              int punct_second)
-{
-    size_t o = 0, i = 0;
-    while (i < n) {
-        size_t l1, l2 = 0;
-        unsigned p1 = props_at(in, n, i, &l1), p2 = 0;
-        if (i + l1 < n) p2 = props_at(in, n, i + l1, &l2);
-        int match = l2 && (punct_second ? !(p1 & UNI_NUMBER) && (p2 & UNI_PUNCT)
-                                        : (p1 & UNI_PUNCT) && !(p2 & UNI_NUMBER));
-        if (!match) {
-            memcpy(out + o, in + i, l1);
-            o += l1;
-            i += l1;
-            continue;
-        }
-        if (!punct_second) out[o++] = ' ';
-        memcpy(out + o, in + i, l1);
-        o += l1;
-        out[o++] = ' ';
-        memcpy(out + o, in + i + l1, l2);
-        o += l2;
-        if (punct_second) out[o++] = ' ';
-        i += l1 + l2;
-    }
-    return o;
-}
-
-/* regex r'(\p{S})' -> r' \1 ' */
-static size_t pass_intl_symbol(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0, i = 0;
-    while (i < n) {
-        size_t l;
-        unsigned p = props_at(in, n, i, &l);
-        if (p & UNI_SYMBOL) out[o++] = ' ';
-        memcpy(out + o, in + i, l);
-        o += l;
-        if (p & UNI_SYMBOL) out[o++] = ' ';
-        i += l;
-    }
-    return o;
-}
-
-/* ---- preprocessing: BLEU._preprocess_segment ---- */
-
-typedef size_t (*PassFn)(const unsigned char *in, size_t n, unsigned char *out);
-
-/* Runs one pass from *cur into whichever ping-pong buffer *cur is not. */
-static TfmStatus run_pass(BleuScorer *s, const unsigned char **cur, size_t *n, PassFn fn,
-                          TfmErr *err)
-{
-    Buf *dst = *cur == s->a.p ? &s->b : &s->a;
-    if (buf_reserve(dst, *n, 3, err)) return err->status;
-    *n = fn(*cur, *n, dst->p);
-    *cur = dst->p;
-    return TFM_OK;
-}
-
-static size_t pass_intl_1(const unsigned char *in, size_t n, unsigned char *out)
-{
-    return pass_intl_punct(in, n, out, 1);
-}
-
-static size_t pass_intl_2(const unsigned char *in, size_t n, unsigned char *out)
-{
-    return pass_intl_punct(in, n, out, 0);
-}
-
-/* Fills s->spans with the tokens of line and sets *text to the bytes they
- * point into. */
-static TfmStatus preprocess(BleuScorer *s, const unsigned char *line, size_t n,
-                            const unsigned char **text, TfmErr *err)
-{
-    const unsigned char *cur = line;
-    s->n_spans = 0;
-    /* if self.lowercase: sent = sent.lower() */
-    if (s->opt.lowercase) {
-        if (buf_reserve(&s->a, n, 3, err)) return err->status;
-        n = unicode_lower_utf8(cur, n, s->a.p);
-        cur = s->a.p;
-    }
-    /* self.tokenizer(sent.rstrip()) */
-    n = rstrip_len(cur, n);
-    switch (s->opt.tokenize) {
-    case BLEU_TOK_NONE:
-        break;
-    case BLEU_TOK_CHAR:
-        *text = cur;
-        return split_chars(s, cur, n, err);
-    case BLEU_TOK_13A: {
-        /* " {} ".format(line) after the replacements (which never involve
-         * the added spaces, so the order does not matter). */
-        Buf *dst = cur == s->a.p ? &s->b : &s->a;
-        if (buf_reserve(dst, n, 1, err)) return err->status;
-        dst->p[0] = ' ';
-        memcpy(dst->p + 1, cur, n);
-        size_t m = n + 1;
-        m = replace_all(dst->p + 1, m - 1, "<skipped>", "") + 1;
-        m = replace_all(dst->p + 1, m - 1, "-\n", "") + 1;
-        m = replace_all(dst->p + 1, m - 1, "\n", " ") + 1;
-        m = replace_all(dst->p + 1, m - 1, "&quot;", "\"") + 1;
-        m = replace_all(dst->p + 1, m - 1, "&amp;", "&") + 1;
-        m = replace_all(dst->p + 1, m - 1, "&lt;", "<") + 1;
-        m = replace_all(dst->p + 1, m - 1, "&gt;", ">") + 1;
-        dst->p[m++] = ' ';
-        cur = dst->p;
-        n = m;
-        if (run_pass(s, &cur, &n, pass13a_punct, err)) return err->status;
-        int has_period = memchr(cur, '.', n) || memchr(cur, ',', n);
-        if (has_period && run_pass(s, &cur, &n, pass13a_period_after, err)) return err->status;
-        if (has_period && run_pass(s, &cur, &n, pass13a_period_before, err)) return err->status;
-        if (memchr(cur, '-', n) && run_pass(s, &cur, &n, pass13a_dash, err)) return err->status;
-        break;
-    }
-    case BLEU_TOK_INTL:
-        if (run_pass(s, &cur, &n, pass_intl_1, err)) return err->status;
-        if (run_pass(s, &cur, &n, pass_intl_2, err)) return err->status;
-        if (run_pass(s, &cur, &n, pass_intl_symbol, err)) return err->status;
-        break;
-    }
-    *text = cur;
-    return split_ws(s, cur, n, err);
-}
 
 /* ---- token interning and n-gram table ---- */
 
@@ -422,10 +90,10 @@ static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add
     }
     if (!add) { *id = NO_ID; return TFM_OK; }
     if (s->n_strs >= NO_ID - 1) return err_set(err, TFM_ERR_NOMEM, "bleu: too many distinct tokens");
-    if (grow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
+    if (bleu_grow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
         return err->status;
     if (s->strs.n + n < s->strs.n) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
-    if (grow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
+    if (bleu_grow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
     memcpy(s->strs.p + s->strs.n, p, n);
     s->str[s->n_strs].off = s->strs.n;
     s->str[s->n_strs].len = n;
@@ -439,12 +107,14 @@ static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add
 static TfmStatus add_line_ids(BleuScorer *s, const char *line, size_t len, int add, TfmErr *err)
 {
     const unsigned char *text = NULL;
-    if (preprocess(s, (const unsigned char *)line, len, &text, err)) return err->status;
-    if (grow((void **)&s->ids, &s->cap_ids, s->n_ids + s->n_spans, sizeof *s->ids, err))
+    const BleuTok *t = &s->tok;
+    if (bleu_tok_line(&s->tok, &s->opt, (const unsigned char *)line, len, &text, err))
         return err->status;
-    for (size_t i = 0; i < s->n_spans; i++) {
+    if (bleu_grow((void **)&s->ids, &s->cap_ids, s->n_ids + t->n_spans, sizeof *s->ids, err))
+        return err->status;
+    for (size_t i = 0; i < t->n_spans; i++) {
         uint32_t id = NO_ID;
-        if (intern(s, text + s->spans[i].off, s->spans[i].len, add, &id, err)) return err->status;
+        if (intern(s, text + t->spans[i].off, t->spans[i].len, add, &id, err)) return err->status;
         s->ids[s->n_ids++] = id;
     }
     return TFM_OK;
@@ -534,9 +204,7 @@ TfmStatus bleu_scorer_new(const BleuOptions *opt, BleuScorer **out, TfmErr *err)
 void bleu_scorer_free(BleuScorer *s)
 {
     if (!s) return;
-    free(s->a.p);
-    free(s->b.p);
-    free(s->spans);
+    bleu_tok_free(&s->tok);
     free(s->strs.p);
     free(s->str);
     free(s->islots);
@@ -549,23 +217,7 @@ void bleu_scorer_free(BleuScorer *s)
 TfmStatus bleu_tokenize(BleuScorer *s, const char *line, size_t len,
                         const char **out, size_t *out_len, TfmErr *err)
 {
-    const unsigned char *text = NULL;
-    if (preprocess(s, (const unsigned char *)line, len, &text, err)) return err->status;
-    /* Join in whichever ping-pong buffer the tokens are not in. */
-    Buf *dst = text == s->a.p ? &s->b : &s->a;
-    size_t total = 0;
-    for (size_t i = 0; i < s->n_spans; i++) total += s->spans[i].len + 1;
-    if (buf_reserve(dst, total, 1, err)) return err->status;
-    size_t o = 0;
-    for (size_t i = 0; i < s->n_spans; i++) {
-        if (i) dst->p[o++] = ' ';
-        memcpy(dst->p + o, text + s->spans[i].off, s->spans[i].len);
-        o += s->spans[i].len;
-    }
-    dst->p[o] = '\0';
-    *out = (const char *)dst->p;
-    *out_len = o;
-    return TFM_OK;
+    return bleu_tok_join(&s->tok, &s->opt, line, len, out, out_len, err);
 }
 
 TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
@@ -575,7 +227,7 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
     memset(out, 0, sizeof *out);
     if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "bleu: no reference given");
     s->n_ids = 0;
-    if (grow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
+    if (bleu_grow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
         return err->status;
     for (size_t r = 0; r < n_refs; r++) {
         s->ref_start[r] = s->n_ids;
@@ -767,7 +419,7 @@ TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err)
     char *data = NULL;
     if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     for (;;) {
-        if (grow((void **)&data, &cap, n + 65536, 1, err)) goto fail;
+        if (bleu_grow((void **)&data, &cap, n + 65536, 1, err)) goto fail;
         size_t got = fread(data + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
