@@ -13,7 +13,7 @@
 #include "bpe_internal.h"
 #include "text.h"
 
-const char *const special_names[BPE_N_SPECIAL] = {"<pad>", "<unk>", "<s>", "</s>"};
+const char *const bpe_special_names[BPE_N_SPECIAL] = {"<pad>", "<unk>", "<s>", "</s>"};
 
 #define MAX_WORD_SYMS (1 + 4 * BPE_MAX_WORD_CHARS)
 #define NO_RANK INT_MAX
@@ -27,7 +27,7 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 33);
 }
 
-uint64_t hash_bytes(const char *s, size_t n)
+uint64_t bpe_hash_bytes(const char *s, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;           /* FNV-1a */
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
@@ -136,7 +136,7 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err)
 
 /* ---- growable byte buffer ---- */
 
-TfmStatus buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err)
+TfmStatus bpe_buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err)
 {
     if (need <= *cap) return TFM_OK;
     size_t c = *cap ? *cap : 64;
@@ -151,10 +151,10 @@ TfmStatus buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err)
     return TFM_OK;
 }
 
-TfmStatus buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
+TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                      TfmErr *err)
 {
-    if (buf_reserve(buf, cap, *len + n + 1, err)) return TFM_ERR_NOMEM;
+    if (bpe_buf_reserve(buf, cap, *len + n + 1, err)) return TFM_ERR_NOMEM;
     memcpy(*buf + *len, s, n);
     *len += n;
     (*buf)[*len] = '\0';
@@ -194,7 +194,7 @@ const char *bpe_piece(const Bpe *b, int id, size_t *len)
 
 int bpe_piece_id(const Bpe *b, const char *s, size_t len)
 {
-    return stridx_find(&b->texts, bpe_table(b), s, len, hash_bytes(s, len));
+    return stridx_find(&b->texts, bpe_table(b), s, len, bpe_hash_bytes(s, len));
 }
 
 /* Appends a piece; returns its id, or -1 (err set). The text must be new. */
@@ -213,7 +213,7 @@ int bpe_add_piece(Bpe *b, int kind, const char *s, size_t n, TfmErr *err)
         b->kind = k;
         b->cap_pieces = c;
     }
-    if (buf_reserve(&b->pool, &b->pool_cap, b->pool_len + n + 1, err)) return -1;
+    if (bpe_buf_reserve(&b->pool, &b->pool_cap, b->pool_len + n + 1, err)) return -1;
     int id = b->n_pieces;
     memcpy(b->pool + b->pool_len, s, n);
     b->pool[b->pool_len + n] = '\0';     /* so bpe_piece returns C strings */
@@ -222,7 +222,7 @@ int bpe_add_piece(Bpe *b, int kind, const char *s, size_t n, TfmErr *err)
     b->kind[id] = (uint8_t)kind;
     b->pool_len += n + 1;
     b->n_pieces++;
-    if (stridx_add(&b->texts, id, hash_bytes(s, n), err)) return -1;
+    if (stridx_add(&b->texts, id, bpe_hash_bytes(s, n), err)) return -1;
     return id;
 }
 
@@ -243,7 +243,7 @@ TfmStatus bpe_add_merge(Bpe *b, int left, int right, int result, TfmErr *err)
 /* A printable ASCII byte piece is the character itself, so ASCII text needs
  * no separate char pieces (saving ~90 slots for merges); other bytes read
  * "<0xHH>". Returns the length written to name (8 bytes). */
-size_t byte_piece_name(int byte, char *name)
+size_t bpe_byte_piece_name(int byte, char *name)
 {
     if (byte > 0x20 && byte < 0x7F) {
         name[0] = (char)byte;
@@ -255,7 +255,7 @@ size_t byte_piece_name(int byte, char *name)
 }
 
 /* Pieces that merges may combine: text that decodes to itself. */
-bool mergeable(const Bpe *b, int id)
+bool bpe_mergeable(const Bpe *b, int id)
 {
     if (b->kind[id] == KIND_BYTE) return id - BPE_BYTE0 > 0x20 && id - BPE_BYTE0 < 0x7F;
     return b->kind[id] >= KIND_MARKER;
@@ -265,11 +265,11 @@ bool mergeable(const Bpe *b, int id)
 TfmStatus bpe_add_fixed(Bpe *b, TfmErr *err)
 {
     for (int i = 0; i < BPE_N_SPECIAL; i++)
-        if (bpe_add_piece(b, KIND_SPECIAL, special_names[i], strlen(special_names[i]), err) < 0)
+        if (bpe_add_piece(b, KIND_SPECIAL, bpe_special_names[i], strlen(bpe_special_names[i]), err) < 0)
             return err->status;
     for (int i = 0; i < 256; i++) {
         char name[8];
-        if (bpe_add_piece(b, KIND_BYTE, name, byte_piece_name(i, name), err) < 0) return err->status;
+        if (bpe_add_piece(b, KIND_BYTE, name, bpe_byte_piece_name(i, name), err) < 0) return err->status;
     }
     if (bpe_add_piece(b, KIND_MARKER, MARKER_UTF8, 3, err) < 0) return err->status;
     return TFM_OK;
@@ -495,7 +495,7 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
                      TfmErr *err)
 {
     *len = 0;
-    if (buf_reserve(out, cap, 1, err)) return TFM_ERR_NOMEM;
+    if (bpe_buf_reserve(out, cap, 1, err)) return TFM_ERR_NOMEM;
     (*out)[0] = '\0';
     bool first = true;
     for (int i = 0; i < n; i++) {
@@ -509,7 +509,7 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
         /* The marker in front of the line is not a space of the text. */
         if (first && b->kind[id] >= KIND_MARKER && k > 0 && s[0] == ' ') { s++; k--; }
         first = false;
-        if (buf_append(out, len, cap, s, k, err)) return TFM_ERR_NOMEM;
+        if (bpe_buf_append(out, len, cap, s, k, err)) return TFM_ERR_NOMEM;
     }
     return TFM_OK;
 }
@@ -521,7 +521,7 @@ static bool needs_escape(unsigned char c) { return c <= 0x20 || c == 0x7F || c =
 TfmStatus bpe_escape(const char *s, size_t n, char **out, size_t *len, size_t *cap, TfmErr *err)
 {
     static const char hex[] = "0123456789ABCDEF";
-    if (buf_reserve(out, cap, *len + 4 * n + 1, err)) return TFM_ERR_NOMEM;
+    if (bpe_buf_reserve(out, cap, *len + 4 * n + 1, err)) return TFM_ERR_NOMEM;
     char *o = *out + *len;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

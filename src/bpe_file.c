@@ -25,16 +25,16 @@ char *bpe_serialize(const Bpe *b, size_t *out_len)
     char tmp[96];
     TfmErr e;
     int n = snprintf(tmp, sizeof tmp, BPE_MAGIC "\npieces %d merges %d\n", b->n_pieces, b->n_merges);
-    if (buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
+    if (bpe_buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
     for (int id = 0; id < b->n_pieces; id++) {
         n = snprintf(tmp, sizeof tmp, "%d %s ", id, kind_names[b->kind[id]]);
-        if (buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
+        if (bpe_buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
         if (bpe_escape(b->pool + b->off[id], b->len[id], &buf, &len, &cap, &e)) goto fail;
-        if (buf_append(&buf, &len, &cap, "\n", 1, &e)) goto fail;
+        if (bpe_buf_append(&buf, &len, &cap, "\n", 1, &e)) goto fail;
     }
     for (int r = 0; r < b->n_merges; r++) {
         n = snprintf(tmp, sizeof tmp, "merge %d %d\n", b->merges[3 * r], b->merges[3 * r + 1]);
-        if (buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
+        if (bpe_buf_append(&buf, &len, &cap, tmp, (size_t)n, &e)) goto fail;
     }
     *out_len = len;
     return buf;
@@ -71,7 +71,7 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
     size_t len = 0, cap = 0;
     TfmStatus st = TFM_OK;
     for (;;) {
-        if ((st = buf_reserve(&data, &cap, len + 65536, err))) goto done;
+        if ((st = bpe_buf_reserve(&data, &cap, len + 65536, err))) goto done;
         size_t k = fread(data + len, 1, cap - len, f);
         len += k;
         if (k == 0) break;
@@ -195,7 +195,7 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
             if (field_is(f[1], fl[1], kind_names[k])) kind = k;
         if (kind < 0) BAD("unknown piece kind '%.*s'", (int)(fl[1] > 20 ? 20 : fl[1]), f[1]);
         size_t tl = fl[2];
-        if ((st = buf_reserve(&text, &text_cap, tl + 1, err))) goto fail;
+        if ((st = bpe_buf_reserve(&text, &text_cap, tl + 1, err))) goto fail;
         memcpy(text, f[2], tl);
         if (!bpe_unescape(text, &tl)) BAD("bad escape or raw control byte in piece text");
         int want = id < BPE_N_SPECIAL ? KIND_SPECIAL : id < BPE_MARKER ? KIND_BYTE
@@ -203,11 +203,11 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
         if (want >= 0 && kind != want) BAD("piece %d must be of kind '%s'", id, kind_names[want]);
         if (want < 0 && kind != KIND_CHAR && kind != KIND_MERGED)
             BAD("piece %d must be of kind 'char' or 'merged'", id);
-        if (kind == KIND_SPECIAL && !(tl == strlen(special_names[id]) && memcmp(text, special_names[id], tl) == 0))
-            BAD("piece %d must be %s", id, special_names[id]);
+        if (kind == KIND_SPECIAL && !(tl == strlen(bpe_special_names[id]) && memcmp(text, bpe_special_names[id], tl) == 0))
+            BAD("piece %d must be %s", id, bpe_special_names[id]);
         if (kind == KIND_BYTE) {
             char want_name[8];
-            size_t wl = byte_piece_name(id - BPE_BYTE0, want_name);
+            size_t wl = bpe_byte_piece_name(id - BPE_BYTE0, want_name);
             if (!(tl == wl && memcmp(text, want_name, wl) == 0)) BAD("piece %d must be %s", id, want_name);
         }
         if (kind == KIND_MARKER && !(tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0))
@@ -239,11 +239,11 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
         if (split_fields(line, n, 3, f, fl) != 3 || !field_is(f[0], fl[0], "merge") ||
             !parse_int(f[1], fl[1], &l) || !parse_int(f[2], fl[2], &rr))
             BAD("expected 'merge LEFT RIGHT'");
-        if (l >= n_pieces || rr >= n_pieces || !mergeable(b, l) || !mergeable(b, rr))
+        if (l >= n_pieces || rr >= n_pieces || !bpe_mergeable(b, l) || !bpe_mergeable(b, rr))
             BAD("merge %d %d: not two mergeable pieces (printable ASCII, marker, char or "
                 "merged)", l, rr);
         size_t ll = b->len[l], rl = b->len[rr];
-        if ((st = buf_reserve(&text, &text_cap, ll + rl + 1, err))) goto fail;
+        if ((st = bpe_buf_reserve(&text, &text_cap, ll + rl + 1, err))) goto fail;
         memcpy(text, b->pool + b->off[l], ll);
         memcpy(text + ll, b->pool + b->off[rr], rl);
         int c = bpe_piece_id(b, text, ll + rl);

@@ -18,7 +18,7 @@ enum { KIND_SPECIAL, KIND_BYTE, KIND_MARKER, KIND_CHAR, KIND_MERGED };
 #define MARKER_CP 0x2581u
 
 /* The texts of the special pieces, by id: "<pad>", "<unk>", "<s>", "</s>". */
-extern const char *const special_names[BPE_N_SPECIAL];
+extern const char *const bpe_special_names[BPE_N_SPECIAL];
 
 /* ---- hash maps ---- */
 
@@ -32,7 +32,7 @@ typedef struct { StrSlot *slots; size_t mask, n; } StrIndex;
 typedef struct { const char *pool; const size_t *off; const uint32_t *len; } StrTable;
 
 /* The hash of s[0..n) that stridx_find and stridx_add take (FNV-1a, mixed). */
-uint64_t hash_bytes(const char *s, size_t n);
+uint64_t bpe_hash_bytes(const char *s, size_t n);
 /* An empty map with room for `want` keys; on failure *m is left zeroed. */
 TfmStatus u64map_init(U64Map *m, size_t want, TfmErr *err);
 /* Frees the map and zeroes *m (safe on a zeroed map). */
@@ -51,9 +51,9 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err);
 /* ---- growable byte buffer ---- */
 
 /* Grows *buf (capacity *cap, doubling from 64) to hold at least need bytes. */
-TfmStatus buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err);
+TfmStatus bpe_buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err);
 /* Appends s[0..n) at *len and keeps the buffer NUL-terminated. */
-TfmStatus buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
+TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                      TfmErr *err);
 
 /* ---- the vocabulary ---- */
@@ -83,9 +83,9 @@ int bpe_add_piece(Bpe *b, int kind, const char *s, size_t n, TfmErr *err);
 /* Appends the merge (left, right) -> result as the next rank. */
 TfmStatus bpe_add_merge(Bpe *b, int left, int right, int result, TfmErr *err);
 /* Writes the text of byte piece `byte` to name (8 bytes); returns its length. */
-size_t byte_piece_name(int byte, char *name);
+size_t bpe_byte_piece_name(int byte, char *name);
 /* Whether merges may combine piece id (text that decodes to itself). */
-bool mergeable(const Bpe *b, int id);
+bool bpe_mergeable(const Bpe *b, int id);
 /* Adds the fixed pieces: specials, the 256 bytes, the marker. */
 TfmStatus bpe_add_fixed(Bpe *b, TfmErr *err);
 /* Builds the encode/decode lookup tables from the final pieces and merges. */

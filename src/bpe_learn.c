@@ -30,7 +30,7 @@ static void words_free(WordTable *t)
 
 static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
 {
-    uint64_t h = hash_bytes(key, n);
+    uint64_t h = bpe_hash_bytes(key, n);
     int id = stridx_find(&t->index, (StrTable){t->pool, t->off, t->len}, key, n, h);
     if (id >= 0) {
         t->count[id]++;
@@ -50,7 +50,7 @@ static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
         t->count = cnt;
         t->cap = c;
     }
-    if (buf_reserve(&t->pool, &t->pool_cap, t->pool_len + n, err)) return TFM_ERR_NOMEM;
+    if (bpe_buf_reserve(&t->pool, &t->pool_cap, t->pool_len + n, err)) return TFM_ERR_NOMEM;
     memcpy(t->pool + t->pool_len, key, n);
     t->off[t->n] = t->pool_len;
     t->len[t->n] = (uint32_t)n;
@@ -387,7 +387,7 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
             uint32_t cp;
             i += (size_t)text_utf8_decode(s + i, n - i, &cp);
             uint64_t v;
-            if (cp < 0x80) sym[k++] = mergeable(b, BPE_BYTE0 + (int)cp) ? BPE_BYTE0 + (int)cp : -1;
+            if (cp < 0x80) sym[k++] = bpe_mergeable(b, BPE_BYTE0 + (int)cp) ? BPE_BYTE0 + (int)cp : -1;
             else sym[k++] = u64map_get(&chars, cp, &v) ? (int)v : -1;
         }
         sym_len[w] = k;
@@ -416,7 +416,7 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
         if (pi < 0) break;
         int a = L.pairs[pi].a, bb = L.pairs[pi].b;
         size_t la = b->len[a], lb = b->len[bb];
-        if ((st = buf_reserve(&cat, &cat_cap, la + lb + 1, err))) break;
+        if ((st = bpe_buf_reserve(&cat, &cat_cap, la + lb + 1, err))) break;
         memcpy(cat, b->pool + b->off[a], la);
         memcpy(cat + la, b->pool + b->off[bb], lb);
         /* The same string can come from two different pairs ("▁a"+"bc" and
