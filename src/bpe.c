@@ -152,7 +152,7 @@ TfmStatus bpe_buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err)
 }
 
 TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
-                     TfmErr *err)
+                         TfmErr *err)
 {
     if (bpe_buf_reserve(buf, cap, *len + n + 1, err)) return TFM_ERR_NOMEM;
     memcpy(*buf + *len, s, n);
