@@ -3,13 +3,14 @@
  * Why not sgemm: a decoder step multiplies 1-256 rows by each weight
  * matrix, and OpenBLAS repacks the whole matrix on every call, which costs
  * more than the product at batch 1. Here each weight matrix is packed once
- * (panels of PACKED_NR output columns, the input dimension contiguous), and
- * a register-blocked kernel streams each panel once per step.
+ * (panels of a few vector widths of output columns, the input dimension
+ * contiguous), and a register-blocked kernel streams each panel once per step.
  *
- * Every output element is one fused multiply-add chain over the inputs in
- * order, whatever the number of rows or threads, so a row's result does not
- * depend on the other rows: a sentence translates the same alone or in a
- * batch (tested bit for bit). */
+ * Every output element is one multiply-add chain over the inputs in order
+ * (fused where the build has FMA), starting from the bias, whatever the
+ * number of rows or threads, so a row's result does not depend on the other
+ * rows: a sentence translates the same alone or in a batch (tested bit for
+ * bit). */
 #ifndef TFM_PACKED_LINEAR_H
 #define TFM_PACKED_LINEAR_H
 
@@ -17,7 +18,7 @@
 
 typedef struct {
     int in, out, panels;
-    float *w;           /* panels × in × PACKED_NR, zero-padded past out */
+    float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
 } PackedLinear;
 
