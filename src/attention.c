@@ -103,9 +103,14 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
         float *ob = out + b * s->o_stride + h * dh;
         float *a = att + bh * tq * tk;
         const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;
+        const int ql = s->query_pad && kl < tq ? kl : tq;     /* query rows computed */
         /* S = Q·Kᵀ/sqrt(Dh) */
-        scores(a, tk, qb, s->ldq, kb, s->ldk, tq, kl, dh, scale);
-        for (int i = 0; i < tq; i++) {
+        scores(a, tk, qb, s->ldq, kb, s->ldk, ql, kl, dh, scale);
+        for (int i = ql; i < tq; i++) {                        /* padding queries */
+            for (int j = 0; j < tk; j++) a[(long)i * tk + j] = 0.0f;
+            for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
+        }
+        for (int i = 0; i < ql; i++) {
             float *row = a + (long)i * tk;
             for (int j = kl; j < tk; j++) row[j] = 0.0f;
             float mx = -INFINITY;
@@ -117,14 +122,24 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
                 for (int j = 0; j < kl; j++) row[j] = 0.0f;
                 continue;
             }
+            /* exp (exactly 0 for masked keys) and their sum, in 16 lanes
+             * fixed by the key index, so the sum does not depend on how
+             * the compiler handles the loop's tail */
+            float lane[16] = {0};
+            int j = 0;
+            for (; j + 16 <= kl; j += 16)
+                for (int c = 0; c < 16; c++) {
+                    row[j + c] = exp_fast(row[j + c] - mx);
+                    lane[c] += row[j + c];
+                }
             float sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < kl; j++) {
-                row[j] = exp_fast(row[j] - mx);   /* exactly 0 for masked keys */
+            for (; j < kl; j++) {
+                row[j] = exp_fast(row[j] - mx);
                 sum += row[j];
             }
+            for (int c = 0; c < 16; c++) sum += lane[c];
             const float inv = 1.0f / sum;
-            for (int j = 0; j < kl; j++) row[j] *= inv;
+            for (j = 0; j < kl; j++) row[j] *= inv;
         }
         float *ad = a;
         if (p > 0) {
@@ -134,7 +149,7 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
             dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
         }
         /* O = P·V */
-        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, tq, kl, dh);
+        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, ql, kl, dh);
     }
 }
 

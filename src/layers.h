@@ -78,6 +78,11 @@ typedef struct {
     const int *key_len;         /* forward only, (n) or NULL: keys j >= key_len[b]
                                    are padding and are not computed at all
                                    (probability 0); they must be masked anyway */
+    int query_pad;              /* forward only, with key_len (self-attention):
+                                   query rows i >= key_len[b] are padding too,
+                                   not computed, output 0. Then nothing a
+                                   sentence gets depends on how far the batch
+                                   is padded (translation: batch independence) */
     int causal;                 /* query i sees keys j <= i + (tk - tq), so a
                                    single query at the end (tq = 1) sees all */
 } AttnShape;

@@ -273,6 +273,7 @@ struct ModelWork {
     float *y;                   /* (N, D) a sublayer's output before dropout */
     /* output layer */
     int *rows, *targets;        /* (max_tokens) non-pad target positions, ids */
+    int *src_len;               /* (max_tokens) inference: sentence lengths with </s> */
     double *row_loss;           /* (3 max_tokens) */
     float *hc;                  /* (M, D) decoder outputs at non-pad targets */
     float *logits;              /* (M, V) logits, then d(loss/n)/d(logits) */
@@ -373,6 +374,7 @@ static void work_free(ModelWork *w)
     free(w->enc);
     free(w->dec);
     free(w->rows);
+    free(w->src_len);
     free(w->targets);
     free(w->row_loss);
     free(w);
@@ -406,6 +408,7 @@ static ModelWork *work_alloc(const ModelConfig *cfg, int max_tokens, int max_len
     /* align the block start to 64 bytes */
     c = (Carver){.base = (float *)(((uintptr_t)w->block + 63) & ~(uintptr_t)63)};
     carve_work(&c, w, cfg);
+    if (!training && !(w->src_len = xmalloc((size_t)max_tokens * sizeof(int), err))) goto fail;
     if (training) {
         w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
         w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
@@ -576,7 +579,19 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
     const int D = c->d_model, N = n * S;
     embed_forward(w->enc_x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D));
     dropout_apply(w->enc_x0, w->enc_x0, (long)N * D, p, site(w, SITE_EMB_SRC));
-    const AttnShape sh = attn_shape(m, n, S, S, 3 * D, 3 * D, src, 0);
+    AttnShape sh = attn_shape(m, n, S, S, 3 * D, 3 * D, src, 0);
+    if (pk) {
+        /* Inference: attention stops at each sentence's end, so its encoding
+         * does not depend on the batch's padding (the other products are
+         * row-independent already). */
+        for (int b = 0; b < n; b++) {
+            int l = S;
+            while (l > 1 && src[(size_t)b * S + l - 1] == TOK_PAD) l--;
+            w->src_len[b] = l;
+        }
+        sh.key_len = w->src_len;
+        sh.query_pad = 1;
+    }
     const float *x = w->enc_x0;
     for (int i = 0; i < c->enc_layers; i++) {
         EncAct *e = &w->enc[i];

@@ -176,9 +176,11 @@ TEST(test_beam_nbest_sorted_and_batch_independent)
         Hypothesis hyp[NSENT * 4];
         CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
         int all_tok[NSENT][MAXLEN], all_len[NSENT];
+        float all_score[NSENT][4];
         for (int b = 0; b < NSENT; b++) {
             for (int i = 1; i < 4; i++)
                 if (hyp[b * 4 + i].tokens) CHECK(hyp[b * 4 + i - 1].score >= hyp[b * 4 + i].score);
+            for (int i = 0; i < 4; i++) all_score[b][i] = hyp[b * 4 + i].score;
             all_len[b] = hyp[b * 4].len;
             memcpy(all_tok[b], hyp[b * 4].tokens, sizeof(int) * hyp[b * 4].len);
         }
@@ -190,6 +192,8 @@ TEST(test_beam_nbest_sorted_and_batch_independent)
             CHECK(decoder_run(d, one, 1, lens[b] + 1, &opt, h1, &err) == TFM_OK);
             CHECK_EQ_INT(h1[0].len, all_len[b]);
             CHECK(h1[0].len == all_len[b] && memcmp(h1[0].tokens, all_tok[b], sizeof(int) * all_len[b]) == 0);
+            /* bit for bit: the n-best scores too, not only the words */
+            for (int i = 0; i < 4; i++) CHECK(h1[i].score == all_score[b][i]);
         }
         decoder_free(d);
         model_free(&m);
