@@ -30,16 +30,29 @@ typedef __m256 vec;
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define vrelu(v) _mm256_max_ps(v, _mm256_setzero_ps())
 #else
-/* Portable build: plain multiply-add (fmaf without hardware FMA would be a
- * slow library call); still one fixed order per element. */
-typedef float vec;
-#define VL 1
-#define ISA "scalar"
-#define vload(p) (*(p))
-#define vstore(p, v) (*(p) = (v))
-#define vbcast(x) (x)
+/* Portable build: GCC/Clang vectors of 4 floats (SSE2 on any x86-64), plain
+ * multiply then add (fmaf without hardware FMA would be a slow library
+ * call); still one fixed order per element. */
+typedef float vec __attribute__((vector_size(16)));
+#define VL 4
+#define ISA "portable 4-wide vectors"
+static inline vec vload_(const float *p) { vec v; memcpy(&v, p, sizeof v); return v; }
+static inline void vstore_(float *p, vec v) { memcpy(p, &v, sizeof v); }
+typedef int ivec __attribute__((vector_size(16)));
+static inline vec vrelu_(vec v)         /* keep the lanes > 0, zero the rest */
+{
+    const vec z = {0};
+    ivec bits;
+    memcpy(&bits, &v, sizeof v);
+    bits &= (v > z);
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+#define vload(p) vload_(p)
+#define vstore(p, v) vstore_(p, v)
+#define vbcast(x) ((vec){(x), (x), (x), (x)})
 #define vfma(a, b, c) ((a) * (b) + (c))
-#define vrelu(v) ((v) > 0 ? (v) : 0.0f)
+#define vrelu(v) vrelu_(v)
 #endif
 
 #define NV 2                    /* vectors per panel row */
