@@ -17,10 +17,25 @@ typedef struct {
     const float *w1, *b1, *w2, *b2, *ln3_g, *ln3_b;            /* FFN */
     float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
     float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
-    /* the step's products over packed weights: qkv, self out, cross q, cross out, FFN */
-    PackedLinear p_qkv, p_o, p_cq, p_co, p_f1, p_f2;
-    PackedLinear p_ckv;         /* cross K | V of the encoder output, once per batch */
+    PackedLinear pk[7];         /* the products over packed weights (LP_*) */
 } DecLayer;
+
+/* A layer's products: self-attention QKV and output, cross-attention query,
+ * output and K | V (of the encoder output, once per batch), FFN. */
+enum { LP_QKV, LP_O, LP_CQ, LP_CO, LP_CKV, LP_F1, LP_F2, LP_COUNT };
+
+typedef struct { const float *w, *b; int in, out; } Product;
+
+static Product layer_product(const DecLayer *l, int i, int D, int F)
+{
+    const Product p[LP_COUNT] = {
+        [LP_QKV] = {l->wqkv, l->bqkv, D, 3 * D}, [LP_O] = {l->wo, l->bo, D, D},
+        [LP_CQ] = {l->cwq, l->cbq, D, D},        [LP_CO] = {l->cwo, l->cbo, D, D},
+        [LP_CKV] = {l->cwkv, l->cbkv, D, 2 * D}, [LP_F1] = {l->w1, l->b1, D, F},
+        [LP_F2] = {l->w2, l->b2, F, D},
+    };
+    return p[i];
+}
 
 typedef struct { float score; int row, tok; } Cand;
 
@@ -110,16 +125,13 @@ void decoder_free(Decoder *d)
             free(d->layer[i].cache);
             free(d->layer[i].cache_next);
             free(d->layer[i].cross_kv);
-            PackedLinear *p[] = {&d->layer[i].p_qkv, &d->layer[i].p_o, &d->layer[i].p_cq,
-                                 &d->layer[i].p_co, &d->layer[i].p_f1, &d->layer[i].p_f2,
-                                 &d->layer[i].p_ckv};
-            for (size_t j = 0; j < sizeof p / sizeof *p; j++) packed_linear_free(p[j]);
+            for (int j = 0; j < LP_COUNT; j++) packed_linear_free(&d->layer[i].pk[j]);
         }
     packed_linear_free(&d->p_out);
     encoder_pack_free(d->enc_pack);
     free(d->layer);
-    void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in, d->qkv, d->ctx, d->y, d->q, d->h, d->att,
-                    d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
+    void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
+                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
                     d->fin_tok, d->fin_len, d->fin_count, d->fin_score, d->fin_lp, d->limit,
                     d->done, d->orig, d->src_buf};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -132,12 +144,6 @@ static void *alloc(size_t count, size_t size, TfmErr *err, int *ok)
     void *p = xcalloc(count ? count : 1, size, err);
     if (!p) *ok = 0;
     return p;
-}
-
-static void pack(PackedLinear *p, const float *w, const float *b, int in, int out, TfmErr *err,
-                 int *ok)
-{
-    if (*ok && packed_linear_init(p, w, b, in, out, err) != TFM_OK) *ok = 0;
 }
 
 TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err)
@@ -155,7 +161,8 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
          (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers +
          (double)c->vocab_size * c->d_model);
-    double need = floats * sizeof(float), have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    double need = floats * sizeof(float),
+           have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
     if (have > 0 && need > 0.8 * have)
         return err_set(err, TFM_ERR_NOMEM, "decoding %d sentences at once with beam %d needs about "
                        "%.1f GB, this machine has %.1f GB (lower --batch-size or --beam)",
@@ -185,17 +192,14 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
-        const int Di = (int)D, F = c->d_ff;
-        pack(&l->p_qkv, l->wqkv, l->bqkv, Di, 3 * Di, err, &ok);
-        pack(&l->p_o, l->wo, l->bo, Di, Di, err, &ok);
-        pack(&l->p_cq, l->cwq, l->cbq, Di, Di, err, &ok);
-        pack(&l->p_co, l->cwo, l->cbo, Di, Di, err, &ok);
-        pack(&l->p_f1, l->w1, l->b1, Di, F, err, &ok);
-        pack(&l->p_f2, l->w2, l->b2, F, Di, err, &ok);
-        pack(&l->p_ckv, l->cwkv, l->cbkv, Di, 2 * Di, err, &ok);
+        for (int j = 0; ok && j < LP_COUNT; j++) {
+            const Product p = layer_product(l, j, d->D, d->F);
+            if (packed_linear_init(&l->pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK) ok = 0;
+        }
     }
-    pack(&d->p_out, m->out_proj, NULL, d->D, d->V, err, &ok);
-    if (ok && encoder_pack_new(&d->enc_pack, m, err) != TFM_OK) ok = 0;
+    if (ok && (packed_linear_init(&d->p_out, m->out_proj, NULL, d->D, d->V, err) != TFM_OK ||
+               encoder_pack_new(&d->enc_pack, m, err) != TFM_OK))
+        ok = 0;
     if (ok && c->norm == NORM_PRE) {
         d->fin_g = tensor(m, "dec.ln.g", 0, err, &ok);
         d->fin_b = tensor(m, "dec.ln.b", 0, err, &ok);
@@ -288,23 +292,24 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &d->layer[i];
         const float *in = sub_in(d, d->x, l->ln1_g, l->ln1_b, R);
-        packed_linear_forward(&l->p_qkv, d->qkv, in, R, 0);
+        packed_linear_forward(&l->pk[LP_QKV], d->qkv, in, R, 0);
         for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
             memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
                    2 * D * sizeof(float));
         attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
-        packed_linear_forward(&l->p_o, d->y, d->ctx, R, 0);
+        packed_linear_forward(&l->pk[LP_O], d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->ln1_g, l->ln1_b, R);
 
         in = sub_in(d, d->x, l->ln2_g, l->ln2_b, R);
-        packed_linear_forward(&l->p_cq, d->q, in, R, 0);
-        attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross, 0, 0);
-        packed_linear_forward(&l->p_co, d->y, d->ctx, R, 0);
+        packed_linear_forward(&l->pk[LP_CQ], d->q, in, R, 0);
+        attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross,
+                          0, 0);
+        packed_linear_forward(&l->pk[LP_CO], d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->ln2_g, l->ln2_b, R);
 
         in = sub_in(d, d->x, l->ln3_g, l->ln3_b, R);
-        packed_linear_forward(&l->p_f1, d->h, in, R, 1);      /* FFN: relu(in·w1ᵀ + b1)·w2ᵀ + b2 */
-        packed_linear_forward(&l->p_f2, d->y, d->h, R, 0);
+        packed_linear_forward(&l->pk[LP_F1], d->h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
+        packed_linear_forward(&l->pk[LP_F2], d->y, d->h, R, 0);
         sub_out(d, d->x, d->y, l->ln3_g, l->ln3_b, R);
     }
     const float *top = d->x;
@@ -477,34 +482,26 @@ static void reorder_cache(Decoder *d, const int *parent, int R, int t)
 void decoder_update_weights(Decoder *d)
 {
     const Model *m = d->m;
-    for (int i = 0; i < m->cfg.dec_layers; i++) {
-        DecLayer *l = &d->layer[i];
-        packed_linear_update(&l->p_qkv, l->wqkv, l->bqkv);
-        packed_linear_update(&l->p_o, l->wo, l->bo);
-        packed_linear_update(&l->p_cq, l->cwq, l->cbq);
-        packed_linear_update(&l->p_co, l->cwo, l->cbo);
-        packed_linear_update(&l->p_f1, l->w1, l->b1);
-        packed_linear_update(&l->p_f2, l->w2, l->b2);
-        packed_linear_update(&l->p_ckv, l->cwkv, l->cbkv);
-    }
+    for (int i = 0; i < m->cfg.dec_layers; i++)
+        for (int j = 0; j < LP_COUNT; j++) {
+            const Product p = layer_product(&d->layer[i], j, d->D, d->F);
+            packed_linear_update(&d->layer[i].pk[j], p.w, p.b);
+        }
     packed_linear_update(&d->p_out, m->out_proj, NULL);
     encoder_pack_update(d->enc_pack, m);
 }
 
 /* Encodes src (n, S) and fills every layer's cross-attention K | V (n, S,
- * 2D). Sentences go through the encoder ENC_GROUP at a time in order of
- * length, each group padded only to its own longest; rows past that are
- * padding, masked in attention, and set to zero. A sentence's encoding
- * does not depend on its group: the products are row-independent and
- * padded keys are masked. */
+ * 2D) up to each sentence's length (d->enc_len, where cross-attention
+ * stops). Sentences go through the encoder ENC_GROUP at a time in order of
+ * length, each group padded only to its own longest. A sentence's encoding
+ * does not depend on its group (see model_encode). */
 static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *err)
 {
     const int D2 = 2 * d->D;
     int *len = d->enc_len, *order = d->enc_order;
     for (int b = 0; b < n; b++) {
-        int l = S;
-        while (l > 1 && src[(size_t)b * S + l - 1] == TOK_PAD) l--;
-        len[b] = l;
+        const int l = len[b] = model_src_len(src + (size_t)b * S, S);
         int i = b;                      /* insertion sort by length, stable */
         while (i > 0 && len[order[i - 1]] > l) {
             order[i] = order[i - 1];
@@ -524,11 +521,10 @@ static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *
                                     err);
         if (st != TFM_OK) return st;
         for (int l = 0; l < d->m->cfg.dec_layers; l++) {
-            packed_linear_forward(&d->layer[l].p_ckv, d->kv_tmp, d->enc_out, ng * Sg, 0);
+            packed_linear_forward(&d->layer[l].pk[LP_CKV], d->kv_tmp, d->enc_out, ng * Sg, 0);
             for (int i = 0; i < ng; i++) {
                 float *dst = d->layer[l].cross_kv + (size_t)order[g0 + i] * S * D2;
                 memcpy(dst, d->kv_tmp + (size_t)i * Sg * D2, (size_t)Sg * D2 * sizeof(float));
-                memset(dst + (size_t)Sg * D2, 0, (size_t)(S - Sg) * D2 * sizeof(float));
             }
         }
     }

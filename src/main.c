@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "blas.h"
-#include "packed_linear.h"
 #include "cmds.h"
+#include "packed_linear.h"
 #include "version.h"
 
 typedef struct {

@@ -584,11 +584,7 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
         /* Inference: attention stops at each sentence's end, so its encoding
          * does not depend on the batch's padding (the other products are
          * row-independent already). */
-        for (int b = 0; b < n; b++) {
-            int l = S;
-            while (l > 1 && src[(size_t)b * S + l - 1] == TOK_PAD) l--;
-            w->src_len[b] = l;
-        }
+        for (int b = 0; b < n; b++) w->src_len[b] = model_src_len(src + (size_t)b * S, S);
         sh.key_len = w->src_len;
         sh.query_pad = 1;
     }
@@ -672,6 +668,13 @@ static TfmStatus check_tokens(const int *tok, long cnt, int V, const char *what,
             return err_set(err, TFM_ERR_FORMAT, "%s token id %d out of range [0, %d)", what,
                            tok[i], V);
     return TFM_OK;
+}
+
+int model_src_len(const int *row, int S)
+{
+    int l = S;
+    while (l > 1 && row[l - 1] == TOK_PAD) l--;
+    return l;
 }
 
 TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,

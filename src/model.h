@@ -101,6 +101,10 @@ void model_backward(Model *m, const Batch *b);
  * the count overflows size_t. */
 size_t model_param_count(const ModelConfig *cfg);
 
+/* The length of a source row of S ids without its trailing TOK_PAD (at
+ * least 1): its tokens and </s>. */
+int model_src_len(const int *row, int S);
+
 /* Packed copies of the encoder's weights (packed_linear.h) for model_encode:
  * faster than sgemm for inference. They copy the weights as they are now:
  * call encoder_pack_update after the weights change (training). */
@@ -112,7 +116,9 @@ void encoder_pack_free(EncoderPack *pk);
 /* Evaluation-mode encoder (no dropout): enc_out (n·src_len, D) gets the
  * encoder stack's output (after the final LayerNorm for pre-norm) for src
  * (n, src_len) padded with TOK_PAD, computed with pk's packed weights, or
- * with sgemm over the parameters when pk is NULL. Its scratch (m->enc_work)
+ * with sgemm over the parameters when pk is NULL. With pk, attention also
+ * stops at each sentence's end, so a sentence's rows are the same bit for
+ * bit however far the batch is padded (the padding rows hold other values). Its scratch (m->enc_work)
  * is kept between calls and grows with the largest batch. Independent of
  * model_alloc_training.
  * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len), TFM_ERR_NOMEM. */
