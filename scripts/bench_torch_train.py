@@ -7,12 +7,15 @@ A step is forward + backward + Adam (dropout and label smoothing on). After
 --warmup steps, --steps steps are timed; the script prints one JSON line:
 tok/s counts source + target non-pad tokens (with </s> and <s>) per second.
 
-Batches: sentence pairs are drawn from a length distribution (a file of
-"SRC_LEN TGT_LEN" lines, or synthetic Multi30k-like lengths: src ~ 15,
-tgt ~ 14 BPE tokens), sorted by length in pools of 50 batches and cut so
-that n * (padded src_len + padded tgt_len) <= --batch-tokens, the rule of
-tfm's batcher (src/corpus.h); --budget-rule max uses n * max(...) instead,
-fairseq's. Batches are built once.
+Batches: with --lengths (a file of "SRC_LEN TGT_LEN" lines, one per pair of
+the corpus, BPE tokens without </s> or <s>), the batches tfm's batcher makes (src/corpus.c): the corpus
+sorted by (target, source) length, cut greedily so that n * (padded src_len
++ padded tgt_len) <= --batch-tokens, and shuffled, so both programs train
+on the same shapes and padding. --batching pools (or no --lengths:
+synthetic Multi30k-like lengths, src ~ 15, tgt ~ 14 BPE tokens) draws pairs
+at random and sorts them in pools of 50 batches instead, which pads more.
+--budget-rule max uses n * max(...) instead, fairseq's. Batches are built
+once.
 
 Threads: torch.set_num_threads(T) does not reach OpenBLAS (Debian's torch
 calls the system OpenBLAS, pthread build, which keeps its own pool), so the
@@ -75,34 +78,59 @@ def synthetic_pair(rng, args):
     return s, max(1, min(args.max_len, int(round(t))))
 
 
-def make_batches(args, rng):
-    if args.lengths:
-        table = read_lengths(args.lengths)
-        draw = lambda: rng.choice(table)  # noqa: E731
-    else:
-        draw = lambda: synthetic_pair(rng, args)  # noqa: E731
-    n_batches = args.warmup + args.steps
+def cut(pairs, args):
+    """Greedy cut of length-sorted pairs: a batch takes pairs while
+    n * width fits the budget (width: padded src + tgt, or their max)."""
+    batches, cur, ms, mt = [], [], 0, 0
+    for s, t in pairs:
+        s1, t1 = max(ms, s + 1), max(mt, t + 1)
+        width = s1 + t1 if args.budget_rule == "sum" else max(s1, t1)
+        if cur and (len(cur) + 1) * width > args.batch_tokens:
+            batches.append(cur)
+            cur, s1, t1 = [], s + 1, t + 1
+        cur.append((s, t))
+        ms, mt = s1, t1
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def corpus_batches(table, args, rng):
+    """tfm's batcher (src/corpus.c, batcher_plan_epoch): the whole corpus
+    sorted by (target, source) length with random ties, cut greedily, the
+    batches shuffled; epochs repeat until there are enough."""
     batches = []
-    while len(batches) < n_batches:
+    while len(batches) < args.warmup + args.steps:
+        keyed = sorted((t, s, rng.random()) for s, t in table
+                       if s + 1 + t + 1 <= args.batch_tokens)
+        epoch = cut([(s, t) for t, s, _ in keyed], args)
+        rng.shuffle(epoch)
+        batches += epoch
+    return batches
+
+
+def pool_batches(draw, args, rng):
+    """Pairs drawn at random, sorted by length in pools of about 50 batches."""
+    batches = []
+    while len(batches) < args.warmup + args.steps:
         pool_size = max(1, 50 * args.batch_tokens // int(args.src_mean + args.tgt_mean + 2))
         if args.budget_rule == "max":
             pool_size *= 2
-        pool = sorted((draw() for _ in range(pool_size)), key=lambda p: (p[0], p[1]))
-        cur = []
-        for s, t in pool:
-            cand = cur + [(s, t)]
-            ms, mt = max(a for a, _ in cand) + 1, max(b for _, b in cand) + 1
-            width = ms + mt if args.budget_rule == "sum" else max(ms, mt)
-            if cur and len(cand) * width > args.batch_tokens:
-                batches.append(cur)
-                cur = [(s, t)]
-            else:
-                cur = cand
-        if cur:
-            batches.append(cur)
+        batches += cut(sorted(draw() for _ in range(pool_size)), args)
     rng.shuffle(batches)
+    return batches
+
+
+def make_batches(args, rng):
+    if args.lengths and args.batching == "corpus":
+        batches = corpus_batches(read_lengths(args.lengths), args, rng)
+    elif args.lengths:
+        table = read_lengths(args.lengths)
+        batches = pool_batches(lambda: rng.choice(table), args, rng)
+    else:
+        batches = pool_batches(lambda: synthetic_pair(rng, args), args, rng)
     out = []
-    for pairs in batches[:n_batches]:
+    for pairs in batches[:args.warmup + args.steps]:
         src = [[rng.randrange(4, args.vocab) for _ in range(s)] for s, _ in pairs]
         tgt = [[rng.randrange(4, args.vocab) for _ in range(t)] for _, t in pairs]
         out.append(tm.make_batch(src, tgt))
@@ -125,7 +153,11 @@ def main():
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--budget-rule", choices=("sum", "max"), default="sum",
                     help="n*(S+T) <= budget (tfm) or n*max(S,T) <= budget")
-    ap.add_argument("--lengths", help="file of 'SRC_LEN TGT_LEN' lines")
+    ap.add_argument("--lengths", help="file of 'SRC_LEN TGT_LEN' lines (BPE tokens, without </s> or <s>), "
+                         "one per pair of a corpus")
+    ap.add_argument("--batching", choices=("corpus", "pools"), default="corpus",
+                    help="with --lengths: tfm's batches over the whole corpus (default), "
+                         "or random draws sorted in pools of 50 batches")
     ap.add_argument("--src-mean", type=float, default=15.0)
     ap.add_argument("--tgt-mean", type=float, default=14.0)
     ap.add_argument("--max-len", type=int, default=128)
