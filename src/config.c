@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bpe.h"
+
 /* Enum fields are written through an int pointer. */
 _Static_assert(sizeof(NormKind) == sizeof(int), "NormKind must be int-sized");
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "LrSchedule must be int-sized");
@@ -69,7 +71,8 @@ static const KeySpec schema[] = {
     STR_("data.valid_src", data.valid_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.valid_tgt", data.valid_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
-    INT_("data.vocab_size", data.vocab_size, CONFIG_MIN_VOCAB_SIZE, 1 << 20, 8000),
+    /* the range bpe_learn accepts, so a config that passes trains */
+    INT_("data.vocab_size", data.vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB, 8000),
     INT_("data.max_len", data.max_len, 1, 65536, 128),
 
     INT_("model.d_model", model.d_model, 1, 65536, 512),

@@ -7,9 +7,6 @@
 #include <stdbool.h>
 #include "err.h"
 
-/* The BPE vocabulary holds 4 specials (pad, unk, bos, eos) and the 256 byte
- * pieces before any merge, so data.vocab_size cannot be smaller. */
-#define CONFIG_MIN_VOCAB_SIZE 260
 /* Largest integer a JSON number (an IEEE double) holds exactly: the upper
  * bound of train.seed and the step counts, so that they survive to_json. */
 #define CONFIG_MAX_JSON_INT 9007199254740991LL

@@ -15,6 +15,12 @@ echo "{$DATA, \"model\": {\"foo\": 1}}" >"$T/unknown.json"
 expect_exit 1 unknown -- "$TFM" train "$T/unknown.json" --dry-run &&
     expect_err_line unknown "tfm: $T/unknown.json: model.foo: unknown key"
 
+# The smallest vocabulary BPE can learn (specials, bytes, marker) is 261:
+# 260 is refused at config time, naming the file and the key.
+echo "{\"data\": {\"train_src\": \"train.de\", \"train_tgt\": \"train.en\", \"valid_src\": \"val.de\", \"valid_tgt\": \"val.en\", \"vocab_size\": 260}}" >"$T/vocab260.json"
+expect_exit 1 vocab_size_260 -- "$TFM" train "$T/vocab260.json" --dry-run &&
+    expect_err_line vocab_size_260 "tfm: $T/vocab260.json: data.vocab_size: expected an integer in [261, 1048576], got 260"
+
 printf '{\n  %s,\n}\n' "$DATA" >"$T/syntax.json"
 expect_exit 1 syntax -- "$TFM" train "$T/syntax.json" --dry-run &&
     expect_err_line syntax "tfm: $T/syntax.json: line 3 column 1: invalid JSON near '}'"

@@ -156,7 +156,7 @@ static void check_same(const TfmConfig *a, const TfmConfig *b)
 static const char *full_json =
     "{\"data\": {\"train_src\": \"/abs/tr\\\"ain.de\", \"train_tgt\": \"/abs/train\\n.en\","
     " \"valid_src\": \"rel/val.de\", \"valid_tgt\": \"val.en\", \"vocab\": \"v.txt\","
-    " \"vocab_size\": 260, \"max_len\": 77},"
+    " \"vocab_size\": 261, \"max_len\": 77},"
     " \"model\": {\"d_model\": 96, \"heads\": 12, \"enc_layers\": 3, \"dec_layers\": 2, \"d_ff\": 333,"
     " \"dropout\": 0.3, \"attn_dropout\": 0.123456789, \"relu_dropout\": 0.7,"
     " \"norm\": \"pre\", \"share_embeddings\": false},"
@@ -177,7 +177,7 @@ TEST(config_full_round_trip)
     CHECK_STR(a.data.train_src, "/abs/tr\"ain.de");
     CHECK_STR(a.data.train_tgt, "/abs/train\n.en");
     CHECK_STR(a.data.valid_src, "rel/val.de");
-    CHECK_EQ_INT(a.data.vocab_size, 260);
+    CHECK_EQ_INT(a.data.vocab_size, 261);
     CHECK_EQ_INT(a.model.max_len, 79);
     CHECK_EQ_INT(a.model.norm, NORM_PRE);
     CHECK(a.model.attn_dropout == 0.123456789f);
@@ -283,8 +283,8 @@ static const BadCase bad_cases[] = {
      "model.d_model: expected an integer in [1, 65536], got 5.5", TFM_ERR_CONFIG},
     {"{" DATA ", \"model\": {\"d_model\": \"512\"}}",
      "model.d_model: expected an integer in [1, 65536], got \"512\"", TFM_ERR_CONFIG},
-    {"{" DATA_PLUS("\"vocab_size\": 259") "}",
-     "data.vocab_size: expected an integer in [260, 1048576], got 259", TFM_ERR_CONFIG},
+    {"{" DATA_PLUS("\"vocab_size\": 260") "}",
+     "data.vocab_size: expected an integer in [261, 1048576], got 260", TFM_ERR_CONFIG},
     {"{" DATA_PLUS("\"max_len\": 0") "}", "data.max_len: expected an integer in [1, 65536], got 0",
      TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"seed\": 1e300}}",
