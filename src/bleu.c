@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bleu_tokenize.h"
+#include "text.h"
 #include "version.h"
 
 /* One n-gram of the current segment's references. An entry is live when its
@@ -418,10 +419,23 @@ TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err)
     size_t n = 0, cap = 0;
     char *data = NULL;
     if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* The same line-length bound as text.c's reader, checked as the data
+     * comes in: endless input without a newline (/dev/zero) must not fill
+     * memory. NUL and invalid bytes stay allowed here, as in sacreBLEU. */
+    size_t line_start = 0, line_no = 1;
     for (;;) {
         if (bleu_grow((void **)&data, &cap, n + 65536, 1, err)) goto fail;
         size_t got = fread(data + n, 1, cap - n, f);
+        for (const char *p = data + n; (p = memchr(p, '\n', (size_t)(data + n + got - p))); p++) {
+            line_start = (size_t)(p - data) + 1;
+            line_no++;
+        }
         n += got;
+        if (n - line_start > TEXT_MAX_LINE + 1) {   /* + 1: a "\r" before the "\n" */
+            err_set(err, TFM_ERR_FORMAT, "%s: line %zu: longer than %zu bytes",
+                    is_stdin ? "stdin" : path, line_no, TEXT_MAX_LINE);
+            goto fail;
+        }
         if (got == 0) break;
     }
     if (ferror(f)) {

@@ -108,7 +108,8 @@ void bleu_format(const BleuScore *sc, char *buf, size_t size);
 void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t size);
 
 /* Reads a whole file ("-" is stdin) into *out (see BleuLines).
- * Errors: TFM_ERR_IO ("PATH: cannot open: ..."), TFM_ERR_NOMEM. */
+ * Errors: TFM_ERR_IO ("PATH: cannot open: ..."), TFM_ERR_NOMEM, TFM_ERR_FORMAT
+ * ("PATH: line N: longer than TEXT_MAX_LINE bytes"). */
 TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err);
 void bleu_lines_free(BleuLines *l);
 

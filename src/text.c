@@ -1,23 +1,39 @@
-/* text: line reading with getline, UTF-8 validation (RFC 3629 table 3-7). */
+/* text: bounded line reading, UTF-8 validation (RFC 3629 table 3-7). */
 #include "text.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
 {
     memset(r, 0, sizeof *r);
     r->check_utf8 = true;
+    r->max_line = TEXT_MAX_LINE;
     if (strcmp(path, "-") == 0) {
         r->f = stdin;
         r->name = "stdin";
         return TFM_OK;
     }
     r->name = path;
-    r->f = fopen(path, "rb");
-    if (!r->f)
-        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
+     * refuse it. Only regular files, as tfm train's config check requires. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+    }
+    r->f = fdopen(fd, "rb");
+    if (!r->f) {
+        int e = errno;
+        close(fd);
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+    }
     r->owns_file = true;
     return TFM_OK;
 }
@@ -26,37 +42,60 @@ void text_reader_from_file(LineReader *r, FILE *f, const char *name)
 {
     memset(r, 0, sizeof *r);
     r->check_utf8 = true;
+    r->max_line = TEXT_MAX_LINE;
     r->f = f;
     r->name = name;
 }
 
+/* Makes room for at least `need` bytes in r->buf, never beyond the most a
+ * line may take (max_line, a "\r" and the terminating NUL). */
+static bool grow(LineReader *r, size_t need, TfmErr *err)
+{
+    if (need <= r->cap) return true;
+    size_t most = r->max_line + 2, cap = r->cap ? r->cap : 256;
+    if (cap > most) cap = most;
+    while (cap < need) cap = cap > most / 2 ? most : cap * 2;
+    char *p = xrealloc(r->buf, cap, err);
+    if (!p) {
+        err_set(err, TFM_ERR_NOMEM, "%s: line %ld: out of memory", r->name, r->line_no + 1);
+        return false;
+    }
+    r->buf = p;
+    r->cap = cap;
+    return true;
+}
+
 int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
 {
+    /* Byte by byte rather than getline, so that a NUL or an over-long line
+     * is caught while reading, not after an unbounded line is in memory. */
+    const long no = r->line_no + 1;
+    size_t n = 0;
+    int c;
     errno = 0;
-    ssize_t n = getline(&r->buf, &r->cap, r->f);
-    if (n < 0) {
-        if (ferror(r->f)) {
-            if (errno == ENOMEM) {
-                err_set(err, TFM_ERR_NOMEM, "%s: line %ld: out of memory", r->name, r->line_no + 1);
-                return -1;
-            }
-            err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name,
-                    strerror(errno ? errno : EIO));
+    while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+        if (c == '\0' && r->check_utf8) {
+            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
+                    r->name, no, n + 1);
             return -1;
         }
-        return 0;
+        /* one byte over the limit is allowed for a "\r" before "\n" */
+        if (n > r->max_line) goto too_long;
+        if (n + 2 > r->cap && !grow(r, n + 2, err)) return -1;
+        r->buf[n++] = (char)c;
     }
-    r->line_no++;
-    size_t m = (size_t)n;
-    text_strip_eol(r->buf, &m);
+    if (c == EOF && ferror(r->f)) {
+        err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    if (c == EOF && n == 0) return 0;
+    if (!grow(r, n + 1, err)) return -1;
+    r->line_no = no;
+    size_t m = n;
+    if (m > 0 && r->buf[m - 1] == '\r') m--;
+    if (m > r->max_line) goto too_long;
     r->buf[m] = '\0';
     if (r->check_utf8) {
-        const char *nul = memchr(r->buf, '\0', m);
-        if (nul) {
-            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
-                    r->name, r->line_no, (size_t)(nul - r->buf) + 1);
-            return -1;
-        }
         size_t bad;
         if (!text_utf8_valid(r->buf, m, &bad)) {
             err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu",
@@ -67,6 +106,9 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     *line = r->buf;
     *len = m;
     return 1;
+too_long:
+    err_set(err, TFM_ERR_FORMAT, "%s: line %ld: longer than %zu bytes", r->name, no, r->max_line);
+    return -1;
 }
 
 void text_reader_close(LineReader *r)

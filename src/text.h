@@ -6,7 +6,12 @@
  * Line endings: a line ends at "\n"; one "\r" right before it (or before EOF)
  * is stripped too, so CRLF files read like LF files. A "\r" anywhere else is
  * kept as text. A last line without "\n" is still a line; an empty file has
- * no lines. */
+ * no lines.
+ *
+ * Bounds: a line may hold at most TEXT_MAX_LINE bytes (64 MiB, "\n" and "\r"
+ * not counted), and NUL bytes are refused as soon as they are read, so that
+ * endless input without a newline (/dev/zero, a runaway pipe) stops with an
+ * error instead of filling memory. */
 #ifndef TFM_TEXT_H
 #define TFM_TEXT_H
 
@@ -17,6 +22,11 @@
 
 #include "err.h"
 
+/* The longest line accepted, in bytes: generous for any sentence (and for
+ * the pieces of a 10 MB line, which bpe encode spells out ~3x longer), yet it
+ * bounds the memory one line can take. */
+#define TEXT_MAX_LINE ((size_t)64 << 20)
+
 typedef struct {
     FILE *f;
     const char *name;   /* for messages: the path, or "stdin" for "-" */
@@ -25,11 +35,14 @@ typedef struct {
     size_t cap;
     bool owns_file;     /* false for stdin or text_reader_from_file */
     bool check_utf8;    /* true after open: reject invalid UTF-8 and NUL bytes */
+    size_t max_line;    /* TEXT_MAX_LINE after open; tests may lower it */
 } LineReader;
 
 /* Opens path for reading ("-" means stdin). On failure returns TFM_ERR_IO
- * with "PATH: cannot open: REASON". The reader keeps a pointer to path, which
- * must outlive it. Close with text_reader_close (also after a failed open). */
+ * with "PATH: cannot open: REASON", or "PATH: not a regular file" for a FIFO,
+ * device or folder (stdin may be a pipe: "-" is an explicit choice). The
+ * reader keeps a pointer to path, which must outlive it. Close with
+ * text_reader_close (also after a failed open). */
 TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err);
 
 /* Wraps an already open stream (not closed by text_reader_close). */
@@ -40,9 +53,11 @@ void text_reader_from_file(LineReader *r, FILE *f, const char *name);
  * end of input, or -1 with err set:
  *   TFM_ERR_FORMAT "NAME: line N: invalid UTF-8 at byte B" (B counts from 1)
  *   TFM_ERR_FORMAT "NAME: line N: contains a NUL byte at byte B"
+ *   TFM_ERR_FORMAT "NAME: line N: longer than MAX bytes" (MAX = r->max_line)
  *   TFM_ERR_IO     "NAME: read error: REASON"
  *   TFM_ERR_NOMEM  when the line does not fit in memory.
- * With r->check_utf8 false, lines are returned unchecked. */
+ * With r->check_utf8 false, lines are returned unchecked (NUL bytes too), but
+ * the length limit holds. */
 int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err);
 
 /* Closes the file (unless stdin or borrowed) and frees the buffer. Safe on a

@@ -71,6 +71,13 @@ expect_exit 2 "bad --smooth-value" -- "$TFM" bleu "$T/three" "$T/three" --smooth
 expect_err_line "bad --smooth-value message" "tfm: bleu: --smooth-value: expected a non-negative number, got 'x'"
 expect_exit 2 "missing reference" -- "$TFM" bleu "$T/three"
 expect_err_line "missing reference message" "tfm: bleu: expected HYP REF [REF ...] (see tfm bleu --help)"
+# Endless input without a newline: a line stops at 64 MiB instead of filling memory.
+printf 'a b\n' >"$T/ref1"
+expect_exit 1 "hyp over 64 MiB on one line" -- sh -c "head -c 70000000 /dev/zero | \"$TFM\" bleu - \"$T/ref1\""
+expect_err_line "over-long line" "tfm: stdin: line 1: longer than 67108864 bytes"
+expect_exit 1 "/dev/zero as hyp" -- timeout 20 "$TFM" bleu /dev/zero "$T/ref1"
+expect_err_line "/dev/zero line" "tfm: /dev/zero: line 1: longer than 67108864 bytes"
+
 expect_exit 0 "--help" -- "$TFM" bleu --help
 check "help text on stdout" grep -q '^usage: tfm bleu HYP REF' "$T/out"
 expect_exit 0 "tfm help bleu" -- "$TFM" help bleu

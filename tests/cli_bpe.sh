@@ -66,6 +66,29 @@ expect_err_line "encode invalid UTF-8 line" "tfm: stdin: line 2: invalid UTF-8 a
 printf 'a\000b\n' >"$T/nul.txt"
 expect_exit 1 "encode NUL" -- run_in "$T/nul.txt" "$TFM" bpe encode -v "$T/v1"
 expect_err_line "encode NUL line" "tfm: stdin: line 1: contains a NUL byte at byte 2"
+# Endless input without a newline: NULs are refused as soon as they are
+# read, and a line stops at 64 MiB, so memory stays bounded.
+zeros_into() { local n=$1; shift; head -c "$n" /dev/zero | "$@"; }
+for sub in encode decode; do
+    expect_exit 1 "$sub 3 MB of NULs" -- zeros_into 3000000 "$TFM" bpe $sub -v "$T/v1"
+    expect_err_line "$sub NULs line" "tfm: stdin: line 1: contains a NUL byte at byte 1"
+    expect_exit 1 "$sub /dev/zero" -- run_in /dev/zero timeout 20 "$TFM" bpe $sub -v "$T/v1"
+done
+expect_exit 1 "learn 3 MB of NULs from stdin" -- zeros_into 3000000 "$TFM" bpe learn -s 300 -o "$T/v4" -
+expect_err_line "learn NULs line" "tfm: stdin: line 1: contains a NUL byte at byte 1"
+long_into() { { printf 'ok\n'; head -c 70000000 /dev/zero | tr '\0' a; } | "$@"; }
+expect_exit 1 "encode a line over 64 MiB" -- long_into "$TFM" bpe encode -v "$T/v1"
+expect_err_line "over-long line" "tfm: stdin: line 2: longer than 67108864 bytes"
+check "the line before it is encoded" test "$(wc -l <"$T/out")" = 1
+# Like tfm train's data files, learn's FILEs must be regular files ('-' for a pipe).
+expect_exit 1 "learn from /dev/zero" -- timeout 20 "$TFM" bpe learn -s 300 -o "$T/v4" /dev/zero
+expect_err_line "learn from /dev/zero line" "tfm: /dev/zero: not a regular file"
+mkfifo "$T/fifo"
+expect_exit 1 "learn from a FIFO" -- timeout 20 "$TFM" bpe learn -s 300 -o "$T/v4" "$T/fifo"
+expect_err_line "learn from a FIFO line" "tfm: $T/fifo: not a regular file"
+expect_exit 1 "learn from a folder" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T"
+expect_err_line "learn from a folder line" "tfm: $T: not a regular file"
+check "refused learns write nothing" test ! -e "$T/v4"
 expect_exit 1 "learn invalid UTF-8" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T/corpus.txt" "$T/bad.txt"
 expect_err_line "learn invalid UTF-8 line" "tfm: $T/bad.txt: line 2: invalid UTF-8 at byte 3"
 check "failed learn writes nothing" test ! -e "$T/v4"

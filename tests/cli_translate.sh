@@ -48,6 +48,17 @@ printf 'gut\n\xff\xfe kaputt\n' >bad.txt
 expect_exit 1 "invalid UTF-8" -- sh -c "\"$TFM\" translate < bad.txt"
 expect_err_line "invalid UTF-8 message" "tfm: stdin: line 2: invalid UTF-8 at byte 1"
 check "lines before the bad one are translated" test "$(wc -l <"$T/out")" = 1
+# Endless input without a newline stops at once with an error (NULs are
+# refused as they are read), instead of filling memory.
+expect_exit 1 "3 MB of NULs" -- sh -c "head -c 3000000 /dev/zero | \"$TFM\" translate"
+expect_err_line "NUL message" "tfm: stdin: line 1: contains a NUL byte at byte 1"
+expect_exit 1 "/dev/zero" -- sh -c "timeout 20 \"$TFM\" translate < /dev/zero"
+printf 'gut\n' >nonl.txt
+head -c 70000000 /dev/zero | tr '\0' a >>nonl.txt
+expect_exit 1 "a line over 64 MiB" -- sh -c "\"$TFM\" translate < nonl.txt"
+expect_err_line "over-long line message" "tfm: stdin: line 2: longer than 67108864 bytes"
+check "the line before the over-long one is translated" test "$(wc -l <"$T/out")" = 1
+rm -f nonl.txt
 expect_exit 1 "missing model" -- sh -c "\"$TFM\" translate -m nope.tfm < in.txt"
 expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
 expect_exit 2 "bad beam" -- "$TFM" translate -b 0

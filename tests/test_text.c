@@ -1,7 +1,9 @@
 /* Tests of text: UTF-8 validation edge cases and the line reader (CRLF, NUL,
- * invalid UTF-8 with line numbers, long lines, no final newline). */
+ * invalid UTF-8 with line numbers, long lines, the line limit, no final
+ * newline, non-regular files). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -195,6 +197,69 @@ TEST(text_reader_long_line)
     text_reader_close(&r);
     unlink(path);
     free(data);
+}
+
+/* The length limit counts the line without its "\n" and "\r"; one byte more
+ * is an error naming the line, and the reader stops there. */
+TEST(text_reader_line_limit)
+{
+    const char data[] = "12345678\n12345678\r\n123456789\nnever read\n";
+    const char *path = temp_file(data, sizeof data - 1);
+    char name[64];
+    strcpy(name, path);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    r.max_line = 8;
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_EQ_INT(len, 8);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_STR(line, "12345678");
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), -1);
+    CHECK_EQ_INT(err.status, TFM_ERR_FORMAT);
+    char want[128];
+    snprintf(want, sizeof want, "%s: line 3: longer than 8 bytes", name);
+    CHECK_STR(err.msg, want);
+    CHECK(r.cap <= 8 + 2);      /* the buffer never grew past the limit */
+    text_reader_close(&r);
+    unlink(name);
+}
+
+/* A NUL is refused as it is read: the rest of the line is not read (the next
+ * read starts right after the NUL). */
+TEST(text_reader_nul_stops_reading)
+{
+    const char data[] = "ab\0cd\n";
+    const char *path = temp_file(data, sizeof data - 1);
+    char name[64];
+    strcpy(name, path);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    char *line;
+    size_t len;
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), -1);
+    CHECK_EQ_INT(getc(r.f), 'c');
+    text_reader_close(&r);
+    unlink(name);
+}
+
+/* Only regular files: a FIFO is refused at once (no wait for a writer). */
+TEST(text_reader_refuses_fifo)
+{
+    char fifo[4096];
+    snprintf(fifo, sizeof fifo, "%s/text.fifo", test_tmpdir());
+    CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, fifo, &err), TFM_ERR_IO);
+    char want[4200];
+    snprintf(want, sizeof want, "%s: not a regular file", fifo);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
+    unlink(fifo);
 }
 
 TEST(text_reader_missing_file)
