@@ -6,20 +6,70 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The file to replace: path itself, or the file a symlink at path points
+ * to. Sets *out (malloc'd) or err. */
+static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
+{
+    *out = NULL;
+    if (path[0] == '\0') return err_set(err, TFM_ERR_IO, "output path is empty");
+    struct stat sb;
+    char *target = NULL;
+    if (lstat(path, &sb) != 0) {
+        if (errno != ENOENT)
+            return err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        target = strdup(path);          /* a new file */
+    } else if (S_ISLNK(sb.st_mode)) {
+        /* rename would replace the link itself; write where it points */
+        target = realpath(path, NULL);
+        if (!target)
+            return err_set(err, TFM_ERR_IO, "%s: cannot follow the symbolic link: %s", path,
+                           strerror(errno));
+        if (stat(target, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            free(target);
+            return err_set(err, TFM_ERR_IO, "%s: exists and is not a regular file; not "
+                           "replacing it", path);
+        }
+    } else if (!S_ISREG(sb.st_mode)) {
+        return err_set(err, TFM_ERR_IO, "%s: exists and is not a regular file; not replacing it",
+                       path);
+    } else {
+        target = strdup(path);
+    }
+    if (!target) return err_set(err, TFM_ERR_NOMEM, "out of memory");
+    *out = target;
+    return TFM_OK;
+}
+
+TfmStatus atomic_check_target(const char *path, TfmErr *err)
+{
+    char *target;
+    TfmStatus st = resolve_target(path, &target, err);
+    free(target);
+    return st;
+}
 
 TfmStatus atomic_open(AtomicFile *af, const char *path, TfmErr *err)
 {
     memset(af, 0, sizeof *af);
-    size_t n = strlen(path);
-    af->path = xmalloc(n + 1, err);
+    TfmStatus st = resolve_target(path, &af->path, err);
+    if (st != TFM_OK) return st;
+    size_t n = strlen(af->path);
     af->tmp = xmalloc(n + 32, err);
-    if (!af->path || !af->tmp) goto fail;
-    memcpy(af->path, path, n + 1);
-    snprintf(af->tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-    af->f = fopen(af->tmp, "wb");
-    if (!af->f) {
+    if (!af->tmp) goto fail;
+    snprintf(af->tmp, n + 32, "%s.tmp.%ld", af->path, (long)getpid());
+    /* O_EXCL: never write through whatever else sits at the temp name; a
+     * stale temp of a dead process with our pid goes first. */
+    unlink(af->tmp);
+    int fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || !(af->f = fdopen(fd, "wb"))) {
         err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(af->tmp);
+        }
         goto fail;
     }
     return TFM_OK;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "bleu.h"
 #include "bpe.h"
 #include "ckpt.h"
@@ -214,6 +215,11 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
     if (st != TFM_OK) return st;
     char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
     if (!path) return TFM_ERR_NOMEM;
+    /* first, as reading a FIFO to look at it would wait for a writer */
+    if ((st = atomic_check_target(path, err)) != TFM_OK) {
+        free(path);
+        return st;
+    }
     if (!is_vocab_or_absent(path))
         st = err_set(err, TFM_ERR_IO, "%s: exists and is not a tfm vocabulary; not overwriting it",
                      path);
@@ -619,6 +625,8 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if (!model_dir) return err_set(err, TFM_ERR_NOMEM, "out of memory");
     st = make_dirs(dirname(model_dir), err);
     free(model_dir);
+    /* and a train.model that cannot be replaced (a FIFO, a device) too */
+    if (st == TFM_OK) st = atomic_check_target(cfg->train.model, err);
     if (st != TFM_OK) {
         close(lock_fd);
         return st;

@@ -106,6 +106,23 @@ mkdir v && mkdir v/ck && echo "my notes" >v/ck/vocab.txt
 (cd v && expect_exit 1 "foreign vocab.txt" -- "$TFM" train ../mini.json -q)
 check "foreign vocab.txt kept" test "$(cat v/ck/vocab.txt)" = "my notes"
 
+# A train.model that is not a regular file is refused before training, and
+# kept; a symlink is followed (the link stays a link).
+mkfifo fifo.tfm
+sed 's|"model": "model.tfm"|"model": "../fifo.tfm"|' mini.json >fifo.json
+mkdir m
+(cd m && expect_exit 1 "train.model is a FIFO" -- timeout 60 "$TFM" train ../fifo.json -q)
+expect_err_line "train.model FIFO message" "tfm: ../fifo.tfm: exists and is not a regular file; not replacing it"
+check "the FIFO is still a FIFO" test -p fifo.tfm
+check "refused before training" test ! -e m/ck/last.tfm
+expect_exit 1 "average -o FIFO" -- timeout 20 "$TFM" average -o fifo.tfm a/model.tfm a/model.tfm
+expect_err_line "average -o FIFO message" "tfm: fifo.tfm: exists and is not a regular file; not replacing it"
+: >linked.tfm
+ln -s linked.tfm link.tfm
+expect_exit 0 "average -o symlink" -- "$TFM" average -o link.tfm a/model.tfm a/model.tfm
+check "the model symlink is still a link" test -L link.tfm
+check "its target holds the model" test -s linked.tfm
+
 # Early stopping: a learning rate of ~0 never improves the validation loss, so
 # training stops after `patience` validations without improvement.
 sed 's/"valid_every": 40/"valid_every": 5, "patience": 2/; s/"schedule": "inverse_sqrt"/"schedule": "constant"/; s/"peak": 0.003/"peak": 1e-30/' mini.json >patience.json
