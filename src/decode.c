@@ -5,11 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "blas.h"
 #include "layers.h"
 #include "packed_linear.h"
+#include "sysmem.h"
 
 typedef struct {
     const float *wqkv, *bqkv, *wo, *bo, *ln1_g, *ln1_b;        /* self-attention */
@@ -161,12 +161,10 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
          (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers +
          (double)c->vocab_size * c->d_model);
-    double need = floats * sizeof(float),
-           have = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
-    if (have > 0 && need > 0.8 * have)
-        return err_set(err, TFM_ERR_NOMEM, "decoding %d sentences at once with beam %d needs about "
-                       "%.1f GB, this machine has %.1f GB (lower --batch-size or --beam)",
-                       max_sents, max_beam, need / 1e9, have / 1e9);
+    char what[96];
+    snprintf(what, sizeof what, "decoding %d sentences at once with beam %d", max_sents, max_beam);
+    TfmStatus st = sysmem_check(floats * sizeof(float), what, "lower --batch-size or --beam", err);
+    if (st != TFM_OK) return st;
     Decoder *d = xcalloc(1, sizeof *d, err);
     if (!d) return TFM_ERR_NOMEM;
     d->m = m;

@@ -309,15 +309,18 @@ static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
     r->r = carve(c, nd);
 }
 
-/* Assigns every buffer (c->base NULL: only counts). */
+/* Assigns every buffer (c->base NULL: only counts; then w->enc and w->dec
+ * may be NULL too). */
 static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
 {
     const size_t N = (size_t)w->max_tokens, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
     const size_t A = (size_t)cfg->heads * N * (size_t)w->max_len;
     const size_t V = (size_t)cfg->vocab_size;
     const int attd = w->training && cfg->attn_dropout > 0;
+    EncAct enc_count;           /* counting without w->enc (model_work_bytes) */
+    DecAct dec_count;
     for (int i = 0; i < cfg->enc_layers; i++) {
-        EncAct *e = &w->enc[i];
+        EncAct *e = w->enc ? &w->enc[i] : &enc_count;
         carve_res(c, &e->res1, N * D, N);
         carve_res(c, &e->res2, N * D, N);
         e->qkv = carve(c, 3 * N * D);
@@ -333,7 +336,7 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     w->y = carve(c, N * D);
     if (!w->training) return;
     for (int i = 0; i < cfg->dec_layers; i++) {
-        DecAct *e = &w->dec[i];
+        DecAct *e = w->dec ? &w->dec[i] : &dec_count;
         carve_res(c, &e->res1, N * D, N);
         carve_res(c, &e->res2, N * D, N);
         carve_res(c, &e->res3, N * D, N);
@@ -380,16 +383,34 @@ static void work_free(ModelWork *w)
     free(w);
 }
 
+/* False when the workspace's sizes could overflow size_t: all factors are
+ * positive ints, and the largest buffer is heads · max_tokens · max_len or
+ * max_tokens · V. */
+static bool work_size_ok(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    double biggest = (double)cfg->heads * max_tokens * max_len;
+    double logits = (double)max_tokens * cfg->vocab_size;
+    if (biggest < logits) biggest = logits;
+    return biggest * 64.0 * (cfg->enc_layers + cfg->dec_layers + 4) <= (double)SIZE_MAX / 8;
+}
+
+double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    if (!work_size_ok(cfg, max_tokens, max_len)) return INFINITY;
+    /* the same carving as work_alloc, so the estimate cannot drift from it */
+    ModelWork w = {.max_tokens = max_tokens, .max_len = max_len, .training = 1};
+    Carver c = {0};
+    carve_work(&c, &w, cfg);
+    return (double)c.used * sizeof(float) + 64 +
+           (double)max_tokens * (2 * sizeof(int) + 3 * sizeof(double));  /* rows, targets, row_loss */
+}
+
 /* training 0: only the encoder's buffers (model_encode). */
 static ModelWork *work_alloc(const ModelConfig *cfg, int max_tokens, int max_len,
                              int training, TfmErr *err)
 {
-    /* Bound the sizes before any size_t product: all factors are positive ints,
-     * and the largest buffer is heads · max_tokens · max_len or max_tokens · V. */
-    double biggest = (double)cfg->heads * max_tokens * max_len;
-    double logits = (double)max_tokens * cfg->vocab_size;
-    if (biggest < logits) biggest = logits;
-    if (biggest * 64.0 * (cfg->enc_layers + cfg->dec_layers + 4) > (double)SIZE_MAX / 8) {
+    /* Bound the sizes before any size_t product. */
+    if (!work_size_ok(cfg, max_tokens, max_len)) {
         err_set(err, TFM_ERR_NOMEM, "workspace for %d tokens is too large", max_tokens);
         return NULL;
     }

@@ -87,6 +87,11 @@ void model_init_weights(Model *m, Rng *rng);
  * n * src_len <= max_tokens, n * tgt_len <= max_tokens, lengths <= max_len. */
 TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err);
 
+/* Bytes model_alloc_training(max_tokens, max_len) allocates for the
+ * activation workspace of a model of shape cfg (vocab_size and max_len set);
+ * grads not included. No allocation; +inf when the sizes overflow. */
+double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len);
+
 /* Forward pass and loss. dropout_rng NULL: evaluation (no dropout).
  * Errors: TFM_ERR_FORMAT for a batch that does not fit the workspace or has
  * out-of-range ids. */

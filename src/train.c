@@ -27,6 +27,7 @@
 #include "model.h"
 #include "optim.h"
 #include "progress.h"
+#include "sysmem.h"
 
 enum { LOG_EVERY = 50 };
 
@@ -229,6 +230,22 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
     return st;
 }
 
+/* Refuses a model and batch size this machine cannot train, before the big
+ * allocations: `copies` float arrays of the parameters' size (params, grads,
+ * Adam's m and v: 4; fewer when some are already held) plus the activation
+ * workspace for the largest batch. */
+static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
+{
+    size_t n = model_param_count(mc);
+    double need = n ? (double)copies * n * sizeof(float) : INFINITY;
+    need += model_work_bytes(mc, t->cfg->train.batch_tokens, t->cfg->data.max_len + 1);
+    char what[128];
+    snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
+             (double)n, t->cfg->train.batch_tokens);
+    return sysmem_check(need, what, "lower model.d_model, model.d_ff, the layers, "
+                        "data.vocab_size or train.batch_tokens", err);
+}
+
 static TfmStatus resume(Trainer *t, TfmErr *err)
 {
     ModelFile mf;
@@ -268,6 +285,8 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
     t->adam.weight_decay = t->cfg->train.weight_decay;
     t->ts = mf.ts;
     ckpt_free(&mf);
+    /* params and Adam's moments are loaded; grads and activations are to come */
+    if ((st = check_memory(t, &t->model.cfg, 1, err)) != TFM_OK) return st;
     progress_note(&t->prog, "resuming from %s at step %ld (epoch %ld)", t->last_path,
                   t->ts.step, t->ts.epoch + 1);
     return TFM_OK;
@@ -280,6 +299,7 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     ModelConfig mc = t->cfg->model;
     mc.vocab_size = bpe_vocab_size(t->bpe);
     mc.max_len = t->cfg->data.max_len + 2;
+    if ((st = check_memory(t, &mc, 4, err)) != TFM_OK) return st;
     if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
     Rng init_rng;
     rng_seed(&init_rng, t->cfg->train.seed);
