@@ -241,12 +241,22 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
             if (r.pos != r.len)
                 return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the end", path);
             seen_end = true;
-        } else if (memcmp(tag, "CONF", 4) == 0) { s->conf = body; seen_conf = true; }
-        else if (memcmp(tag, "VOCB", 4) == 0) { s->vocb = body; seen_vocb = true; }
-        else if (memcmp(tag, "TENS", 4) == 0) { s->tens = body; seen_tens = true; }
-        else if (memcmp(tag, "ADAM", 4) == 0) { s->adam = body; s->has_adam = true; }
-        else if (memcmp(tag, "TRST", 4) == 0) { s->trst = body; s->has_trst = true; }
+            continue;
+        }
+        Reader *dst = NULL;
+        bool *seen = NULL;
+        if (memcmp(tag, "CONF", 4) == 0) { dst = &s->conf; seen = &seen_conf; }
+        else if (memcmp(tag, "VOCB", 4) == 0) { dst = &s->vocb; seen = &seen_vocb; }
+        else if (memcmp(tag, "TENS", 4) == 0) { dst = &s->tens; seen = &seen_tens; }
+        else if (memcmp(tag, "ADAM", 4) == 0) { dst = &s->adam; seen = &s->has_adam; }
+        else if (memcmp(tag, "TRST", 4) == 0) { dst = &s->trst; seen = &s->has_trst; }
         /* unknown sections are skipped: newer writers may add some */
+        if (!dst) continue;
+        /* two of one section: which one is meant is anyone's guess */
+        if (*seen)
+            return err_set(err, TFM_ERR_FORMAT, "%s: duplicate %.4s section", path, (const char *)tag);
+        *dst = body;
+        *seen = true;
     }
     if (!seen_conf || !seen_vocb || !seen_tens)
         return err_set(err, TFM_ERR_FORMAT, "%s: missing %s section", path,

@@ -3,6 +3,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "bpe.h"
@@ -140,6 +141,62 @@ static void expect_refused(const char *buf, size_t len, const char *want_suffix)
     char want[800];
     snprintf(want, sizeof want, "%s: %s", path_bad, want_suffix);
     CHECK_STR(err.msg, want);
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* A copy of the file with its section `tag` written twice, and a valid
+ * checksum (FNV-1a-64 of everything before END, docs/model-format.md). */
+static char *duplicate_section(const char *buf, size_t len, const char *tag, size_t *out_len)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    size_t pos = 16, sec = 0, sec_len = 0, end = 0;
+    while (pos + 12 <= len) {
+        uint64_t n = get_le64(u + pos + 4);
+        if (memcmp(u + pos, tag, 4) == 0) { sec = pos; sec_len = 12 + (size_t)n; }
+        if (memcmp(u + pos, "END ", 4) == 0) { end = pos; break; }
+        pos += 12 + (size_t)n;
+    }
+    if (!sec || !end) return NULL;
+    char *out = malloc(len + sec_len);
+    memcpy(out, buf, end);
+    memcpy(out + end, buf + sec, sec_len);
+    memcpy(out + end + sec_len, buf + end, len - end);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < end + sec_len; i++) h = (h ^ (unsigned char)out[i]) * 0x100000001b3ULL;
+    for (int i = 0; i < 8; i++) out[end + sec_len + 12 + i] = (char)(h >> (8 * i));
+    *out_len = len + sec_len;
+    return out;
+}
+
+/* A section may appear once: a second TENS (or CONF, ...) is an error, not
+ * silently the one that wins. */
+TEST(test_ckpt_refuses_duplicate_sections)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    size_t len, dup_len;
+    char *buf = slurp(path_a, &len);
+    const char *tags[] = {"TENS", "CONF", "VOCB", "ADAM", "TRST"};
+    for (int i = 0; i < 5; i++) {
+        char *dup = duplicate_section(buf, len, tags[i], &dup_len);
+        CHECK(dup != NULL);
+        if (!dup) continue;
+        char want[64];
+        snprintf(want, sizeof want, "duplicate %s section", tags[i]);
+        expect_refused(dup, dup_len, want);
+        free(dup);
+    }
+    free(buf);
+    fixture_free(&f);
 }
 
 TEST(test_ckpt_refuses_damaged_files)
