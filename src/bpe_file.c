@@ -65,6 +65,7 @@ TfmStatus bpe_save(const Bpe *b, const char *path, TfmErr *err)
 TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
 {
     *out = NULL;
+    if (!*path) return err_set(err, TFM_ERR_IO, "vocabulary path is empty");
     FILE *f = fopen(path, "rb");
     if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char *data = NULL;

@@ -181,6 +181,8 @@ static double get_f64(Reader *r)
 
 static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *len, TfmErr *err)
 {
+    /* "tfm: : cannot open" would not say what is wrong */
+    if (!*path) return err_set(err, TFM_ERR_IO, "model path is empty");
     FILE *f = fopen(path, "rb");
     if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;

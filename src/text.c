@@ -19,6 +19,7 @@ TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
         return TFM_OK;
     }
     r->name = path;
+    if (!*path) return err_set(err, TFM_ERR_IO, "input path is empty");
     /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
      * refuse it. Only regular files, as tfm train's config check requires. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

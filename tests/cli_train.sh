@@ -154,6 +154,8 @@ cp a/model.tfm flip.tfm
 printf '\x55' | dd of=flip.tfm bs=1 seek=3000 conv=notrunc status=none
 expect_exit 1 "bit-flipped model" -- "$TFM" info flip.tfm
 expect_err_line "bit-flip message" "tfm: flip.tfm: checksum mismatch (corrupted file)"
+expect_exit 1 "empty model path" -- "$TFM" info ""
+expect_err_line "empty model path message" "tfm: model path is empty"
 expect_exit 1 "missing model" -- "$TFM" info nope.tfm
 expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
 

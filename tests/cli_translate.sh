@@ -61,6 +61,8 @@ check "the line before the over-long one is translated" test "$(wc -l <"$T/out")
 rm -f nonl.txt
 expect_exit 1 "missing model" -- sh -c "\"$TFM\" translate -m nope.tfm < in.txt"
 expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
+expect_exit 1 "empty model path" -- sh -c "\"$TFM\" translate -m '' < in.txt"
+expect_err_line "empty model path message" "tfm: model path is empty"
 expect_exit 2 "bad beam" -- "$TFM" translate -b 0
 expect_exit 2 "bad alpha" -- "$TFM" translate --alpha=abc
 expect_exit 2 "unknown option" -- "$TFM" translate --frobnicate
