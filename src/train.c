@@ -530,6 +530,14 @@ static bool limit_reached(const Trainer *t)
            (tc->max_time_s > 0 && elapsed(t) >= tc->max_time_s);
 }
 
+/* What a numeric stop leaves behind: say "last.tfm keeps ..." only when
+ * there is one (a fresh run may stop before its first save). */
+static const char *stop_note(const Trainer *t)
+{
+    return file_exists(t->last_path) ? "last.tfm keeps the last good state"
+                                     : "no checkpoint was saved yet";
+}
+
 static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
@@ -538,13 +546,13 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     TfmStatus st = model_forward(&t->model, b, tc->label_smoothing, &t->ts.dropout_rng, &ls, err);
     if (st != TFM_OK) return st;
     if (!isfinite(ls.loss))
-        return err_set(err, TFM_ERR_NUMERIC, "step %ld: loss is %s; stopping (last.tfm keeps "
-                       "the last good state)", next, isnan(ls.loss) ? "NaN" : "Inf");
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: loss is %s; stopping (%s)", next,
+                       isnan(ls.loss) ? "NaN" : "Inf", stop_note(t));
     model_backward(&t->model, b);
     double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
     if (!isfinite(norm))
-        return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (last.tfm "
-                       "keeps the last good state)", next, isnan(norm) ? "NaN" : "Inf");
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (%s)", next,
+                       isnan(norm) ? "NaN" : "Inf", stop_note(t));
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;

@@ -20,8 +20,8 @@ void train_install_signal_handlers(void);
 /* Trains per cfg (threads already set). On success the model path
  * (cfg->train.model) holds the best model. Returns TFM_INTERRUPTED with
  * err->signo after a signal, once last.tfm is saved; TFM_ERR_NUMERIC when a
- * loss or gradient is NaN/Inf (naming the step; last.tfm keeps the last good
- * state). */
+ * loss or gradient is NaN/Inf (naming the step; last.tfm, if there is one,
+ * keeps the last good state). */
 TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err);
 
 #endif

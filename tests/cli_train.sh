@@ -191,5 +191,15 @@ sed 's/"peak": 0.003/"peak": 1e30/; s/"warmup": 10/"warmup": 1/' mini.json >nan.
 mkdir d
 (cd d && expect_exit 1 "NaN stops training" -- "$TFM" train ../nan.json -q)
 check "NaN message names the step" grep -Eq '^tfm: step [0-9]+: (loss|gradient) is (NaN|Inf)' "$T/err"
+# It diverges before the first save (save_every 5): the message must not
+# promise a last.tfm that does not exist.
+check "no last.tfm before the first save" test ! -e d/ck/last.tfm
+check "NaN message says nothing was saved" grep -Eq '; stopping \(no checkpoint was saved yet\)$' "$T/err"
+# Resumed from a good last.tfm, the same divergence says that file is kept.
+mkdir d2
+(cd d2 && "$TFM" train ../mini.json -q >/dev/null 2>&1)
+sed 's/"max_steps": 40/"max_steps": 80/' nan.json >nan80.json
+(cd d2 && expect_exit 1 "NaN after resuming" -- "$TFM" train ../nan80.json -q)
+check "NaN message names last.tfm when there is one" grep -Eq '; stopping \(last.tfm keeps the last good state\)$' "$T/err"
 
 cli_summary
