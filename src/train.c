@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -165,6 +166,33 @@ static void remove_stale_temps(const char *dir)
         unlink(path);
     }
     closedir(d);
+}
+
+/* Removes "MODEL.tmp.PID" files next to train.model that a killed run left
+ * (a second Ctrl-C during the final copy). That folder is not locked, so
+ * only temps whose writer process is gone are removed. */
+static void remove_stale_model_temps(const char *model)
+{
+    char *copy_dir = strdup(model), *copy_base = strdup(model);
+    const char *dir = copy_dir ? dirname(copy_dir) : NULL;     /* may not point into copy_dir */
+    DIR *d = dir ? opendir(dir) : NULL;
+    const char *base = copy_base ? basename(copy_base) : NULL;
+    size_t n = base ? strlen(base) : 0;
+    struct dirent *e;
+    while (d && base && (e = readdir(d))) {
+        const char *p = e->d_name;
+        if (strncmp(p, base, n) != 0 || strncmp(p + n, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(p + n + 5, &end, 10);
+        if (*end || end == p + n + 5 || pid <= 0 || pid > INT_MAX) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;    /* alive, or not ours to judge */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, p);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    free(copy_dir);
+    free(copy_base);
 }
 
 /* --restart: the previous run's checkpoints go, so that they are neither
@@ -647,6 +675,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     remove_stale_temps(cfg->train.out_dir);
+    remove_stale_model_temps(cfg->train.model);
     if (opt->restart) remove_checkpoints(cfg->train.out_dir);
     /* the model's folder now, not after hours of training */
     char *model_dir = strdup(cfg->train.model);

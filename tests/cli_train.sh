@@ -32,7 +32,15 @@ check "resume is announced" grep -q "resuming from ck/last.tfm at step 13" "$T/e
 check "resumed model equals uninterrupted" cmp -s a/model.tfm b/model.tfm
 
 # Rerunning a finished run is harmless; --restart starts over and ends the same.
+# A train.model temp of a killed run (dead pid) goes; a live writer's stays.
+: >a/model.tfm.tmp.2147483646
+: >a/model.tfm.tmp.$$
+: >a/other.tfm.tmp.2147483646
 (cd a && expect_exit 0 "rerun finished" -- "$TFM" train ../mini.json -q)
+check "stale train.model temp removed" test ! -e a/model.tfm.tmp.2147483646
+check "a live writer's temp is kept" test -e a/model.tfm.tmp.$$
+check "another file's temp is kept" test -e a/other.tfm.tmp.2147483646
+rm -f a/model.tfm.tmp.$$ a/other.tfm.tmp.2147483646
 (cd b && expect_exit 0 "restart" -- "$TFM" train ../mini.json -q --restart)
 check "restart reproduces the run" cmp -s a/model.tfm b/model.tfm
 check "restart starts a fresh log" test "$(grep -c valid_ppl b/ck/log.jsonl)" = 1
