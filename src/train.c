@@ -289,6 +289,15 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
         return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config "
                        "(use --restart to start over)", t->last_path);
     }
+    /* a learned vocabulary of another size would not be the one the
+     * config asks for (data.vocab_size is ignored with data.vocab) */
+    if (!t->cfg->data.vocab && mf.cfg.data.vocab_size != t->cfg->data.vocab_size) {
+        TfmStatus st2 = err_set(err, TFM_ERR_CONFIG, "%s: was trained with data.vocab_size %d, "
+                                "the config says %d (use --restart to start over)", t->last_path,
+                                mf.cfg.data.vocab_size, t->cfg->data.vocab_size);
+        ckpt_free(&mf);
+        return st2;
+    }
     /* the data position means something only with the same batches */
     if (mf.cfg.train.seed != t->cfg->train.seed ||
         mf.cfg.train.batch_tokens != t->cfg->train.batch_tokens) {

@@ -108,6 +108,9 @@ check "foreign temp-like file kept" test -e a/ck/report.tmp.csv
 sed 's/"max_steps": 40/"max_steps": 60/' mini.json >longer.json
 (cd a && expect_exit 1 "resume with another seed" -- "$TFM" train ../longer.json -q --seed 4)
 check "resume seed message" grep -q "was trained with train.seed 3 and train.batch_tokens 600, the config says 4 and 600 (use --restart to start over)" "$T/err"
+sed 's/"vocab_size": 500/"vocab_size": 400/' longer.json >vocab400.json
+(cd a && expect_exit 1 "resume with another vocab_size" -- "$TFM" train ../vocab400.json -q)
+expect_err_line "resume vocab_size message" "tfm: ck/last.tfm: was trained with data.vocab_size 500, the config says 400 (use --restart to start over)"
 
 # A vocab.txt in out_dir that tfm did not write is not overwritten.
 mkdir v && mkdir v/ck && echo "my notes" >v/ck/vocab.txt
