@@ -66,8 +66,9 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
 {
     *out = NULL;
     if (!*path) return err_set(err, TFM_ERR_IO, "vocabulary path is empty");
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* a regular file: a FIFO would block, a device (/dev/zero) never end */
+    FILE *f = text_open_regular(path, err);
+    if (!f) return err->status;
     char *data = NULL;
     size_t len = 0, cap = 0;
     TfmStatus st = TFM_OK;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "text.h"
 
 #define MAGIC "TFMMODEL"
 enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12 };
@@ -183,12 +184,12 @@ static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *
 {
     /* "tfm: : cannot open" would not say what is wrong */
     if (!*path) return err_set(err, TFM_ERR_IO, "model path is empty");
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = text_open_regular(path, err);    /* no wait on a FIFO */
+    if (!f) return err->status;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fileno(f), &sb) != 0) {
         fclose(f);
-        return err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     size_t n = (size_t)sb.st_size;
     unsigned char *buf = xmalloc(n, err);

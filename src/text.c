@@ -20,23 +20,33 @@ TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
     }
     r->name = path;
     if (!*path) return err_set(err, TFM_ERR_IO, "input path is empty");
+    /* only regular files, as tfm train's config check requires */
+    if (!(r->f = text_open_regular(path, err))) return err->status;
+    r->owns_file = true;
+    return TFM_OK;
+}
+
+FILE *text_open_regular(const char *path, TfmErr *err)
+{
     /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
-     * refuse it. Only regular files, as tfm train's config check requires. */
+     * refuse it (it changes nothing for a regular file) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) {
+        err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+        err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+        return NULL;
     }
-    r->f = fdopen(fd, "rb");
-    if (!r->f) {
-        int e = errno;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         close(fd);
-        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(e));
     }
-    r->owns_file = true;
-    return TFM_OK;
+    return f;
 }
 
 void text_reader_from_file(LineReader *r, FILE *f, const char *name)

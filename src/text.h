@@ -45,6 +45,13 @@ typedef struct {
  * text_reader_close (also after a failed open). */
 TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err);
 
+/* Opens path (not "-") for reading when it is a regular file, without
+ * blocking on a FIFO. Returns NULL with TFM_ERR_IO "PATH: cannot open:
+ * REASON" or "PATH: not a regular file". Shared by every reader of a named
+ * input file (text, vocabularies, models), so none hangs on a FIFO or reads
+ * a device forever. */
+FILE *text_open_regular(const char *path, TfmErr *err);
+
 /* Wraps an already open stream (not closed by text_reader_close). */
 void text_reader_from_file(LineReader *r, FILE *f, const char *name);
 

@@ -86,6 +86,11 @@ expect_err_line "learn from /dev/zero line" "tfm: /dev/zero: not a regular file"
 mkfifo "$T/fifo"
 expect_exit 1 "learn from a FIFO" -- timeout 20 "$TFM" bpe learn -s 300 -o "$T/v4" "$T/fifo"
 expect_err_line "learn from a FIFO line" "tfm: $T/fifo: not a regular file"
+# Vocabularies too: a FIFO would block the open, /dev/zero never end.
+expect_exit 1 "encode -v FIFO" -- timeout 20 "$TFM" bpe encode -v "$T/fifo"
+expect_err_line "encode -v FIFO line" "tfm: $T/fifo: not a regular file"
+expect_exit 1 "decode -v /dev/zero" -- timeout 20 "$TFM" bpe decode -v /dev/zero
+expect_err_line "decode -v /dev/zero line" "tfm: /dev/zero: not a regular file"
 expect_exit 1 "learn from a folder" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T"
 expect_err_line "learn from a folder line" "tfm: $T: not a regular file"
 check "refused learns write nothing" test ! -e "$T/v4"

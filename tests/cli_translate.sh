@@ -61,6 +61,9 @@ check "the line before the over-long one is translated" test "$(wc -l <"$T/out")
 rm -f nonl.txt
 expect_exit 1 "missing model" -- sh -c "\"$TFM\" translate -m nope.tfm < in.txt"
 expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
+mkfifo model.fifo
+expect_exit 1 "model is a FIFO" -- sh -c "timeout 20 \"$TFM\" translate -m model.fifo < in.txt"
+expect_err_line "model FIFO message" "tfm: model.fifo: not a regular file"
 expect_exit 1 "empty model path" -- sh -c "\"$TFM\" translate -m '' < in.txt"
 expect_err_line "empty model path message" "tfm: model path is empty"
 expect_exit 2 "bad beam" -- "$TFM" translate -b 0
