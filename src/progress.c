@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
+
 /* Plain lines every 10 s; the live line at most 10 times a second. */
 static const double PLAIN_EVERY_S = 10, LIVE_EVERY_S = 0.1;
 
@@ -22,9 +24,13 @@ TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool qu
     p->log_path = xmalloc(n, err);
     if (!p->log_path) return TFM_ERR_NOMEM;
     snprintf(p->log_path, n, "%s/log.jsonl", out_dir);
-    p->log = fopen(p->log_path, truncate ? "w" : "a");
+    /* opening a FIFO there for writing would wait for a reader forever */
+    TfmStatus st = atomic_check_target(p->log_path, err);
+    if (st == TFM_OK) p->log = fopen(p->log_path, truncate ? "w" : "a");
+    else p->log = NULL;
     if (!p->log) {
-        TfmStatus st = err_set(err, TFM_ERR_IO, "%s: cannot write: %s", p->log_path, strerror(errno));
+        if (st == TFM_OK)
+            st = err_set(err, TFM_ERR_IO, "%s: cannot write: %s", p->log_path, strerror(errno));
         free(p->log_path);
         p->log_path = NULL;
         return st;

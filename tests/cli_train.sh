@@ -125,6 +125,9 @@ mkdir m
 (cd m && expect_exit 1 "train.model is a FIFO" -- timeout 60 "$TFM" train ../fifo.json -q)
 expect_err_line "train.model FIFO message" "tfm: ../fifo.tfm: exists and is not a regular file; not replacing it"
 check "the FIFO is still a FIFO" test -p fifo.tfm
+mkdir -p n/ck && mkfifo n/ck/log.jsonl
+(cd n && expect_exit 1 "log.jsonl is a FIFO" -- timeout 60 "$TFM" train ../mini.json -q)
+expect_err_line "log.jsonl FIFO message" "tfm: ck/log.jsonl: exists and is not a regular file; not replacing it"
 expect_exit 1 "info on a FIFO" -- timeout 20 "$TFM" info fifo.tfm
 expect_err_line "info on a FIFO message" "tfm: fifo.tfm: not a regular file"
 check "refused before training" test ! -e m/ck/last.tfm
