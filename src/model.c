@@ -317,8 +317,8 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     const size_t A = (size_t)cfg->heads * N * (size_t)w->max_len;
     const size_t V = (size_t)cfg->vocab_size;
     const int attd = w->training && cfg->attn_dropout > 0;
-    EncAct enc_count;           /* counting without w->enc (model_work_bytes) */
-    DecAct dec_count;
+    EncAct enc_count = {0};     /* counting without w->enc (model_work_bytes) */
+    DecAct dec_count = {0};
     for (int i = 0; i < cfg->enc_layers; i++) {
         EncAct *e = w->enc ? &w->enc[i] : &enc_count;
         carve_res(c, &e->res1, N * D, N);
