@@ -7,7 +7,6 @@
  * here: reading a text file into lines as sacreBLEU does. */
 #include "bleu.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +14,6 @@
 #include <string.h>
 
 #include "bleu_tokenize.h"
-#include "text.h"
 #include "version.h"
 
 /* One n-gram of the current segment's references. An entry is live when its
@@ -409,79 +407,6 @@ void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t siz
     snprintf(buf, size, "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:tfm-%s", n_refs,
              opt->lowercase ? "lc" : "mixed", opt->effective_order ? "yes" : "no",
              bleu_tokenizer_name(opt->tokenize), smooth, TFM_VERSION);
-}
-
-TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err)
-{
-    memset(out, 0, sizeof *out);
-    int is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    size_t n = 0, cap = 0;
-    char *data = NULL;
-    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    /* The same line-length bound as text.c's reader, checked as the data
-     * comes in: endless input without a newline (/dev/zero) must not fill
-     * memory. NUL and invalid bytes stay allowed here, as in sacreBLEU. */
-    size_t line_start = 0, line_no = 1;
-    for (;;) {
-        if (bleu_grow((void **)&data, &cap, n + 65536, 1, err)) goto fail;
-        size_t got = fread(data + n, 1, cap - n, f);
-        for (const char *p = data + n; (p = memchr(p, '\n', (size_t)(data + n + got - p))); p++) {
-            line_start = (size_t)(p - data) + 1;
-            line_no++;
-        }
-        n += got;
-        if (n - line_start > TEXT_MAX_LINE + 1) {   /* + 1: a "\r" before the "\n" */
-            err_set(err, TFM_ERR_FORMAT, "%s: line %zu: longer than %zu bytes",
-                    is_stdin ? "stdin" : path, line_no, TEXT_MAX_LINE);
-            goto fail;
-        }
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!is_stdin && fclose(f) != 0) {
-        f = NULL;
-        err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno));
-        goto fail;
-    }
-    f = NULL;
-    size_t lines = 0;
-    for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + n - p))); p++) lines++;
-    if (n > 0 && data[n - 1] != '\n') lines++;
-    out->line = xcalloc(lines ? lines : 1, sizeof *out->line, err);
-    out->len = xcalloc(lines ? lines : 1, sizeof *out->len, err);
-    if (!out->line || !out->len) goto fail;
-    size_t start = 0, k = 0;
-    while (start < n) {
-        const char *nl = memchr(data + start, '\n', n - start);
-        size_t end = nl ? (size_t)(nl - data) : n;
-        out->line[k] = data + start;
-        out->len[k] = end - start;
-        k++;
-        start = end + 1;
-    }
-    out->data = data;
-    out->n_lines = lines;
-    return TFM_OK;
-fail:
-    if (f && !is_stdin) fclose(f);
-    free(data);
-    free(out->line);
-    free(out->len);
-    memset(out, 0, sizeof *out);
-    return err->status;
-}
-
-void bleu_lines_free(BleuLines *l)
-{
-    if (!l) return;
-    free(l->data);
-    free(l->line);
-    free(l->len);
-    memset(l, 0, sizeof *l);
 }
 
 static const char *const tok_names[] = {"13a", "intl", "char", "none"};

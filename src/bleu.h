@@ -49,17 +49,6 @@ typedef struct {
     long long sys_len, ref_len;
 } BleuScore;
 
-/* A text file read as sacreBLEU reads it: split on "\n" only (a final line
- * without "\n" still counts, "\r" stays and is later stripped as trailing
- * whitespace). line[i] points into data, len[i] excludes the "\n"; lines may
- * hold any bytes, including NUL and invalid UTF-8. */
-typedef struct {
-    char *data;
-    size_t n_lines;
-    const char **line;
-    size_t *len;
-} BleuLines;
-
 typedef struct BleuScorer BleuScorer;
 
 /* Fills opt with sacreBLEU's corpus defaults: 13a, case-sensitive, exp. */
@@ -106,12 +95,6 @@ void bleu_format(const BleuScore *sc, char *buf, size_t size);
 /* Writes the signature "nrefs:N|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-V"
  * (sacreBLEU's layout; the version names tfm, not sacreBLEU) to buf. */
 void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t size);
-
-/* Reads a whole file ("-" is stdin) into *out (see BleuLines).
- * Errors: TFM_ERR_IO ("PATH: cannot open: ..."), TFM_ERR_NOMEM, TFM_ERR_FORMAT
- * ("PATH: line N: longer than TEXT_MAX_LINE bytes"). */
-TfmStatus bleu_read_lines(const char *path, BleuLines *out, TfmErr *err);
-void bleu_lines_free(BleuLines *l);
 
 /* Parses a tokenizer or smoothing name ("13a", "exp", ...); false if unknown. */
 bool bleu_parse_tokenizer(const char *name, BleuTokenizer *out);

@@ -1,5 +1,6 @@
 /* cmd_bleu: `tfm bleu HYP REF [REF ...]`, the command line over bleu.c.
  * Prints sacreBLEU's line (or JSON) on stdout and the signature on stderr. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "bleu.h"
 #include "cmds.h"
+#include "text.h"
 
 static const char usage[] =
     "usage: tfm bleu HYP REF [REF ...] [options]\n"
@@ -17,6 +19,8 @@ static const char usage[] =
     "Corpus BLEU of HYP against one or more references, identical to sacreBLEU 2.x\n"
     "(files read as UTF-8, split on \"\\n\", trailing whitespace stripped). HYP may be \"-\"\n"
     "for stdin. Prints `BLEU = ...` on stdout and sacreBLEU's signature on stderr.\n"
+    "The files are read in step, a line at a time (pipes and FIFOs work, memory stays\n"
+    "small); files of different lengths are an error when the shorter one ends.\n"
     "\n"
     "options:\n"
     "  -lc, --lowercase            case-insensitive BLEU (Python's str.lower)\n"
@@ -132,6 +136,19 @@ static TfmStatus print_score(const BleuScore *sc, const BleuArgs *a, const char 
     return TFM_OK;
 }
 
+/* Opens path ("-": stdin) to be read line by line as sacreBLEU reads it:
+ * split on "\n" only, any bytes (NUL, invalid UTF-8) kept. A FIFO is fine
+ * here (`tfm bleu <(...) ref`): the files are streamed, never held whole. */
+static TfmStatus open_lines(LineReader *r, const char *path, TfmErr *err)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    text_reader_from_file(r, f, f == stdin ? "stdin" : path);
+    r->owns_file = f != stdin;
+    r->check_utf8 = false;
+    return TFM_OK;
+}
+
 TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
 {
     if (cmd_wants_help(argc, argv)) {
@@ -143,7 +160,7 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     BleuStats total = {0}, st;
     BleuScore sc;
     char sig[256];
-    BleuLines *files = NULL;
+    LineReader *files = NULL;
     BleuScorer *scorer = NULL;
     const char **seg = NULL;
     size_t *seg_len = NULL;
@@ -157,25 +174,33 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     seg_len = xcalloc(n_refs, sizeof *seg_len, err);
     if (!files || !seg || !seg_len) goto fail;
     for (int i = 0; i < a.n_files; i++)
-        if (bleu_read_lines(a.files[i], &files[i], err)) goto fail;
-    for (int i = 1; i < a.n_files; i++) {
-        if (files[i].n_lines != files[0].n_lines) {
-            err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has %zu lines, %s has %zu",
-                    a.files[0], files[0].n_lines, a.files[i], files[i].n_lines);
-            goto fail;
-        }
-    }
+        if (open_lines(&files[i], a.files[i], err)) goto fail;
 
     bleu_signature(&a.opt, n_refs, sig, sizeof sig);
     if (bleu_scorer_new(&a.opt, &scorer, err)) goto fail;
-    for (size_t i = 0; i < files[0].n_lines; i++) {
+    /* One line of every file at a time: memory stays one line per file,
+     * however long the input (endless input ends at the first short file). */
+    for (;;) {
+        char *hyp;
+        size_t hyp_len;
+        const int more = text_read_line(&files[0], &hyp, &hyp_len, err);
+        if (more < 0) goto fail;
         for (size_t r = 0; r < n_refs; r++) {
-            seg[r] = files[r + 1].line[i];
-            seg_len[r] = files[r + 1].len[i];
+            LineReader *ref = &files[r + 1];
+            char *line;
+            const int got = text_read_line(ref, &line, &seg_len[r], err);
+            if (got < 0) goto fail;
+            if (got != more) {
+                const LineReader *shorter = got ? &files[0] : ref, *longer = got ? ref : &files[0];
+                err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has more than %ld lines, "
+                        "%s has %ld", longer->name, shorter->line_no, shorter->name,
+                        shorter->line_no);
+                goto fail;
+            }
+            seg[r] = line;
         }
-        if (bleu_segment_stats(scorer, files[0].line[i], files[0].len[i], seg, seg_len, n_refs,
-                               &st, err))
-            goto fail;
+        if (!more) break;
+        if (bleu_segment_stats(scorer, hyp, hyp_len, seg, seg_len, n_refs, &st, err)) goto fail;
         if (a.sentence) {
             bleu_compute(&st, &a.opt, &sc);
             if (print_score(&sc, &a, sig, err)) goto fail;
@@ -197,7 +222,7 @@ fail:
 done:
     bleu_scorer_free(scorer);
     if (files)
-        for (int i = 0; i < a.n_files; i++) bleu_lines_free(&files[i]);
+        for (int i = 0; i < a.n_files; i++) text_reader_close(&files[i]);
     free(files);
     free(seg);
     free(seg_len);

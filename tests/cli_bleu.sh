@@ -54,9 +54,18 @@ check "invalid UTF-8 identical: 100" grep -q '^BLEU = 100.00 ' "$T/out"
 
 printf 'a\nb\nc\n' >"$T/three"; printf 'a\nb\n' >"$T/two"
 expect_exit 1 "different line counts" -- "$TFM" bleu "$T/three" "$T/two"
-expect_err_line "line count message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
+expect_err_line "line count message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
 expect_exit 1 "second reference too short" -- "$TFM" bleu "$T/three" "$T/three" "$T/two"
-expect_err_line "second ref message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
+expect_err_line "second ref message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
+expect_exit 1 "reference longer" -- "$TFM" bleu "$T/two" "$T/three"
+expect_err_line "reference longer message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
+# Streamed: endless input with newlines stops at the end of the shorter file.
+expect_exit 1 "endless hypothesis" -- sh -c "yes | timeout 20 \"$TFM\" bleu - \"$T/three\""
+expect_err_line "endless hypothesis message" "tfm: line counts differ: stdin has more than 3 lines, $T/three has 3"
+mkfifo "$T/fifo"
+(cat "$T/three" >"$T/fifo" &)
+expect_exit 0 "hypothesis from a FIFO" -- "$TFM" bleu "$T/fifo" "$T/three"
+check "FIFO score" grep -q "^BLEU = 0.00 100.0/" "$T/out"
 expect_exit 1 "missing file" -- "$TFM" bleu "$T/three" "$T/missing.txt"
 expect_err_line "missing file message" "tfm: $T/missing.txt: cannot open: No such file or directory"
 expect_exit 2 "unknown option" -- "$TFM" bleu "$T/three" "$T/three" --frobnicate

@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "bleu.h"
+#include "text.h"
 #include "unicode.h"
 
 static char *slurp(const char *path)
@@ -102,6 +103,46 @@ static int check_score(const BleuScore *sc, const cJSON *e, const char *where)
 }
 
 /* Scores every run of one case directory; returns the number of runs matched. */
+/* A case file's lines, read as tfm bleu reads them (text.c's reader with
+ * the UTF-8 check off). */
+typedef struct {
+    size_t n_lines;
+    char **line;
+    size_t *len;
+} Lines;
+
+static void lines_free(Lines *l)
+{
+    for (size_t i = 0; i < l->n_lines; i++) free(l->line[i]);
+    free(l->line);
+    free(l->len);
+    memset(l, 0, sizeof *l);
+}
+
+static TfmStatus read_lines(const char *path, Lines *out, TfmErr *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open", path);
+    LineReader r;
+    text_reader_from_file(&r, f, path);
+    r.check_utf8 = false;
+    char *line;
+    size_t len;
+    int got;
+    while ((got = text_read_line(&r, &line, &len, err)) == 1) {
+        out->line = realloc(out->line, (out->n_lines + 1) * sizeof *out->line);
+        out->len = realloc(out->len, (out->n_lines + 1) * sizeof *out->len);
+        out->line[out->n_lines] = malloc(len + 1);
+        memcpy(out->line[out->n_lines], line, len + 1);
+        out->len[out->n_lines++] = len;
+    }
+    text_reader_close(&r);
+    fclose(f);
+    if (got < 0) lines_free(out);
+    return got < 0 ? err->status : TFM_OK;
+}
+
 static int check_case(const char *dir, const char *name, int *runs_total)
 {
     char path[4096];
@@ -110,7 +151,7 @@ static int check_case(const char *dir, const char *name, int *runs_total)
     if (!exp) { test_fail(__FILE__, __LINE__, "cannot load %s", path); return 0; }
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(exp, "refs");
     int n_refs = cJSON_GetArraySize(refs);
-    BleuLines files[8] = {{0}};
+    Lines files[8] = {{0}};
     TfmErr err = {0};
     int matched = 0;
     CHECK(n_refs >= 1 && n_refs < 8);
@@ -118,12 +159,12 @@ static int check_case(const char *dir, const char *name, int *runs_total)
     if (snprintf(path, sizeof path, "%s/%s/%s", dir, name,
                  cJSON_GetObjectItemCaseSensitive(exp, "hyp")->valuestring) >= (int)sizeof path)
         goto done;
-    CHECK_EQ_INT(bleu_read_lines(path, &files[0], &err), TFM_OK);
+    CHECK_EQ_INT(read_lines(path, &files[0], &err), TFM_OK);
     for (int r = 0; r < n_refs; r++) {
         if (snprintf(path, sizeof path, "%s/%s/%s", dir, name,
                      cJSON_GetArrayItem(refs, r)->valuestring) >= (int)sizeof path)
             goto done;
-        CHECK_EQ_INT(bleu_read_lines(path, &files[r + 1], &err), TFM_OK);
+        CHECK_EQ_INT(read_lines(path, &files[r + 1], &err), TFM_OK);
         CHECK_EQ_INT(files[r + 1].n_lines, files[0].n_lines);
         if (files[r + 1].n_lines != files[0].n_lines) goto done;
     }
@@ -167,7 +208,7 @@ static int check_case(const char *dir, const char *name, int *runs_total)
         (*runs_total)++;
     }
 done:
-    for (int r = 0; r < 8; r++) bleu_lines_free(&files[r]);
+    for (int r = 0; r < 8; r++) lines_free(&files[r]);
     cJSON_Delete(exp);
     return matched;
 }
@@ -360,8 +401,10 @@ TEST(bleu_signature_and_names)
     CHECK(!bleu_parse_tokenizer("13A", &t));
 }
 
-TEST(bleu_read_lines_like_python)
+TEST(bleu_lines_like_python)
 {
+    /* split on "\n" only, a last line without one kept; a "\r" before the
+     * "\n" goes (rstrip would remove it anyway), one inside a line stays */
     char path[] = "/tmp/tfm-bleu-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
@@ -369,23 +412,23 @@ TEST(bleu_read_lines_like_python)
     FILE *f = fdopen(fd, "wb");
     fputs("a\r\n\nb\rc\nlast", f);
     fclose(f);
-    BleuLines l;
+    Lines l;
     TfmErr err = {0};
-    CHECK_EQ_INT(bleu_read_lines(path, &l, &err), TFM_OK);
-    CHECK_EQ_INT(l.n_lines, 4);                 /* split on \n only; last line kept */
-    CHECK_EQ_INT(l.len[0], 2);                  /* "\r" stays, rstrip removes it later */
-    CHECK_EQ_INT(l.len[1], 0);
-    CHECK_EQ_INT(l.len[2], 3);
-    CHECK_EQ_INT(l.len[3], 4);
-    bleu_lines_free(&l);
+    CHECK_EQ_INT(read_lines(path, &l, &err), TFM_OK);
+    CHECK_EQ_INT(l.n_lines, 4);
+    if (l.n_lines == 4) {
+        CHECK_EQ_INT(l.len[0], 1);
+        CHECK_EQ_INT(l.len[1], 0);
+        CHECK_EQ_INT(l.len[2], 3);
+        CHECK_EQ_INT(l.len[3], 4);
+    }
+    lines_free(&l);
     f = fopen(path, "wb");
     fclose(f);
-    CHECK_EQ_INT(bleu_read_lines(path, &l, &err), TFM_OK);
+    CHECK_EQ_INT(read_lines(path, &l, &err), TFM_OK);
     CHECK_EQ_INT(l.n_lines, 0);
-    bleu_lines_free(&l);
+    lines_free(&l);
     remove(path);
-    CHECK_EQ_INT(bleu_read_lines("/nonexistent/tfm/x.txt", &l, &err), TFM_ERR_IO);
-    CHECK_STR(err.msg, "/nonexistent/tfm/x.txt: cannot open: No such file or directory");
 }
 
 TEST(bleu_lowercase_like_python)
