@@ -140,6 +140,14 @@ static TfmStatus run_decode(const Bpe *b, bool ids_in, TfmErr *err)
         }
         if (st) break;
         if ((st = bpe_decode(b, ids, n, &out, &len, &out_cap, err))) break;
+        /* byte pieces can spell any byte; these two would break the one
+         * line out per line in that the other commands rely on */
+        const char *bad = memchr(out, '\n', len) ? "a newline" : memchr(out, '\0', len) ? "a NUL byte" : NULL;
+        if (bad) {
+            st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to %s, which "
+                         "one output line cannot hold", r.line_no, bad);
+            break;
+        }
         if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
     }
     if (got < 0) st = err->status;

@@ -91,6 +91,12 @@ expect_exit 1 "encode -v FIFO" -- timeout 20 "$TFM" bpe encode -v "$T/fifo"
 expect_err_line "encode -v FIFO line" "tfm: $T/fifo: not a regular file"
 expect_exit 1 "decode -v /dev/zero" -- timeout 20 "$TFM" bpe decode -v /dev/zero
 expect_err_line "decode -v /dev/zero line" "tfm: /dev/zero: not a regular file"
+# Byte pieces can spell "\n" or NUL; decode refuses rather than break the
+# one line out per line in.
+expect_exit 1 "decode to a newline" -- sh -c "printf 'a <0x0A> b\\n' | \"$TFM\" bpe decode -v \"$T/v1\""
+expect_err_line "decode to a newline line" "tfm: stdin: line 1: the pieces decode to a newline, which one output line cannot hold"
+expect_exit 1 "decode to NUL" -- sh -c "printf 'a\\na <0x00> b\\n' | \"$TFM\" bpe decode -v \"$T/v1\""
+expect_err_line "decode to NUL line" "tfm: stdin: line 2: the pieces decode to a NUL byte, which one output line cannot hold"
 expect_exit 1 "learn from a folder" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T"
 expect_err_line "learn from a folder line" "tfm: $T: not a regular file"
 check "refused learns write nothing" test ! -e "$T/v4"
