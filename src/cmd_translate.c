@@ -308,6 +308,10 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         }
         Line *l = &t.lines[count];
         if ((st = bpe_encode(t.mf.bpe, line, len, &l->ids, &l->n, &l->cap, err)) != TFM_OK) break;
+        /* A blank line (spaces, tabs) has nothing to translate: it gives an
+         * empty line, like an empty one, not whatever the model makes of
+         * its markers. */
+        if (strspn(line, " \t\r\v\f") == len) l->n = 0;
         if (l->n > max_src) {
             if (!t.o.quiet)
                 fprintf(stderr, "tfm: warning: stdin: line %ld: %d tokens, truncated to the "

@@ -9,6 +9,7 @@ printf 'Ein Hund läuft.\n\nZwei Männer stehen auf der Straße.\n  \nEine Frau 
 expect_exit 0 "translate" -- sh -c "\"$TFM\" translate < in.txt"
 check "one output line per input line" test "$(wc -l <"$T/out")" = 5
 check "empty line gives empty line" test "$(sed -n 2p "$T/out")" = ""
+check "blank line (spaces) gives empty line" test "$(sed -n 4p "$T/out")" = ""
 cp "$T/out" first.txt
 expect_exit 0 "translate again" -- sh -c "\"$TFM\" translate < in.txt"
 check "output is byte-identical run to run" cmp -s first.txt "$T/out"
