@@ -91,7 +91,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     }
     blas_set_threads(cfg.train.threads);
     if ((st = blas_selftest(err)) == TFM_OK) {
-        train_install_signal_handlers();
+        train_install_signal_handlers(!opt.quiet);
         st = train_run(&cfg, &opt, err);
     }
     if (st == TFM_OK) printf("%s\n", cfg.train.model);

@@ -33,11 +33,21 @@
 enum { LOG_EVERY = 50 };
 
 static volatile sig_atomic_t stop_signal = 0;
+static bool announce_stop = false;      /* set before the handler is installed */
 
-static void on_signal(int sig) { stop_signal = sig; }
-
-void train_install_signal_handlers(void)
+static void on_signal(int sig)
 {
+    /* Said at once (write is async-signal-safe): the step may take seconds,
+     * and a second signal kills without saving. */
+    static const char msg[] = "tfm: stopping: finishing this step, then saving last.tfm "
+                              "(a second signal stops at once, without saving)\n";
+    if (announce_stop && !stop_signal && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+    stop_signal = sig;
+}
+
+void train_install_signal_handlers(bool announce)
+{
+    announce_stop = announce;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -14,8 +14,9 @@ typedef struct {
 } TrainOptions;
 
 /* Installs SIGINT/SIGTERM handlers that ask the loop to stop after the
- * current step (the handler only sets a flag). */
-void train_install_signal_handlers(void);
+ * current step (the handler sets a flag; with announce it also says so on
+ * stderr at once). A second signal takes the default action. */
+void train_install_signal_handlers(bool announce);
 
 /* Trains per cfg (threads already set). On success the model path
  * (cfg->train.model) holds the best model. Returns TFM_INTERRUPTED with
