@@ -38,6 +38,32 @@ TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool qu
     return TFM_OK;
 }
 
+TfmStatus progress_trim(Progress *p, long step, TfmErr *err)
+{
+    /* Rewrite the log with its lines up to step (a line cut short by a kill
+     * goes too), atomically, then append as before. */
+    FILE *in = fopen(p->log_path, "r");
+    if (!in) return err_set(err, TFM_ERR_IO, "%s: cannot read: %s", p->log_path, strerror(errno));
+    AtomicFile af;
+    TfmStatus st = atomic_open(&af, p->log_path, err);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while (st == TFM_OK && (n = getline(&line, &cap, in)) > 0) {
+        long s;
+        if (line[n - 1] != '\n' || sscanf(line, "{\"step\": %ld", &s) != 1 || s > step) continue;
+        if (fwrite(line, 1, (size_t)n, af.f) != (size_t)n) break;   /* commit reports it */
+    }
+    free(line);
+    fclose(in);
+    if (st != TFM_OK) return st;
+    if ((st = atomic_commit(&af, err)) != TFM_OK) return st;
+    fclose(p->log);
+    if (!(p->log = fopen(p->log_path, "a")))
+        return err_set(err, TFM_ERR_IO, "%s: cannot write: %s", p->log_path, strerror(errno));
+    return TFM_OK;
+}
+
 void progress_close(Progress *p)
 {
     if (p->live_line_open && !p->quiet) fputc('\n', p->out);

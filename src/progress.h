@@ -26,6 +26,10 @@ typedef struct {
 
 /* Opens out_dir/log.jsonl, emptied first when truncate (a fresh run). */
 TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err);
+
+/* A resumed run: drops the log's lines of steps after step (logged by the
+ * run that was killed after its last checkpoint, and about to be redone). */
+TfmStatus progress_trim(Progress *p, long step, TfmErr *err);
 void progress_close(Progress *p);
 
 /* Appends ev to log.jsonl. Errors: TFM_ERR_IO naming the file. */

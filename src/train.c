@@ -717,6 +717,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err)) != TFM_OK)
         goto done;
     st = resuming ? resume(&t, err) : fresh_start(&t, err);
+    if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
     if (st != TFM_OK) goto done;
     if ((st = load_data(&t, err)) != TFM_OK) goto done;
     if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens, cfg->data.max_len + 1,

@@ -57,6 +57,15 @@ check "kill -TERM exits 143" test "$(cat c/rc)" = 143
 sed 's/"max_steps": 100000/"max_steps": 60/; s/"save_every": 5/"save_every": 3/' mini.json >short.json
 check "killed run is past step 0" test -s c/ck/last.tfm
 (cd c && expect_exit 0 "killed run resumes and finishes" -- "$TFM" train ../short.json -q)
+# A resumed run redoes the steps after its checkpoint: their lines in
+# log.jsonl, left by a run killed later, go (a line cut short too).
+kept=$(grep -c . c/ck/log.jsonl)
+printf '{"step": 61, "epoch": 99}\n{"step": 62, "ep' >>c/ck/log.jsonl
+sed 's/"max_steps": 60/"max_steps": 62/' short.json >short62.json
+(cd c && expect_exit 0 "resume past the end of a log" -- "$TFM" train ../short62.json -q)
+check "log lines of redone steps dropped" test -z "$(grep '"epoch": 99\|"ep$' c/ck/log.jsonl)"
+check "log lines up to the checkpoint kept" test "$(grep -c . c/ck/log.jsonl)" -ge "$kept"
+check "log lines whole" test "$(grep -vc '}$' c/ck/log.jsonl)" = 0
 
 # kill -9 at an arbitrary moment: last.tfm is whole (atomic saves), a stale
 # temp file is cleaned up, and the run resumes.
