@@ -12,7 +12,9 @@ PKG_LIBS     = $(shell pkg-config --libs libcjson 2>/dev/null) \
                $(if $(wildcard $(OMP_BLAS_DIR)/libopenblas.so.0),$(OMP_BLAS_LIBS),$(shell pkg-config --libs openblas 2>/dev/null))
 WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fopenmp -MMD -MP $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+# -fno-math-errno: sqrtf and friends never set errno here (no one reads it),
+# so loops that call them can be vectorized.
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -fopenmp -MMD -MP $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   = $(PKG_LIBS) -fopenmp -lm $(EXTRA_LDFLAGS)
 
 BUILD   ?= build

@@ -20,8 +20,9 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
         float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
         for (int c = 0; c < v; c++) mx = z[c] > mx ? z[c] : mx;
-        int arg = 0;
-        while (arg < v && z[arg] != mx) arg++;
+        int arg = v;            /* the first index of the max */
+#pragma omp simd reduction(min : arg)
+        for (int c = 0; c < v; c++) arg = z[c] == mx && c < arg ? c : arg;
         const double zy = z[tgt[r]];
         /* One exp pass: z_c is replaced by exp(z_c - max) once it has been
          * added to Σ z (and the target's value read). Float partial sums in
@@ -50,6 +51,9 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
         if (grad_scale != 0) {
             /* p_c = exp(z_c - max) / Σ */
             const float a = grad_scale / (float)se, b = grad_scale * (float)off;
+            /* the pragma: GCC's -O2 cost model leaves a loop of unknown
+             * length scalar */
+#pragma omp simd
             for (int c = 0; c < v; c++) z[c] = z[c] * a - b;
             z[tgt[r]] -= grad_scale * (float)on;
         }

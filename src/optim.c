@@ -40,7 +40,7 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
     const float decay = lr * a->weight_decay;
     float *m = a->m, *v = a->v;
     const long n = (long)a->n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) {
         float gi = g[i];
         m[i] = b1 * m[i] + (1.0f - b1) * gi;
