@@ -111,6 +111,54 @@ void blas_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
                 beta, c, ldc);
 }
 
+static void gemm_run_rows(const GemmArgs *g, int r0, int r1)
+{
+    if (r1 <= r0) return;
+    /* Rows r0..r1 of C are rows of op(A): columns of A when it is transposed. */
+    const float *a = g->trans_a ? g->a + r0 : g->a + (long)r0 * g->lda;
+    blas_gemm(g->trans_a, g->trans_b, r1 - r0, g->n, g->k, g->alpha, a, g->lda, g->b, g->ldb,
+              g->beta, g->c + (long)r0 * g->ldc, g->ldc);
+}
+
+enum { PAR_MAX_PRODUCTS = 4, PAR_MIN_ROWS = 32 };
+
+void blas_gemm_parallel(const GemmArgs *g, int count)
+{
+    const int nt = omp_get_max_threads();
+    double start[PAR_MAX_PRODUCTS + 1] = {0}, total = 0;
+    long rows = 0;
+    for (int i = 0; i < count; i++) {
+        start[i] = total;
+        total += (double)g[i].m * g[i].n * g[i].k;
+        rows += g[i].m;
+    }
+    if (nt < 2 || omp_in_parallel() || count > PAR_MAX_PRODUCTS ||
+        rows < (long)PAR_MIN_ROWS * nt) {
+        for (int i = 0; i < count; i++) gemm_run_rows(&g[i], 0, g[i].m);
+        return;
+    }
+    /* Thread t owns the work range [total·t/T, total·(t+1)/T); a row goes to
+     * the thread whose range holds the row's start, so the pieces tile each
+     * product exactly. */
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const double w0 = total * t / T, w1 = total * (t + 1) / T;
+        for (int i = 0; i < count; i++) {
+            const double per_row = (double)g[i].n * g[i].k;
+            if (per_row <= 0) {     /* nothing to multiply: C = beta·C, once */
+                if (t == 0) gemm_run_rows(&g[i], 0, g[i].m);
+                continue;
+            }
+            long r0 = (long)ceil((w0 - start[i]) / per_row);
+            long r1 = t + 1 == T ? g[i].m : (long)ceil((w1 - start[i]) / per_row);
+            r0 = r0 < 0 ? 0 : r0 > g[i].m ? g[i].m : r0;
+            r1 = r1 < 0 ? 0 : r1 > g[i].m ? g[i].m : r1;
+            gemm_run_rows(&g[i], (int)r0, (int)r1);
+        }
+    }
+}
+
 void blas_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, long stride_a,
                        const float *b, int ldb, long stride_b, float beta,

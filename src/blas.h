@@ -32,6 +32,26 @@ void blas_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta,
                float *c, int ldc);
 
+/* One sgemm's arguments, for blas_gemm_parallel. */
+typedef struct {
+    int trans_a, trans_b, m, n, k;
+    float alpha;
+    const float *a;
+    int lda;
+    const float *b;
+    int ldb;
+    float beta;
+    float *c;
+    int ldc;
+} GemmArgs;
+
+/* Independent products (no output overlaps another's inputs) whose rows of
+ * C are shared out among the threads by work, each piece a one-thread
+ * sgemm. For the tall products of training (rows = tokens), and for two
+ * backward products side by side, this beats OpenBLAS splitting each product
+ * itself: no hand-offs between threads inside a product. */
+void blas_gemm_parallel(const GemmArgs *g, int count);
+
 /* Strided batched gemm over `count` independent products. */
 void blas_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, long stride_a,

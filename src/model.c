@@ -742,7 +742,8 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     out->n_tokens = M;
     if (M == 0) return TFM_OK;
     gather_rows(w->hc, dec, w->rows, M, D);
-    blas_gemm(0, 1, M, V, D, 1.0f, w->hc, D, m->out_proj, D, 0.0f, w->logits, V);
+    blas_gemm_parallel(&(GemmArgs){0, 1, M, V, D, 1.0f, w->hc, D, m->out_proj, D, 0.0f,
+                                   w->logits, V}, 1);
     /* The gradient is computed here, while the logits are in cache, and kept
      * for model_backward (it replaces the logits). */
     loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)M,
@@ -805,8 +806,9 @@ void model_backward(Model *m, const Batch *b)
     if (M == 0) return;
 
     /* forward: logits = hc·Eᵀ, so dhc = dlogits·E, dE += dlogitsᵀ·hc */
-    blas_gemm(0, 0, M, D, V, 1.0f, w->logits, V, m->out_proj, D, 0.0f, w->dhc, D);
-    blas_gemm(1, 0, V, D, M, 1.0f, w->logits, V, w->hc, D, 1.0f, G(L->out_proj), D);
+    const GemmArgs gh = {0, 0, M, D, V, 1.0f, w->logits, V, m->out_proj, D, 0.0f, w->dhc, D};
+    const GemmArgs ge = {1, 0, V, D, M, 1.0f, w->logits, V, w->hc, D, 1.0f, G(L->out_proj), D};
+    blas_gemm_parallel((GemmArgs[]){gh, ge}, 2);
     float *cur = w->dA, *other = w->dB;
     memset(cur, 0, ndt);
     scatter_add_rows(cur, w->dhc, w->rows, M, D);
