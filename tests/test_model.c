@@ -431,6 +431,55 @@ static void learn_task(int reverse)
     blas_set_threads(threads);
 }
 
+/* Training's products are split among the threads by rows (blas_gemm_parallel)
+ * only when a batch has enough rows: this batch (~290 tokens a side) has.
+ * 1, 2 and 3 threads (3 splits unevenly, also on 2 cores) must give the same
+ * loss and gradients up to float summation order: 1e-5 relative to the
+ * largest gradient, where a missing or doubled row block is off by O(1). */
+TEST(model_threads_agree)
+{
+    const int threads = omp_get_max_threads();
+    ModelConfig cfg = tiny_cfg(NORM_PRE, true);
+    cfg.max_len = LMAXLEN + 1;
+    Model m;
+    TfmErr err;
+    Rng rng;
+    rng_seed(&rng, 12);
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    model_init_weights(&m, &rng);
+    CHECK(model_alloc_training(&m, 2 * LBATCH * (LMAXLEN + 1), LMAXLEN + 1, &err) == TFM_OK);
+    int src[LBATCH * (LMAXLEN + 1)], tin[LBATCH * (LMAXLEN + 1)], tout[LBATCH * (LMAXLEN + 1)];
+    int S, T;
+    make_task_batch(&rng, 0, src, tin, tout, &S, &T);
+    Batch b = {.n = LBATCH, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin,
+               .tgt_out = tout};
+    float *g1 = malloc(m.n_params * sizeof *g1);
+    double loss1 = 0;
+    for (int t = 1; t <= 3; t++) {
+        blas_set_threads(t);
+        LossStats st;
+        CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_OK);
+        model_backward(&m, &b);
+        if (t == 1) {
+            loss1 = st.loss;
+            memcpy(g1, m.grads, m.n_params * sizeof *g1);
+            continue;
+        }
+        CHECK_NEAR(st.loss, loss1, 1e-5 * fabs(loss1));
+        double gmax = 0, dmax = 0;
+        for (size_t i = 0; i < m.n_params; i++) {
+            gmax = fmax(gmax, fabs(g1[i]));
+            dmax = fmax(dmax, fabs(g1[i] - m.grads[i]));
+        }
+        if (!(dmax <= 1e-5 * gmax))
+            test_fail(__FILE__, __LINE__, "%d threads: gradients differ by %g (largest %g)", t,
+                      dmax, gmax);
+    }
+    free(g1);
+    model_free(&m);
+    blas_set_threads(threads);
+}
+
 TEST(model_learns_copy) { learn_task(0); }
 TEST(model_learns_reverse) { learn_task(1); }
 
