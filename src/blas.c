@@ -125,9 +125,9 @@ enum { PAR_MAX_PRODUCTS = 4, PAR_MIN_ROWS = 32 };
 void blas_gemm_parallel(const GemmArgs *g, int count)
 {
     const int nt = omp_get_max_threads();
-    double start[PAR_MAX_PRODUCTS + 1] = {0}, total = 0;
+    double start[PAR_MAX_PRODUCTS] = {0}, total = 0;
     long rows = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count && i < PAR_MAX_PRODUCTS; i++) {
         start[i] = total;
         total += (double)g[i].m * g[i].n * g[i].k;
         rows += g[i].m;
