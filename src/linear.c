@@ -23,11 +23,11 @@ void linear_forward(float *y, const float *x, const float *w, const float *b,
 void linear_backward(float *dx, float *dw, float *db, const float *dy,
                      const float *x, const float *w, int n, int in, int out)
 {
-    const GemmArgs gx = {0, 0, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx, in};
-    const GemmArgs gw = {1, 0, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in};
-    if (dx && dw) blas_gemm_parallel((GemmArgs[]){gx, gw}, 2);
-    else if (dx) blas_gemm_parallel(&gx, 1);
-    else if (dw) blas_gemm_parallel(&gw, 1);
+    GemmArgs g[2];
+    int count = 0;
+    if (dx) g[count++] = (GemmArgs){0, 0, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx, in};
+    if (dw) g[count++] = (GemmArgs){1, 0, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in};
+    blas_gemm_parallel(g, count);
     if (!db) return;
     /* Column sums; threads own column ranges (fixed order, no races). */
 #pragma omp parallel if ((long)n * out > 16384)
@@ -65,7 +65,7 @@ void ffn_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2,
     const GemmArgs gh = {0, 0, n, f, d, 1.0f, dy, d, w2, f, 0.0f, dh, f};
     const GemmArgs gw2 = {1, 0, d, f, n, 1.0f, dy, d, h, f, 1.0f, dw2, f};
     blas_gemm_parallel((GemmArgs[]){gh, gw2}, 2);
-    linear_backward(NULL, NULL, db2, dy, h, w2, n, f, d);
+    linear_backward(NULL, NULL, db2, dy, h, w2, n, f, d);     /* db2 only */
     const float scale = p > 0 ? dropout_scale(p) : 1.0f;
     /* Branch-free (a mask factor), so it vectorizes: h > 0 is a coin flip
      * and a branch would mispredict half the time. */

@@ -21,6 +21,17 @@ static const char *temp_file(const char *data, size_t n)
     return path;
 }
 
+/* Writes data to a fresh temp file, copies its path to name (temp_file's
+ * buffer is reused) and opens a reader on it. */
+static void open_temp_reader(LineReader *r, const char *data, size_t n, char name[64],
+                             TfmErr *err)
+{
+    const char *path = temp_file(data, n);
+    CHECK(path != NULL);
+    strcpy(name, path ? path : "");
+    CHECK_EQ_INT(text_reader_open(r, name, err), TFM_OK);
+}
+
 static bool valid(const char *s, size_t n, size_t *bad) { return text_utf8_valid(s, n, bad); }
 
 TEST(text_utf8_accepts_well_formed)
@@ -130,12 +141,10 @@ TEST(text_reader_empty_file_has_no_lines)
 TEST(text_reader_invalid_utf8_names_line_and_byte)
 {
     const char data[] = "fine\nstill fine\nbad \xC3\x28 here\n";
-    const char *path = temp_file(data, sizeof data - 1);
     char name[64];
-    strcpy(name, path);
     LineReader r;
     TfmErr err = {0};
-    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    open_temp_reader(&r, data, sizeof data - 1, name, &err);
     char *line;
     size_t len;
     CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
@@ -152,12 +161,10 @@ TEST(text_reader_invalid_utf8_names_line_and_byte)
 TEST(text_reader_nul_byte)
 {
     const char data[] = "a\nb\0c\n";
-    const char *path = temp_file(data, sizeof data - 1);
     char name[64];
-    strcpy(name, path);
     LineReader r;
     TfmErr err = {0};
-    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    open_temp_reader(&r, data, sizeof data - 1, name, &err);
     char *line;
     size_t len;
     CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
@@ -204,12 +211,10 @@ TEST(text_reader_long_line)
 TEST(text_reader_line_limit)
 {
     const char data[] = "12345678\n12345678\r\n123456789\nnever read\n";
-    const char *path = temp_file(data, sizeof data - 1);
     char name[64];
-    strcpy(name, path);
     LineReader r;
     TfmErr err = {0};
-    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    open_temp_reader(&r, data, sizeof data - 1, name, &err);
     r.max_line = 8;
     char *line;
     size_t len;
@@ -232,12 +237,10 @@ TEST(text_reader_line_limit)
 TEST(text_reader_nul_stops_reading)
 {
     const char data[] = "ab\0cd\n";
-    const char *path = temp_file(data, sizeof data - 1);
     char name[64];
-    strcpy(name, path);
     LineReader r;
     TfmErr err = {0};
-    CHECK_EQ_INT(text_reader_open(&r, name, &err), TFM_OK);
+    open_temp_reader(&r, data, sizeof data - 1, name, &err);
     char *line;
     size_t len;
     CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), -1);
