@@ -1,8 +1,9 @@
 /* unicode: the few Unicode facts `tfm bleu` needs to match sacreBLEU, which
  * works on Python strings: UTF-8 decoding, Python's notion of whitespace
  * (str.split/str.rstrip), general categories P*, S*, N* (the intl tokenizer),
- * and str.lower() with its Final_Sigma rule. Tables are generated from
- * /usr/bin/python3's unicodedata by scripts/gen_unicode.py.
+ * and str.lower() with its Final_Sigma rule. scripts/gen_unicode.py writes
+ * the tables: categories from Unicode 17.0 (as the `regex` package that
+ * sacreBLEU uses), whitespace and lowercase from /usr/bin/python3.
  * Not a general text library: no normalization, no other case mappings. */
 #ifndef TFM_UNICODE_H
 #define TFM_UNICODE_H

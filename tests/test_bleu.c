@@ -447,6 +447,32 @@ TEST(bleu_lowercase_like_python)
     CHECK(unicode_props(0x0663) & UNI_NUMBER);      /* Arabic-Indic three */
 }
 
+/* sacreBLEU's intl tokenizer takes categories from the `regex` package, whose
+ * Unicode is newer than Debian's Python's 14.0: these code points were
+ * unassigned in 14.0 and are categorised in 15.0, 15.1, 16.0 and 17.0. */
+TEST(bleu_intl_knows_newer_unicode)
+{
+    CHECK(unicode_props(0x1FABF) & UNI_SYMBOL);     /* 15.0 goose */
+    CHECK(unicode_props(0x2FFC) & UNI_SYMBOL);      /* 15.1 ideographic description character */
+    CHECK(unicode_props(0x1CC00) & UNI_SYMBOL);     /* 16.0 legacy computing supplement */
+    CHECK(unicode_props(0x20C1) & UNI_SYMBOL);      /* 17.0 Saudi riyal sign */
+    CHECK(unicode_props(0x1B4E) & UNI_PUNCT);       /* 16.0 Balinese punctuation */
+    CHECK(unicode_props(0x16FF4) & UNI_NUMBER);     /* 17.0 Yangqin sign */
+    CHECK(!(unicode_props(0x11DD0) & (UNI_PUNCT | UNI_SYMBOL | UNI_NUMBER)));
+    BleuOptions opt;
+    bleu_options_default(&opt);
+    bleu_parse_tokenizer("intl", &opt.tokenize);
+    BleuScorer *s = NULL;
+    TfmErr err = {0};
+    CHECK_EQ_INT(bleu_scorer_new(&opt, &s, &err), TFM_OK);
+    const char *in = "goose\xF0\x9F\xAA\xBF riyal\xE2\x83\x81";
+    const char *got = NULL;
+    size_t got_len = 0;
+    CHECK_EQ_INT(bleu_tokenize(s, in, strlen(in), &got, &got_len, &err), TFM_OK);
+    CHECK_STR(got, "goose \xF0\x9F\xAA\xBF riyal \xE2\x83\x81");
+    bleu_scorer_free(s);
+}
+
 TEST(bleu_survives_allocation_failures)
 {
     /* The long line makes the n-gram table grow past its first size. */
