@@ -15,6 +15,9 @@
 #include "text.h"
 
 #define BPE_MAGIC "tfm-bpe 1"
+/* A piece is at most a marker and BPE_MAX_WORD_CHARS characters of 4 bytes,
+ * each byte escaped as \xNN at worst: about 1 KB; longer lines are damage. */
+enum { VOCAB_MAX_LINE = 4096 };
 
 static const char *const kind_names[] = {"special", "byte", "marker", "char", "merged"};
 
@@ -70,13 +73,22 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
     FILE *f = text_open_regular(path, err);
     if (!f) return err->status;
     char *data = NULL;
-    size_t len = 0, cap = 0;
+    size_t len = 0, cap = 0, line_start = 0;
     TfmStatus st = TFM_OK;
     for (;;) {
         if ((st = bpe_buf_reserve(&data, &cap, len + 65536, err))) goto done;
         size_t k = fread(data + len, 1, cap - len, f);
         len += k;
         if (k == 0) break;
+        /* A large file that is not a vocabulary fails on its first line or
+         * its first overlong line, not after all of it is in memory:
+         * bpe_deserialize finds the fault in what has been read. */
+        const char *nl = memrchr(data + len - k, '\n', k);
+        line_start = nl ? (size_t)(nl + 1 - data) : line_start;
+        if (len - line_start > VOCAB_MAX_LINE || memcmp(data, "tfm-bpe ", len < 8 ? len : 8) != 0) {
+            st = bpe_deserialize(out, data, len, path, err);
+            goto done;
+        }
     }
     if (ferror(f)) {
         st = err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
@@ -163,6 +175,7 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
         const char *nl_ = memchr(buf + pos, '\n', len - pos); \
         line = buf + pos; n = nl_ ? (size_t)(nl_ - line) : len - pos; \
         pos += n + (nl_ != NULL); line_no++; \
+        if (line_no > 1 && n > VOCAB_MAX_LINE) BAD("line longer than %d bytes", VOCAB_MAX_LINE); \
         if (n > 0 && line[n - 1] == '\r') n--; \
     } while (0)
 

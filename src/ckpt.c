@@ -18,7 +18,7 @@
 #include "text.h"
 
 #define MAGIC "TFMMODEL"
-enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12 };
+enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12, MAX_SECTIONS = 64 };
 static const uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL, FNV_PRIME = 0x100000001b3ULL;
 
 /* ---- writing ---- */
@@ -180,6 +180,48 @@ static double get_f64(Reader *r)
     return d;
 }
 
+static uint64_t le_u64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
+    return v;
+}
+
+/* Checks the magic, the version and that the section lengths chain up to an
+ * END section that ends the file, reading only the heads: a large file that
+ * is not a model fails here, before its size in memory is asked for. */
+static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *err)
+{
+    unsigned char head[HEADER_SIZE];
+    if (size < HEADER_SIZE || fread(head, 1, HEADER_SIZE, f) != HEADER_SIZE ||
+        memcmp(head, MAGIC, 8) != 0)
+        return err_set(err, TFM_ERR_FORMAT, "%s: not a tfm model file (bad magic)", path);
+    uint32_t version = (uint32_t)le_u64(head + 8);
+    if (version != FORMAT_VERSION)
+        return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
+                       path, version, FORMAT_VERSION);
+    uint64_t pos = HEADER_SIZE;
+    for (int count = 0;; count++) {
+        /* a writer makes six; zero-length ones must not walk a huge file */
+        if (count == MAX_SECTIONS)
+            return err_set(err, TFM_ERR_FORMAT, "%s: more than %d sections (damaged file)", path,
+                           MAX_SECTIONS);
+        unsigned char sec[SECTION_HEAD];
+        if (size - pos < SECTION_HEAD || fseeko(f, (off_t)pos, SEEK_SET) != 0 ||
+            fread(sec, 1, SECTION_HEAD, f) != SECTION_HEAD)
+            return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+        uint64_t n = le_u64(sec + 4);
+        pos += SECTION_HEAD;
+        if (n > size - pos) return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+        pos += n;
+        if (memcmp(sec, "END ", 4) == 0) break;
+    }
+    if (pos != size) return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the end", path);
+    if (fseeko(f, 0, SEEK_SET) != 0)
+        return err_set(err, TFM_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    return TFM_OK;
+}
+
 static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *len, TfmErr *err)
 {
     /* "tfm: : cannot open" would not say what is wrong */
@@ -190,6 +232,11 @@ static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *
     if (fstat(fileno(f), &sb) != 0) {
         fclose(f);
         return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    TfmStatus st = check_layout(f, (uint64_t)sb.st_size, path, err);
+    if (st != TFM_OK) {
+        fclose(f);
+        return st;
     }
     size_t n = (size_t)sb.st_size;
     unsigned char *buf = xmalloc(n, err);
@@ -219,14 +266,8 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
                                 Sections *s, TfmErr *err)
 {
     memset(s, 0, sizeof *s);
-    if (len < HEADER_SIZE || memcmp(buf, MAGIC, 8) != 0)
-        return err_set(err, TFM_ERR_FORMAT, "%s: not a tfm model file (bad magic)", path);
-    Reader r = {buf, len, 8, 0};
-    uint32_t version = get_u32(&r);
-    (void)get_u32(&r);
-    if (version != FORMAT_VERSION)
-        return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
-                       path, version, FORMAT_VERSION);
+    /* the header was checked by check_layout */
+    Reader r = {buf, len, HEADER_SIZE, 0};
     bool seen_end = false, seen_conf = false, seen_vocb = false, seen_tens = false;
     while (!seen_end) {
         size_t start = r.pos;
@@ -313,6 +354,8 @@ static TfmStatus read_tensors(Reader *r, Model *m, const char *path, TfmErr *err
             }
         seen[t - m->tensors] = 1;
     }
+    if (r->pos != r->len)
+        st = err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the last tensor", path);
 done:
     free(seen);
     return st;
@@ -331,8 +374,9 @@ static TfmStatus read_train_state(const Sections *s, ModelFile *mf, bool want_ad
     ts->has_best = get_u32(&tr) != 0;
     ts->bad_validations = (int)get_u32(&tr);
     ts->elapsed_s = get_f64(&tr);
-    if (tr.short_read || ts->step < 0 || ts->epoch < 0 || ts->batch_in_epoch < 0 ||
-        ts->bad_validations < 0)
+    if (tr.short_read || tr.pos != tr.len || ts->step < 0 || ts->epoch < 0 ||
+        ts->batch_in_epoch < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
+        ts->elapsed_s < 0)
         return err_set(err, TFM_ERR_FORMAT, "%s: malformed trainer state", path);
     if (!want_adam) return TFM_OK;
     Reader ar = s->adam;

@@ -427,6 +427,32 @@ TEST(bpe_refuses_bad_vocab_files)
     free(v);
 }
 
+/* A huge file (a 64 GiB sparse file here) is refused from its first line or
+ * its first overlong line, before it is all read into memory. */
+TEST(bpe_refuses_huge_vocab_files_early)
+{
+    char path[] = "/tmp/tfm_test_huge_vocab_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) { CHECK(!"mkstemp"); return; }
+    const char *heads[] = {"", "tfm-bpe 1\npieces 300 merges 0\n"};
+    const char *wants[] = {"line 1: not a tfm-bpe vocabulary (expected 'tfm-bpe 1')",
+                           "line 3: line longer than 4096 bytes"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(ftruncate(fd, 0) == 0);
+        CHECK(pwrite(fd, heads[i], strlen(heads[i]), 0) == (ssize_t)strlen(heads[i]));
+        CHECK(ftruncate(fd, (off_t)64 << 30) == 0);
+        Bpe *b = NULL;
+        TfmErr err = {0};
+        CHECK_EQ_INT(bpe_load(&b, path, &err), TFM_ERR_FORMAT);
+        char want[256];
+        snprintf(want, sizeof want, "%s: %s", path, wants[i]);
+        CHECK_STR(err.msg, want);
+        bpe_free(b);
+    }
+    close(fd);
+    unlink(path);
+}
+
 TEST(bpe_survives_allocation_failures)
 {
     char *path = temp_file(tiny_corpus, sizeof tiny_corpus - 1);

@@ -2,7 +2,9 @@
  * bit-flipped, empty and wrong-version files are refused with a clear error. */
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -150,6 +152,15 @@ static uint64_t get_le64(const unsigned char *p)
     return v;
 }
 
+/* Rewrites the END section's checksum (FNV-1a-64 of every byte before it). */
+static void rechecksum(char *buf, size_t len)
+{
+    size_t end = len - 20;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < end; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+    for (int i = 0; i < 8; i++) buf[end + 12 + i] = (char)(h >> (8 * i));
+}
+
 /* A copy of the file with its section `tag` written twice, and a valid
  * checksum (FNV-1a-64 of everything before END, docs/model-format.md). */
 static char *duplicate_section(const char *buf, size_t len, const char *tag, size_t *out_len)
@@ -167,10 +178,33 @@ static char *duplicate_section(const char *buf, size_t len, const char *tag, siz
     memcpy(out, buf, end);
     memcpy(out + end, buf + sec, sec_len);
     memcpy(out + end + sec_len, buf + end, len - end);
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < end + sec_len; i++) h = (h ^ (unsigned char)out[i]) * 0x100000001b3ULL;
-    for (int i = 0; i < 8; i++) out[end + sec_len + 12 + i] = (char)(h >> (8 * i));
     *out_len = len + sec_len;
+    rechecksum(out, *out_len);
+    return out;
+}
+
+/* The offset of section `tag`'s payload, or 0. */
+static size_t find_section(const char *buf, size_t len, const char *tag)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    for (size_t pos = 16; pos + 12 <= len; pos += 12 + (size_t)get_le64(u + pos + 4))
+        if (memcmp(u + pos, tag, 4) == 0) return pos + 12;
+    return 0;
+}
+
+/* A copy with `extra` zero bytes appended inside section `tag`, its length
+ * and the checksum updated: the layout is valid, the payload is not. */
+static char *grow_section(const char *buf, size_t len, const char *tag, size_t extra, size_t *out_len)
+{
+    size_t at = find_section(buf, len, tag);
+    if (!at) return NULL;
+    size_t n = (size_t)get_le64((const unsigned char *)buf + at - 8);
+    char *out = calloc(len + extra, 1);
+    memcpy(out, buf, at + n);
+    memcpy(out + at + n + extra, buf + at + n, len - at - n);
+    for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((n + extra) >> (8 * i));
+    *out_len = len + extra;
+    rechecksum(out, *out_len);
     return out;
 }
 
@@ -236,5 +270,74 @@ TEST(test_ckpt_refuses_damaged_files)
     /* a missing file is an I/O error */
     ModelFile mf;
     CHECK(ckpt_load("/nonexistent/x.tfm", &mf, false, &err) == TFM_ERR_IO);
+    fixture_free(&f);
+}
+
+/* A file with a valid layout but bytes no reader expects, or a trainer state
+ * with an impossible elapsed time: refused, not half-read. */
+TEST(test_ckpt_refuses_extra_payload)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    size_t len, n;
+    char *buf = slurp(path_a, &len);
+    char *bad = grow_section(buf, len, "TENS", 4, &n);
+    CHECK(bad != NULL);
+    if (bad) expect_refused(bad, n, "unexpected data after the last tensor");
+    free(bad);
+    bad = grow_section(buf, len, "TRST", 1, &n);
+    CHECK(bad != NULL);
+    if (bad) expect_refused(bad, n, "malformed trainer state");
+    free(bad);
+    /* elapsed seconds: the last f64 of TRST (docs/model-format.md) */
+    size_t trst = find_section(buf, len, "TRST");
+    size_t trst_len = trst ? (size_t)get_le64((unsigned char *)buf + trst - 8) : 0;
+    CHECK(trst_len >= 8);
+    const double elapsed[] = {NAN, -1.0, INFINITY};
+    for (int i = 0; trst_len >= 8 && i < 3; i++) {
+        char *copy = malloc(len);
+        memcpy(copy, buf, len);
+        memcpy(copy + trst + trst_len - 8, &elapsed[i], 8);
+        rechecksum(copy, len);
+        expect_refused(copy, len, "malformed trainer state");
+        free(copy);
+    }
+    free(buf);
+    fixture_free(&f);
+}
+
+/* A huge file that is not a model, or a model with a huge tail, is refused
+ * from its first bytes: the old reader asked for the whole file in memory
+ * first (64 GiB here, a sparse file) and failed with "out of memory". */
+TEST(test_ckpt_refuses_huge_files_early)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
+    size_t len;
+    char *buf = slurp(path_a, &len);
+    const off_t huge = (off_t)64 << 30;
+    struct { size_t keep; const char *want; } cases[] = {
+        {0, "not a tfm model file (bad magic)"},        /* all zeros */
+        {16, "more than 64 sections (damaged file)"},   /* a header, then empty sections */
+        {len, "unexpected data after the end"},         /* a whole model, then 64 GiB */
+    };
+    for (int i = 0; i < 3; i++) {
+        spit(path_bad, buf, cases[i].keep);
+        if (truncate(path_bad, huge) != 0) { CHECK(!"truncate"); continue; }
+        ModelFile mf;
+        TfmStatus st = ckpt_load(path_bad, &mf, false, &err);
+        CHECK(st == TFM_ERR_FORMAT);
+        char want[800];
+        snprintf(want, sizeof want, "%s: %s", path_bad, cases[i].want);
+        CHECK_STR(err.msg, want);
+    }
+    remove(path_bad);
+    free(buf);
     fixture_free(&f);
 }
