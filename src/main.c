@@ -43,14 +43,26 @@ static const Command *find_command(const char *name)
     return NULL;
 }
 
+/* One line on stderr, whatever the message quotes (a file name, an option,
+ * a piece of input): control bytes are shown as \xNN, never a line break. */
+static void print_error(const char *msg)
+{
+    fputs("tfm: ", stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02X", *p);
+        else fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
+}
+
 static int report(TfmStatus status, const TfmErr *err)
 {
     if (status == TFM_OK) return 0;
     if (status == TFM_INTERRUPTED) {
-        if (err->msg[0]) fprintf(stderr, "tfm: %s\n", err->msg);
+        if (err->msg[0]) print_error(err->msg);
         return 128 + err->signo;
     }
-    fprintf(stderr, "tfm: %s\n", err->msg[0] ? err->msg : "unknown error");
+    print_error(err->msg[0] ? err->msg : "unknown error");
     return status == TFM_ERR_USAGE ? 2 : 1;
 }
 

@@ -97,6 +97,11 @@ expect_exit 1 "decode to a newline" -- sh -c "printf 'a <0x0A> b\\n' | \"$TFM\" 
 expect_err_line "decode to a newline line" "tfm: stdin: line 1: the pieces decode to a newline, which one output line cannot hold"
 expect_exit 1 "decode to NUL" -- sh -c "printf 'a\\na <0x00> b\\n' | \"$TFM\" bpe decode -v \"$T/v1\""
 expect_err_line "decode to NUL line" "tfm: stdin: line 2: the pieces decode to a NUL byte, which one output line cannot hold"
+# An unknown piece is quoted in the error; its escaped newline must not
+# break the one error line.
+printf 'abc\\x0Adef\n' >"$T/esc.pieces"
+expect_exit 1 "decode an unknown piece with a newline" -- run_in "$T/esc.pieces" "$TFM" bpe decode -v "$T/v1"
+expect_err_line "unknown piece line" "tfm: stdin: line 1: unknown piece 'abc\x0Adef'"
 expect_exit 1 "learn from a folder" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T"
 expect_err_line "learn from a folder line" "tfm: $T: not a regular file"
 check "refused learns write nothing" test ! -e "$T/v4"
