@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -20,7 +21,9 @@ static const char usage[] =
     "(files read as UTF-8, split on \"\\n\", trailing whitespace stripped). HYP may be \"-\"\n"
     "for stdin. Prints `BLEU = ...` on stdout and sacreBLEU's signature on stderr.\n"
     "The files are read in step, a line at a time (pipes and FIFOs work, memory stays\n"
-    "small); files of different lengths are an error when the shorter one ends.\n"
+    "small). Files of different lengths are an error, found before any output for\n"
+    "regular files and when the shorter one ends for pipes. Invalid UTF-8 is an\n"
+    "error, as in sacreBLEU.\n"
     "\n"
     "options:\n"
     "  -lc, --lowercase            case-insensitive BLEU (Python's str.lower)\n"
@@ -136,17 +139,56 @@ static TfmStatus print_score(const BleuScore *sc, const BleuArgs *a, const char 
     return TFM_OK;
 }
 
+/* Lines as text_read_line splits them: every "\n", and a last line without
+ * one. Leaves f at its start. */
+static TfmStatus count_lines(FILE *f, const char *path, long *lines, TfmErr *err)
+{
+    char buf[65536];
+    long n = 0;
+    size_t k;
+    char last = '\n';
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + k - p))) != NULL; p++) n++;
+        last = buf[k - 1];
+    }
+    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0)
+        return err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
+    *lines = n + (last != '\n');
+    return TFM_OK;
+}
+
 /* Opens path ("-": stdin) to be read line by line as sacreBLEU reads it:
- * split on "\n" only, any bytes (NUL, invalid UTF-8) kept. A FIFO is fine
- * here (`tfm bleu <(...) ref`): the files are streamed, never held whole. */
-static TfmStatus open_lines(LineReader *r, const char *path, TfmErr *err)
+ * split on "\n" only, NUL bytes kept (Python keeps them). A FIFO is fine
+ * here (`tfm bleu <(...) ref`): the files are streamed, never held whole.
+ * *lines is the line count of a regular file, counted first so that files
+ * of different lengths fail before any output; -1 for a stream. */
+static TfmStatus open_lines(LineReader *r, const char *path, long *lines, TfmErr *err)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     text_reader_from_file(r, f, f == stdin ? "stdin" : path);
     r->owns_file = f != stdin;
     r->check_utf8 = false;
+    *lines = -1;
+    struct stat sb;
+    if (f != stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode))
+        return count_lines(f, path, lines, err);
     return TFM_OK;
+}
+
+/* sacreBLEU decodes its files as strict UTF-8 and stops at a bad byte. */
+static TfmStatus check_utf8(const LineReader *r, const char *line, size_t len, TfmErr *err)
+{
+    size_t bad;
+    if (text_utf8_valid(line, len, &bad)) return TFM_OK;
+    return err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu", r->name,
+                   r->line_no, bad + 1);
+}
+
+static TfmStatus counts_differ(const char *a, long a_lines, const char *b, long b_lines, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has %ld lines, %s has %ld",
+                   a, a_lines, b, b_lines);
 }
 
 TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
@@ -161,6 +203,7 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     BleuScore sc;
     char sig[256];
     LineReader *files = NULL;
+    long *lines = NULL;
     BleuScorer *scorer = NULL;
     const char **seg = NULL;
     size_t *seg_len = NULL;
@@ -169,12 +212,24 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     if (parse_args(argc, argv, copy, &a, err)) goto fail;
 
     size_t n_refs = (size_t)a.n_files - 1;
+    for (int i = 0; i < a.n_files; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(a.files[i], "-") == 0 && strcmp(a.files[j], "-") == 0) {
+                err_set(err, TFM_ERR_USAGE, "bleu: stdin ('-') can be only one of the files");
+                goto fail;
+            }
     files = xcalloc((size_t)a.n_files, sizeof *files, err);
+    lines = xcalloc((size_t)a.n_files, sizeof *lines, err);
     seg = xcalloc(n_refs, sizeof *seg, err);
     seg_len = xcalloc(n_refs, sizeof *seg_len, err);
-    if (!files || !seg || !seg_len) goto fail;
+    if (!files || !lines || !seg || !seg_len) goto fail;
     for (int i = 0; i < a.n_files; i++)
-        if (open_lines(&files[i], a.files[i], err)) goto fail;
+        if (open_lines(&files[i], a.files[i], &lines[i], err)) goto fail;
+    for (int i = 1; i < a.n_files; i++)
+        if (lines[0] >= 0 && lines[i] >= 0 && lines[i] != lines[0]) {
+            counts_differ(files[0].name, lines[0], files[i].name, lines[i], err);
+            goto fail;
+        }
 
     bleu_signature(&a.opt, n_refs, sig, sizeof sig);
     if (bleu_scorer_new(&a.opt, &scorer, err)) goto fail;
@@ -184,19 +239,26 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
         char *hyp;
         size_t hyp_len;
         const int more = text_read_line(&files[0], &hyp, &hyp_len, err);
-        if (more < 0) goto fail;
+        if (more < 0 || (more && check_utf8(&files[0], hyp, hyp_len, err))) goto fail;
         for (size_t r = 0; r < n_refs; r++) {
             LineReader *ref = &files[r + 1];
             char *line;
             const int got = text_read_line(ref, &line, &seg_len[r], err);
             if (got < 0) goto fail;
             if (got != more) {
-                const LineReader *shorter = got ? &files[0] : ref, *longer = got ? ref : &files[0];
-                err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has more than %ld lines, "
-                        "%s has %ld", longer->name, shorter->line_no, shorter->name,
-                        shorter->line_no);
+                /* a stream is involved: it may be endless, so when it is the
+                 * longer one, its count is only known to be larger */
+                const int li = got ? (int)r + 1 : 0;
+                const LineReader *shorter = got ? &files[0] : ref, *longer = &files[li];
+                if (lines[li] >= 0)
+                    counts_differ(longer->name, lines[li], shorter->name, shorter->line_no, err);
+                else
+                    err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has more than %ld lines, "
+                            "%s has %ld", longer->name, shorter->line_no, shorter->name,
+                            shorter->line_no);
                 goto fail;
             }
+            if (check_utf8(ref, line, seg_len[r], err)) goto fail;
             seg[r] = line;
         }
         if (!more) break;
@@ -224,6 +286,7 @@ done:
     if (files)
         for (int i = 0; i < a.n_files; i++) text_reader_close(&files[i]);
     free(files);
+    free(lines);
     free(seg);
     free(seg_len);
     free(copy);

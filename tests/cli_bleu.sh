@@ -48,17 +48,38 @@ expect_exit 0 "empty files" -- "$TFM" bleu "$T/empty1" "$T/empty2"
 check "empty files score 0" test "$(cat "$T/out")" = \
     "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 0.000 hyp_len = 0 ref_len = 0)"
 
-printf 'caf\303 \377\376 x\000y \355\240\200\nok\n' >"$T/bad"
-expect_exit 0 "invalid UTF-8 does not crash" -- "$TFM" bleu "$T/bad" "$T/bad" -lc --tokenize intl
-check "invalid UTF-8 identical: 100" grep -q '^BLEU = 100.00 ' "$T/out"
+# sacreBLEU reads strict UTF-8 (it stops with UnicodeDecodeError); NUL is
+# a character to Python and kept.
+printf 'ok\ncaf\303 x\n' >"$T/bad"
+printf 'ok\ncafe x\n' >"$T/good"
+expect_exit 1 "invalid UTF-8 hypothesis" -- "$TFM" bleu "$T/bad" "$T/good"
+expect_err_line "invalid UTF-8 message" "tfm: $T/bad: line 2: invalid UTF-8 at byte 4"
+expect_exit 1 "invalid UTF-8 second reference" -- "$TFM" bleu "$T/good" "$T/good" "$T/bad" -lc --tokenize intl
+expect_err_line "invalid UTF-8 reference message" "tfm: $T/bad: line 2: invalid UTF-8 at byte 4"
+printf 'ok\n\355\240\200\n' >"$T/surrogate"
+expect_exit 1 "a UTF-8 surrogate" -- "$TFM" bleu "$T/good" "$T/surrogate"
+expect_err_line "surrogate message" "tfm: $T/surrogate: line 2: invalid UTF-8 at byte 1"
+printf 'x\000y z\n' >"$T/nul"
+expect_exit 0 "NUL bytes are characters" -- "$TFM" bleu "$T/nul" "$T/nul" -lc --tokenize intl
+check "NUL lines score like any text" test "$(cat "$T/out")" = "BLEU = 0.00 100.0/100.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 2 ref_len = 2)"
 
 printf 'a\nb\nc\n' >"$T/three"; printf 'a\nb\n' >"$T/two"
 expect_exit 1 "different line counts" -- "$TFM" bleu "$T/three" "$T/two"
-expect_err_line "line count message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
+expect_err_line "line count message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
 expect_exit 1 "second reference too short" -- "$TFM" bleu "$T/three" "$T/three" "$T/two"
-expect_err_line "second ref message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
+expect_err_line "second ref message" "tfm: line counts differ: $T/three has 3 lines, $T/two has 2"
 expect_exit 1 "reference longer" -- "$TFM" bleu "$T/two" "$T/three"
-expect_err_line "reference longer message" "tfm: line counts differ: $T/three has more than 2 lines, $T/two has 2"
+expect_err_line "reference longer message" "tfm: line counts differ: $T/two has 2 lines, $T/three has 3"
+printf 'a\nb' >"$T/two_nonl"
+expect_exit 1 "a last line without newline counts" -- "$TFM" bleu "$T/three" "$T/two_nonl"
+expect_err_line "no-newline count message" "tfm: line counts differ: $T/three has 3 lines, $T/two_nonl has 2"
+# Regular files are counted first: --sentence prints nothing before the error.
+expect_exit 1 "sentence scores with different counts" -- "$TFM" bleu --sentence "$T/three" "$T/two"
+check "no sentence score printed before the error" test ! -s "$T/out"
+expect_exit 1 "stdin shorter than the reference" -- sh -c "\"$TFM\" bleu - \"$T/three\" < \"$T/two\""
+expect_err_line "stdin shorter message" "tfm: line counts differ: $T/three has 3 lines, stdin has 2"
+expect_exit 2 "stdin twice" -- "$TFM" bleu - -
+expect_err_line "stdin twice message" "tfm: bleu: stdin ('-') can be only one of the files"
 # Streamed: endless input with newlines stops at the end of the shorter file.
 expect_exit 1 "endless hypothesis" -- sh -c "yes | timeout 20 \"$TFM\" bleu - \"$T/three\""
 expect_err_line "endless hypothesis message" "tfm: line counts differ: stdin has more than 3 lines, $T/three has 3"
