@@ -115,7 +115,9 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
         put_u64(&w, adam->n);
         put(&w, adam->m, sizeof(float) * adam->n);
         put(&w, adam->v, sizeof(float) * adam->n);
-
+    }
+    /* a model (no ADAM) keeps the trainer state too: `tfm info` shows its step */
+    if (ts) {
         put_section(&w, "TRST", 8 * 3 + 8 * 4 + 8 + 4 + 4 + 8);
         put_u64(&w, (uint64_t)ts->step);
         put_u64(&w, (uint64_t)ts->epoch);
@@ -361,8 +363,7 @@ done:
     return st;
 }
 
-static TfmStatus read_train_state(const Sections *s, ModelFile *mf, bool want_adam,
-                                  const char *path, TfmErr *err)
+static TfmStatus read_trainer_state(const Sections *s, ModelFile *mf, const char *path, TfmErr *err)
 {
     Reader tr = s->trst;
     TrainState *ts = &mf->ts;
@@ -378,7 +379,12 @@ static TfmStatus read_train_state(const Sections *s, ModelFile *mf, bool want_ad
         ts->batch_in_epoch < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
         ts->elapsed_s < 0)
         return err_set(err, TFM_ERR_FORMAT, "%s: malformed trainer state", path);
-    if (!want_adam) return TFM_OK;
+    mf->has_step = true;
+    return TFM_OK;
+}
+
+static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const char *path, TfmErr *err)
+{
     Reader ar = s->adam;
     long step = (long)get_u64(&ar);
     uint64_t n = get_u64(&ar);
@@ -427,9 +433,10 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     }
     if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
     if ((st = read_tensors(&s.tens, &mf->model, path, err)) != TFM_OK) goto fail;
+    if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && s.has_adam) {
         mf->has_train_state = true;
-        if ((st = read_train_state(&s, mf, want_train_state, path, err)) != TFM_OK) goto fail;
+        if (want_train_state && (st = read_optimizer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     }
     free(json);
     free(buf);

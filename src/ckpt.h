@@ -31,13 +31,14 @@ typedef struct {
     TfmConfig cfg;
     Bpe *bpe;
     Model model;
-    bool has_train_state;
-    Adam adam;              /* valid when has_train_state */
-    TrainState ts;          /* valid when has_train_state */
+    bool has_train_state;   /* a checkpoint: optimizer and trainer state, resumable */
+    bool has_step;          /* ts is valid: checkpoints and trained models have it */
+    Adam adam;              /* valid when has_train_state (and asked for) */
+    TrainState ts;          /* valid when has_step */
 } ModelFile;
 
-/* Writes cfg, bpe, the model's params and, when adam and ts are non-NULL,
- * the training state, atomically to path. Errors: TFM_ERR_IO naming path. */
+/* Writes cfg, bpe, the model's params, the trainer state when ts is
+ * non-NULL and the optimizer state when adam is too, atomically to path. Errors: TFM_ERR_IO naming path. */
 TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
                     const Model *model, const Adam *adam, const TrainState *ts,
                     TfmErr *err);

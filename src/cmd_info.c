@@ -10,8 +10,9 @@
 static const char usage[] =
     "usage: tfm info MODEL\n"
     "\n"
-    "Prints a model file's parameter count, vocabulary size, training step (for\n"
-    "checkpoints), the BLAS kernel this machine would use, and its config as JSON.\n";
+    "Prints a model file's parameter count, vocabulary size, training step (not\n"
+    "recorded in averaged models), the BLAS kernel this machine would use, and its\n"
+    "config as JSON.\n";
 
 TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
 {
@@ -46,6 +47,10 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
     if (mf.has_train_state)
         printf("step:        %ld (epoch %ld, %.0f s of training)\n", mf.ts.step, mf.ts.epoch + 1,
                mf.ts.elapsed_s);
+    else if (mf.has_step)
+        printf("step:        %ld (epoch %ld)\n", mf.ts.step, mf.ts.epoch + 1);
+    else
+        printf("step:        not recorded (averaged models have none)\n");
     printf("blas kernel: %s (%s)\n", blas_kernel_name(), blas_kernel_source());
     char *json = config_to_json(&mf.cfg);
     if (json) printf("config:\n%s\n", json);

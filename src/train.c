@@ -546,7 +546,11 @@ static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
         t->ts.best_metric = metric;
         t->ts.has_best = true;
         t->ts.bad_validations = 0;
-        return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, NULL, err);
+        /* the step, for `tfm info`; no clock time, so that a rerun or a
+         * resumed run writes the same bytes as an uninterrupted one */
+        TrainState ts = t->ts;
+        ts.elapsed_s = 0;
+        return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);
     }
     t->ts.bad_validations++;
     return TFM_OK;

@@ -19,6 +19,10 @@ check "keep=2 numbered checkpoints" test "$(ls a/ck/ckpt.*.tfm | wc -l)" = 2
 check "log.jsonl has train and valid records" \
     grep -q '"train_loss"' a/ck/log.jsonl
 check "log.jsonl valid record" grep -q '"valid_ppl"' a/ck/log.jsonl
+# The trained model records its step (the best validation's, the only one here).
+expect_exit 0 "info on the trained model" -- "$TFM" info a/model.tfm
+check "info shows the model's step" grep -q "^step:        40 (epoch [0-9]*)$" "$T/out"
+check "a model is not a checkpoint" grep -q "^kind:        model$" "$T/out"
 
 # Interrupted at step 13 by SIGTERM (through the real handler), then resumed:
 # the final model must equal the uninterrupted run's, byte for byte.
@@ -94,6 +98,7 @@ expect_err_line "busy out_dir message" "tfm: ck: in use by another tfm train"
 # tfm average: two checkpoints of one run.
 (cd a && expect_exit 0 "average" -- "$TFM" average -o avg.tfm ck/last.tfm ck/best.tfm)
 expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
+check "an averaged model has no step" grep -q "^step:        not recorded" "$T/out"
 expect_exit 2 "average needs two models" -- "$TFM" average -o x.tfm a/model.tfm
 expect_exit 2 "average needs -o" -- "$TFM" average a/model.tfm a/model.tfm
 
