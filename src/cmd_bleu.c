@@ -139,21 +139,33 @@ static TfmStatus print_score(const BleuScore *sc, const BleuArgs *a, const char 
     return TFM_OK;
 }
 
-/* Lines as text_read_line splits them: every "\n", and a last line without
- * one. Leaves f at its start. */
+/* sacreBLEU decodes its files as strict UTF-8 and stops at a bad byte. */
+static TfmStatus check_utf8(const LineReader *r, const char *line, size_t len, TfmErr *err)
+{
+    size_t bad;
+    if (text_utf8_valid(line, len, &bad)) return TFM_OK;
+    return err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu", r->name,
+                   r->line_no, bad + 1);
+}
+
+/* Counts the lines of a regular file and checks their UTF-8, so that a bad
+ * file fails before any output (as sacreBLEU, which reads everything first).
+ * Leaves the file at its start. */
 static TfmStatus count_lines(FILE *f, const char *path, long *lines, TfmErr *err)
 {
-    char buf[65536];
-    long n = 0;
-    size_t k;
-    char last = '\n';
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-        for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + k - p))) != NULL; p++) n++;
-        last = buf[k - 1];
-    }
-    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0)
-        return err_set(err, TFM_ERR_IO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
-    *lines = n + (last != '\n');
+    LineReader r;
+    text_reader_from_file(&r, f, path);
+    r.check_utf8 = false;
+    char *line;
+    size_t len;
+    int got;
+    while ((got = text_read_line(&r, &line, &len, err)) > 0)
+        if (check_utf8(&r, line, len, err)) break;
+    *lines = r.line_no;
+    text_reader_close(&r);
+    if (got != 0) return err->status;
+    if (fseek(f, 0, SEEK_SET) != 0)
+        return err_set(err, TFM_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
     return TFM_OK;
 }
 
@@ -174,15 +186,6 @@ static TfmStatus open_lines(LineReader *r, const char *path, long *lines, TfmErr
     if (f != stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode))
         return count_lines(f, path, lines, err);
     return TFM_OK;
-}
-
-/* sacreBLEU decodes its files as strict UTF-8 and stops at a bad byte. */
-static TfmStatus check_utf8(const LineReader *r, const char *line, size_t len, TfmErr *err)
-{
-    size_t bad;
-    if (text_utf8_valid(line, len, &bad)) return TFM_OK;
-    return err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu", r->name,
-                   r->line_no, bad + 1);
 }
 
 static TfmStatus counts_differ(const char *a, long a_lines, const char *b, long b_lines, TfmErr *err)

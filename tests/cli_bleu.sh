@@ -56,6 +56,8 @@ expect_exit 1 "invalid UTF-8 hypothesis" -- "$TFM" bleu "$T/bad" "$T/good"
 expect_err_line "invalid UTF-8 message" "tfm: $T/bad: line 2: invalid UTF-8 at byte 4"
 expect_exit 1 "invalid UTF-8 second reference" -- "$TFM" bleu "$T/good" "$T/good" "$T/bad" -lc --tokenize intl
 expect_err_line "invalid UTF-8 reference message" "tfm: $T/bad: line 2: invalid UTF-8 at byte 4"
+expect_exit 1 "sentence scores of a file with invalid UTF-8" -- "$TFM" bleu --sentence "$T/bad" "$T/bad"
+check "no sentence score printed before the UTF-8 error" test ! -s "$T/out"
 printf 'ok\n\355\240\200\n' >"$T/surrogate"
 expect_exit 1 "a UTF-8 surrogate" -- "$TFM" bleu "$T/good" "$T/surrogate"
 expect_err_line "surrogate message" "tfm: $T/surrogate: line 2: invalid UTF-8 at byte 1"
