@@ -161,6 +161,72 @@ static bool is_own_file(const char *name, size_t len)
     return true;
 }
 
+/* Names tfm train writes or removes in out_dir: its own files, their temps,
+ * the log and the lock. */
+static bool written_in_out_dir(const char *name)
+{
+    const char *tmp = strstr(name, ".tmp.");
+    size_t len = tmp ? (size_t)(tmp - name) : strlen(name);
+    return is_own_file(name, len) || strcmp(name, "log.jsonl") == 0 || strcmp(name, "lock") == 0;
+}
+
+/* A directory entry: its folder (by device and inode, so "x" and "./x" are
+ * one) and its last name. Symlinks in the last name are not followed: a
+ * save renames over the entry itself. False when the folder does not exist. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    const char *name;
+} DirEntry;
+
+static bool dir_entry(const char *path, char *buf, size_t size, DirEntry *e)
+{
+    const char *slash = strrchr(path, '/');
+    e->name = slash ? slash + 1 : path;
+    if (!slash) snprintf(buf, size, ".");
+    else snprintf(buf, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat sb;
+    if (stat(buf, &sb) != 0) return false;
+    e->dev = sb.st_dev;
+    e->ino = sb.st_ino;
+    return true;
+}
+
+static bool same_folder(const DirEntry *e, const struct stat *dir)
+{
+    return e->dev == dir->st_dev && e->ino == dir->st_ino;
+}
+
+/* The data files must survive training: train.model may not be one of them,
+ * and none may sit in out_dir under a name the run writes or removes. Checked
+ * before anything is written. */
+static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
+{
+    const struct { const char *path, *key; } inputs[] = {
+        {cfg->data.train_src, "data.train_src"}, {cfg->data.train_tgt, "data.train_tgt"},
+        {cfg->data.valid_src, "data.valid_src"}, {cfg->data.valid_tgt, "data.valid_tgt"},
+        {cfg->data.vocab, "data.vocab"},
+    };
+    char buf[2][4096];
+    DirEntry model, in;
+    struct stat out_dir;
+    const bool have_out_dir = stat(cfg->train.out_dir, &out_dir) == 0;
+    const bool have_model = dir_entry(cfg->train.model, buf[0], sizeof buf[0], &model);
+    if (have_model && have_out_dir && same_folder(&model, &out_dir) && written_in_out_dir(model.name))
+        return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is a file that tfm train keeps in "
+                       "train.out_dir; choose another name", cfg->train.model);
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        if (!inputs[i].path || !dir_entry(inputs[i].path, buf[1], sizeof buf[1], &in)) continue;
+        if (have_model && model.dev == in.dev && model.ino == in.ino && strcmp(model.name, in.name) == 0)
+            return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is %s: training would overwrite it",
+                           cfg->train.model, inputs[i].key);
+        if (have_out_dir && same_folder(&in, &out_dir) && written_in_out_dir(in.name))
+            return err_set(err, TFM_ERR_CONFIG, "%s '%s' is in train.out_dir under a name tfm train "
+                           "writes; move it or choose another out_dir", inputs[i].key, inputs[i].path);
+    }
+    return TFM_OK;
+}
+
 /* Removes the temp files ("NAME.tmp.SUFFIX") of saves that a crash or kill -9
  * interrupted; their writer holds no lock any more, since we hold it. */
 static void remove_stale_temps(const char *dir)
@@ -695,6 +761,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
     int lock_fd = -1;
+    if ((st = check_outputs_spare_inputs(cfg, err)) != TFM_OK) return st;
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     remove_stale_temps(cfg->train.out_dir);

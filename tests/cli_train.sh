@@ -232,4 +232,19 @@ sed 's/"max_steps": 40/"max_steps": 80/' nan.json >nan80.json
 (cd d2 && expect_exit 1 "NaN after resuming" -- "$TFM" train ../nan80.json -q)
 check "NaN message names last.tfm when there is one" grep -Eq '; stopping \(last.tfm keeps the last good state\)$' "$T/err"
 
+# The data must survive a config that names it as an output.
+sed 's|"model": "model.tfm"|"model": "train.de"|' mini.json >clobber.json
+cp train.de train.de.orig
+expect_exit 1 "train.model is the training source" -- "$TFM" train clobber.json -q
+expect_err_line "train.model is the source message" \
+    "tfm: train.model 'train.de' is data.train_src: training would overwrite it"
+check "the training source is untouched" cmp -s train.de train.de.orig
+mkdir -p inout && cp valid.en inout/log.jsonl
+sed 's|"valid_tgt": "valid.en"|"valid_tgt": "inout/log.jsonl"|; s|"out_dir": "ck"|"out_dir": "inout"|' \
+    mini.json >inout.json
+expect_exit 1 "a data file named like an out_dir file" -- "$TFM" train inout.json -q
+expect_err_line "data in out_dir message" "tfm: data.valid_tgt 'inout/log.jsonl' is in \
+train.out_dir under a name tfm train writes; move it or choose another out_dir"
+check "the data file in out_dir is untouched" cmp -s inout/log.jsonl valid.en
+
 cli_summary
