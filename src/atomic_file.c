@@ -133,3 +133,9 @@ void atomic_abort(AtomicFile *af)
     if (af->tmp) unlink(af->tmp);
     release(af);
 }
+
+bool atomic_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}

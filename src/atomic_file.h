@@ -11,6 +11,7 @@
 #ifndef TFM_ATOMIC_FILE_H
 #define TFM_ATOMIC_FILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "err.h"
 
@@ -28,6 +29,10 @@ TfmStatus atomic_open(AtomicFile *af, const char *path, TfmErr *err);
 /* The checks of atomic_open without writing anything, for callers that will
  * write path much later (train.model after training). */
 TfmStatus atomic_check_target(const char *path, TfmErr *err);
+
+/* True when a and b name one existing file (symlinks followed, as saving
+ * follows them): saving to a would replace b's content. */
+bool atomic_same_file(const char *a, const char *b);
 
 /* Flushes, syncs and renames into place; the struct is released either way.
  * Errors (a short write, a full disk) leave the old file and remove the temp. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "ckpt.h"
 #include "cmds.h"
 
@@ -51,6 +52,10 @@ TfmStatus cmd_average(int argc, char **argv, TfmErr *err)
     int n = argc - optind;
     if (n < 2) return err_set(err, TFM_ERR_USAGE, "average: expected at least 2 models, got %d", n);
 
+    for (int k = 0; k < n; k++)
+        if (atomic_same_file(out, argv[optind + k]))
+            return err_set(err, TFM_ERR_USAGE, "average: -o '%s' is also an input model; it would "
+                           "be overwritten", out);
     ModelFile first, other;
     TfmStatus st = ckpt_load(argv[optind], &first, false, err);
     if (st != TFM_OK) return st;

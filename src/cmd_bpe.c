@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "bpe.h"
 #include "cmds.h"
 #include "text.h"
@@ -213,6 +214,10 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
                            "bpe learn: --vocab-size must be an integer in [%d, %d] (4 specials + "
                            "256 bytes + the word marker at least), got '%s'",
                            BPE_MIN_VOCAB, BPE_MAX_VOCAB, size_arg);
+        for (int i = optind; i < sub_argc; i++)
+            if (atomic_same_file(out, sub_argv[i]))
+                return err_set(err, TFM_ERR_USAGE, "bpe learn: -o '%s' is also an input file; "
+                               "it would be overwritten", out);
         return run_learn(out, (int)v, sub_argv + optind, sub_argc - optind, err);
     }
     if (size_arg || out)

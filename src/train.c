@@ -170,36 +170,23 @@ static bool written_in_out_dir(const char *name)
     return is_own_file(name, len) || strcmp(name, "log.jsonl") == 0 || strcmp(name, "lock") == 0;
 }
 
-/* A directory entry: its folder (by device and inode, so "x" and "./x" are
- * one) and its last name. Symlinks in the last name are not followed: a
- * save renames over the entry itself. False when the folder does not exist. */
-typedef struct {
-    dev_t dev;
-    ino_t ino;
-    const char *name;
-} DirEntry;
-
-static bool dir_entry(const char *path, char *buf, size_t size, DirEntry *e)
+/* True when path's folder is the folder dir (by device and inode, so "x"
+ * and "./x" are one) and its last name is one tfm train writes there. */
+static bool written_by_run(const char *path, const struct stat *dir)
 {
+    char folder[4096];
     const char *slash = strrchr(path, '/');
-    e->name = slash ? slash + 1 : path;
-    if (!slash) snprintf(buf, size, ".");
-    else snprintf(buf, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!slash) snprintf(folder, sizeof folder, ".");
+    else snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     struct stat sb;
-    if (stat(buf, &sb) != 0) return false;
-    e->dev = sb.st_dev;
-    e->ino = sb.st_ino;
-    return true;
-}
-
-static bool same_folder(const DirEntry *e, const struct stat *dir)
-{
-    return e->dev == dir->st_dev && e->ino == dir->st_ino;
+    return stat(folder, &sb) == 0 && sb.st_dev == dir->st_dev && sb.st_ino == dir->st_ino &&
+           written_in_out_dir(slash ? slash + 1 : path);
 }
 
 /* The data files must survive training: train.model may not be one of them,
- * and none may sit in out_dir under a name the run writes or removes. Checked
- * before anything is written. */
+ * none may sit in out_dir under a name the run writes, and no file the run
+ * writes may be a symlink to one (saves follow symlinks). Checked before
+ * anything is written. */
 static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
 {
     const struct { const char *path, *key; } inputs[] = {
@@ -207,22 +194,29 @@ static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
         {cfg->data.valid_src, "data.valid_src"}, {cfg->data.valid_tgt, "data.valid_tgt"},
         {cfg->data.vocab, "data.vocab"},
     };
-    char buf[2][4096];
-    DirEntry model, in;
+    static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt", "log.jsonl"};
     struct stat out_dir;
     const bool have_out_dir = stat(cfg->train.out_dir, &out_dir) == 0;
-    const bool have_model = dir_entry(cfg->train.model, buf[0], sizeof buf[0], &model);
-    if (have_model && have_out_dir && same_folder(&model, &out_dir) && written_in_out_dir(model.name))
+    if (have_out_dir && written_by_run(cfg->train.model, &out_dir))
         return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is a file that tfm train keeps in "
                        "train.out_dir; choose another name", cfg->train.model);
     for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
-        if (!inputs[i].path || !dir_entry(inputs[i].path, buf[1], sizeof buf[1], &in)) continue;
-        if (have_model && model.dev == in.dev && model.ino == in.ino && strcmp(model.name, in.name) == 0)
+        const char *in = inputs[i].path;
+        if (!in) continue;
+        if (atomic_same_file(cfg->train.model, in))
             return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is %s: training would overwrite it",
                            cfg->train.model, inputs[i].key);
-        if (have_out_dir && same_folder(&in, &out_dir) && written_in_out_dir(in.name))
+        char *real = realpath(in, NULL);
+        bool clash = have_out_dir && real && written_by_run(real, &out_dir);
+        free(real);
+        for (size_t k = 0; have_out_dir && !clash && k < sizeof fixed / sizeof *fixed; k++) {
+            char p[4096];
+            snprintf(p, sizeof p, "%s/%s", cfg->train.out_dir, fixed[k]);
+            clash = atomic_same_file(p, in);
+        }
+        if (clash)
             return err_set(err, TFM_ERR_CONFIG, "%s '%s' is in train.out_dir under a name tfm train "
-                           "writes; move it or choose another out_dir", inputs[i].key, inputs[i].path);
+                           "writes; move it or choose another out_dir", inputs[i].key, in);
     }
     return TFM_OK;
 }

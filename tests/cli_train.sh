@@ -246,5 +246,11 @@ expect_exit 1 "a data file named like an out_dir file" -- "$TFM" train inout.jso
 expect_err_line "data in out_dir message" "tfm: data.valid_tgt 'inout/log.jsonl' is in \
 train.out_dir under a name tfm train writes; move it or choose another out_dir"
 check "the data file in out_dir is untouched" cmp -s inout/log.jsonl valid.en
+# Saves follow symlinks: a train.model that links to the data is refused too.
+ln -s train.de data_link.tfm
+sed 's|"model": "model.tfm"|"model": "data_link.tfm"|' mini.json >data_link.json
+expect_exit 1 "train.model links to the training source" -- "$TFM" train data_link.json -q
+check "the linked training source is untouched" cmp -s train.de train.de.orig
+expect_exit 2 "average -o onto an input" -- "$TFM" average -o a/ck/best.tfm a/ck/last.tfm a/ck/best.tfm
 
 cli_summary
