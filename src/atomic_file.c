@@ -15,6 +15,8 @@ static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
 {
     *out = NULL;
     if (path[0] == '\0') return err_set(err, TFM_ERR_IO, "output path is empty");
+    if (path[strlen(path) - 1] == '/')
+        return err_set(err, TFM_ERR_IO, "%s: names a folder, not a file", path);
     struct stat sb;
     char *target = NULL;
     if (lstat(path, &sb) != 0) {
@@ -45,9 +47,11 @@ static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
 
 TfmStatus atomic_check_target(const char *path, TfmErr *err)
 {
-    char *target;
-    TfmStatus st = resolve_target(path, &target, err);
-    free(target);
+    /* the temp file is made and removed: a read-only folder or file system,
+     * or a missing permission, shows now */
+    AtomicFile af;
+    TfmStatus st = atomic_open(&af, path, err);
+    if (st == TFM_OK) atomic_abort(&af);
     return st;
 }
 

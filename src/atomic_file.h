@@ -26,8 +26,8 @@ typedef struct {
  * "PATH: cannot follow the symbolic link: REASON". */
 TfmStatus atomic_open(AtomicFile *af, const char *path, TfmErr *err);
 
-/* The checks of atomic_open without writing anything, for callers that will
- * write path much later (train.model after training). */
+/* The checks of atomic_open, and its temp file made and removed again, for
+ * callers that will write path much later (train.model after training). */
 TfmStatus atomic_check_target(const char *path, TfmErr *err);
 
 /* True when a and b name one existing file (symlinks followed, as saving

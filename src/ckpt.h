@@ -22,8 +22,13 @@ typedef struct {
     Rng dropout_rng;
     double best_metric;     /* lower is better (valid loss or -BLEU) */
     bool has_best;
+    bool validated;         /* `step` was validated (and logged) */
     int bad_validations;    /* validations since the best, for patience */
     double elapsed_s;       /* training time before this run */
+    /* sums for the next train record of log.jsonl, so that a resumed run
+     * logs the same train_loss as one never interrupted */
+    double log_loss, log_nll, log_step_s;
+    long log_tokens, log_real_tokens;
 } TrainState;
 
 /* Everything a model file holds. */

@@ -27,7 +27,9 @@ static const char usage[] =
     "  -q, --quiet   no progress on stderr\n"
     "  -h, --help    this help\n"
     "\n"
-    "SIGINT/SIGTERM finish the current step, save last.tfm and exit 130/143.\n";
+    "SIGINT/SIGTERM/SIGHUP finish the current step, save last.tfm and exit\n"
+    "130/143/129 (before the first step they exit at once; a second Ctrl-C\n"
+    "stops at once, without saving).\n";
 
 TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
 {

@@ -33,15 +33,37 @@
 enum { LOG_EVERY = 50 };
 
 static volatile sig_atomic_t stop_signal = 0;
-static bool announce_stop = false;      /* set before the handler is installed */
+static volatile sig_atomic_t training = 0;  /* the loop has begun: a signal saves first */
+static bool announce_stop = false;          /* set before the handlers are installed */
 
+static void say(const char *msg, size_t len)
+{
+    if (write(STDERR_FILENO, msg, len) < 0) { /* nothing to do in a handler */ }
+}
+
+/* SIGINT, SIGTERM, SIGHUP. Only async-signal-safe calls in here. */
 static void on_signal(int sig)
 {
-    /* Said at once (write is async-signal-safe): the step may take seconds,
-     * and a second signal kills without saving. */
+    if (!training) {
+        /* set-up (vocabulary, data, loading): nothing to save, and BPE
+         * learning on a big corpus may take minutes; its temp files are
+         * removed by the next run */
+        static const char msg[] = "tfm: interrupted before the first step; nothing was saved\n";
+        say(msg, sizeof msg - 1);
+        _exit(128 + sig);
+    }
+    if (stop_signal && sig == SIGINT) {
+        /* Ctrl-C twice. Only SIGINT: `timeout` and service managers may
+         * send one SIGTERM to the process and again to its group. */
+        static const char msg[] = "tfm: stopped at once; last.tfm keeps the last save\n";
+        say(msg, sizeof msg - 1);
+        _exit(128 + sig);
+    }
+    if (stop_signal) return;
+    /* said at once: the step may take seconds */
     static const char msg[] = "tfm: stopping: finishing this step, then saving last.tfm "
-                              "(a second signal stops at once, without saving)\n";
-    if (announce_stop && !stop_signal && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+                              "(Ctrl-C again stops at once, without saving)\n";
+    if (announce_stop) say(msg, sizeof msg - 1);
     stop_signal = sig;
 }
 
@@ -51,10 +73,13 @@ void train_install_signal_handlers(bool announce)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND;     /* a second Ctrl-C stops at once */
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask);        /* one handler at a time */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);   /* a closed terminal: save, as for SIGTERM */
+    /* a progress reader that goes away (`| head`) must not kill the run:
+     * writes to it fail quietly instead */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 typedef struct {
@@ -70,11 +95,7 @@ typedef struct {
     Decoder *decoder;           /* for validation BLEU, made at the first use */
     char *last_path, *best_path;
     double run_start;           /* monotonic seconds at the start of this run */
-    long validated_step;        /* step of the latest validation, -1 none */
-    /* since the last log record */
-    double sum_loss, sum_nll;
-    long sum_tokens, sum_real_tokens;
-    double sum_step_s;          /* training time, validation and saving excluded */
+    bool changed;               /* this run stepped or validated: last.tfm is behind */
     long signal_at_step;        /* test hook: raise SIGTERM after this step (0: never) */
 } Trainer;
 
@@ -110,7 +131,11 @@ static TfmStatus make_dirs(const char *path, TfmErr *err)
             st = err_set(err, TFM_ERR_IO, "%s: cannot create folder: %s", p, strerror(errno));
             break;
         }
-        if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (stat(p, &sb) != 0) {     /* a symlink loop, a dangling symlink */
+            st = err_set(err, TFM_ERR_IO, "%s: cannot use as a folder: %s", p, strerror(errno));
+            break;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
             st = err_set(err, TFM_ERR_IO, "%s: not a folder", p);
             break;
         }
@@ -583,7 +608,8 @@ static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
     double loss;
     TfmStatus st = validate(t, &loss, err);
     if (st != TFM_OK) return st;
-    t->validated_step = t->ts.step;
+    t->ts.validated = true;
+    t->changed = true;
     ProgressEvent ev;
     fill_event(t, &ev);
     ev.valid_loss = loss;
@@ -609,7 +635,9 @@ static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
         /* the step, for `tfm info`; no clock time, so that a rerun or a
          * resumed run writes the same bytes as an uninterrupted one */
         TrainState ts = t->ts;
-        ts.elapsed_s = 0;
+        ts.elapsed_s = ts.log_step_s = 0;
+        ts.log_loss = ts.log_nll = 0;
+        ts.log_tokens = ts.log_real_tokens = 0;
         return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);
     }
     t->ts.bad_validations++;
@@ -667,10 +695,12 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;
-    t->sum_loss += ls.loss;
-    t->sum_nll += ls.nll;
-    t->sum_tokens += ls.n_tokens;
-    t->sum_real_tokens += batch_real_tokens(b);
+    t->ts.validated = false;
+    t->changed = true;
+    t->ts.log_loss += ls.loss;
+    t->ts.log_nll += ls.nll;
+    t->ts.log_tokens += ls.n_tokens;
+    t->ts.log_real_tokens += batch_real_tokens(b);
     return TFM_OK;
 }
 
@@ -678,17 +708,17 @@ static TfmStatus log_training(Trainer *t, bool to_log, double step_s, TfmErr *er
 {
     ProgressEvent ev;
     fill_event(t, &ev);
-    if (t->sum_tokens > 0) {
-        ev.train_loss = t->sum_loss / t->sum_tokens;
-        ev.train_nll = t->sum_nll / t->sum_tokens;
+    TrainState *ts = &t->ts;
+    if (ts->log_tokens > 0) {
+        ev.train_loss = ts->log_loss / ts->log_tokens;
+        ev.train_nll = ts->log_nll / ts->log_tokens;
     }
-    ev.tok_per_s = t->sum_step_s > 0 ? t->sum_real_tokens / t->sum_step_s : NAN;
+    ev.tok_per_s = ts->log_step_s > 0 ? ts->log_real_tokens / ts->log_step_s : NAN;
     ev.eta_s = eta(t, step_s);
     progress_show(&t->prog, &ev, false);
     if (!to_log) return TFM_OK;
-    t->sum_loss = t->sum_nll = 0;
-    t->sum_tokens = t->sum_real_tokens = 0;
-    t->sum_step_s = 0;
+    ts->log_loss = ts->log_nll = ts->log_step_s = 0;
+    ts->log_tokens = ts->log_real_tokens = 0;
     return progress_log(&t->prog, &ev, err);
 }
 
@@ -711,7 +741,7 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         if ((st = train_step(t, &b, err)) != TFM_OK) return st;
         t->ts.batch_in_epoch++;
         double dt = now_s() - t0;
-        t->sum_step_s += dt;
+        t->ts.log_step_s += dt;
         step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
         if (t->ts.step == t->signal_at_step) raise(SIGTERM);
         bool validating = tc->valid_every > 0 && t->ts.step % tc->valid_every == 0;
@@ -737,8 +767,9 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         return err_set(err, TFM_INTERRUPTED, "interrupted at step %ld; run the same command "
                        "to resume", t->ts.step);
     }
-    if (t->validated_step != t->ts.step && (st = validate_and_log(t, err)) != TFM_OK) return st;
-    if ((st = save_last(t, err)) != TFM_OK) return st;
+    if (!t->ts.validated && (st = validate_and_log(t, err)) != TFM_OK) return st;
+    /* a rerun of a finished run only copies the model again */
+    if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
     return ckpt_copy(t->best_path, tc->model, err);
 }
 
@@ -748,7 +779,6 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
     t.opt = opt;
-    t.validated_step = -1;
     t.run_start = now_s();
     /* Lets tests interrupt a run at an exact step through the real signal path. */
     const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");
@@ -789,6 +819,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
                                    err)) != TFM_OK)
         goto done;
     t.run_start = now_s();
+    training = 1;
     st = loop(&t, err);
 done:
     progress_close(&t.prog);

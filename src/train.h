@@ -13,9 +13,10 @@ typedef struct {
     bool quiet;             /* no progress on stderr */
 } TrainOptions;
 
-/* Installs SIGINT/SIGTERM handlers that ask the loop to stop after the
- * current step (the handler sets a flag; with announce it also says so on
- * stderr at once). A second signal takes the default action. */
+/* Installs SIGINT/SIGTERM/SIGHUP handlers that ask the loop to stop after
+ * the current step (the handler sets a flag; with announce it also says so
+ * on stderr at once). Before the first step a signal exits at once (nothing
+ * to save); a second SIGINT exits at once too. SIGPIPE is ignored. */
 void train_install_signal_handlers(bool announce);
 
 /* Trains per cfg (threads already set). On success the model path

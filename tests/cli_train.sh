@@ -34,13 +34,21 @@ check "last.tfm is at step 13" grep -q "step:        13 " "$T/out"
 check "resumed run succeeds" test $? = 0
 check "resume is announced" grep -q "resuming from ck/last.tfm at step 13" "$T/err"
 check "resumed model equals uninterrupted" cmp -s a/model.tfm b/model.tfm
+# The log too: the step-40 train record sums steps 1-40 in both (the sums
+# are in the checkpoint), and it is there once. Times differ.
+no_times() { sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' "$1"; }
+check "resumed log equals uninterrupted" test "$(no_times a/ck/log.jsonl)" = "$(no_times b/ck/log.jsonl)"
 
 # Rerunning a finished run is harmless; --restart starts over and ends the same.
 # A train.model temp of a killed run (dead pid) goes; a live writer's stays.
 : >a/model.tfm.tmp.2147483646
 : >a/model.tfm.tmp.$$
 : >a/other.tfm.tmp.2147483646
+cp a/ck/last.tfm a/last.before; cp a/ck/log.jsonl a/log.before
 (cd a && expect_exit 0 "rerun finished" -- "$TFM" train ../mini.json -q)
+check "rerun finished: last.tfm unchanged" cmp -s a/ck/last.tfm a/last.before
+check "rerun finished: no validation again" cmp -s a/ck/log.jsonl a/log.before
+check "rerun finished: model copied" cmp -s a/model.tfm b/model.tfm
 check "stale train.model temp removed" test ! -e a/model.tfm.tmp.2147483646
 check "a live writer's temp is kept" test -e a/model.tfm.tmp.$$
 check "another file's temp is kept" test -e a/other.tfm.tmp.2147483646
@@ -84,6 +92,75 @@ mkdir g
 (cd g && expect_exit 0 "last.tfm after kill -9 loads" -- "$TFM" info ck/last.tfm)
 (cd g && expect_exit 0 "run resumes after kill -9" -- "$TFM" train ../short.json -q)
 check "stale temp file removed" test ! -e g/ck/last.tfm.tmp.999999
+
+# Signals. One SIGTERM sent twice (coreutils timeout signals the process and
+# then its group) still saves; SIGHUP saves and exits 129; a second SIGINT
+# stops at once; progress lines to a reader that went away do not kill the
+# run (SIGPIPE); before the first step a signal exits at once.
+# run_then NAME CONFIG SIGNALS...: starts CONFIG in $T/NAME, waits for its
+# first save, sends the signals 0.05 s apart, leaves the exit code in NAME/rc.
+# slow.json's steps take about 0.1 s, so a second signal comes mid-step.
+sed 's/"d_model": 32/"d_model": 128/; s/"d_ff": 64/"d_ff": 4096/; s/"save_every": 3/"save_every": 2/
+     s/"enc_layers": 1, "dec_layers": 1/"enc_layers": 2, "dec_layers": 2/' long.json >slow.json
+run_then() {
+    local dir=$1 config=$2; shift 2
+    mkdir "$dir"
+    (cd "$dir" || exit 1
+     "$TFM" train "../$config" -q >/dev/null 2>err &
+     pid=$!
+     for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+     for s in "$@"; do kill -"$s" $pid; sleep 0.05; done
+     wait $pid; echo $? >rc)
+}
+run_then sig_tt slow.json TERM TERM
+check "SIGTERM twice exits 143" test "$(cat sig_tt/rc)" = 143
+check "SIGTERM twice still saves" grep -q "^tfm: interrupted at step" sig_tt/err
+run_then sig_hup long.json HUP
+check "SIGHUP exits 129" test "$(cat sig_hup/rc)" = 129
+check "SIGHUP saves" grep -q "^tfm: interrupted at step" sig_hup/err
+run_then sig_ii slow.json INT INT
+check "SIGINT twice exits 130" test "$(cat sig_ii/rc)" = 130
+check "SIGINT twice stops at once" grep -qx "tfm: stopped at once; last.tfm keeps the last save" sig_ii/err
+mkdir sig_pipe
+(cd sig_pipe || exit 1
+ mkfifo progress
+ head -c 1 <progress >/dev/null &
+ "$TFM" train ../long.json 2>progress >/dev/null &
+ pid=$!
+ for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ sleep 0.5
+ kill -TERM $pid; wait $pid; echo $? >rc)
+check "a closed progress pipe does not kill training" test "$(cat sig_pipe/rc)" = 143
+check "... and the run saved" test -s sig_pipe/ck/last.tfm
+# set-up: BPE learning on 20k lines of random words takes about a second
+mkdir sig_setup
+awk 'BEGIN { srand(7); for (i = 0; i < 20000; i++) { l = ""
+       for (j = 0; j < 12; j++) { n = 3 + int(rand() * 6)
+         for (k = 0; k < n; k++) l = l sprintf("%c", 97 + int(rand() * 26)); l = l " " }
+       print l } }' >sig_setup/words.txt
+sed 's/"vocab_size": 500/"vocab_size": 8000/; s/"train\.de"/"sig_setup\/words.txt"/; s/"train\.en"/"sig_setup\/words.txt"/' \
+    long.json >setup.json
+(cd sig_setup || exit 1
+ "$TFM" train ../setup.json >/dev/null 2>err &
+ pid=$!
+ for _ in $(seq 100); do grep -q "learning a" err && break; sleep 0.05; done
+ kill -INT $pid; wait $pid; echo $? >rc)
+check "SIGINT in set-up exits 130" test "$(cat sig_setup/rc)" = 130
+check "SIGINT in set-up: nothing saved" test ! -e sig_setup/ck/last.tfm
+check "SIGINT in set-up message" grep -qx "tfm: interrupted before the first step; nothing was saved" sig_setup/err
+
+# A train.model that cannot be written is refused before training.
+sed 's|"model": "model.tfm"|"model": "/proc/tfm-test-m.tfm"|' mini.json >proc.json
+mkdir pm
+(cd pm && expect_exit 1 "train.model not writable" -- "$TFM" train ../proc.json -q)
+check "train.model not writable: refused before training" test ! -e pm/ck/last.tfm
+sed 's|"model": "model.tfm"|"model": "m19/"|' mini.json >slash.json
+(cd pm && expect_exit 1 "train.model names a folder" -- "$TFM" train ../slash.json -q)
+expect_err_line "train.model folder message" "tfm: m19/: names a folder, not a file"
+ln -s loop1 loop2; ln -s loop2 loop1
+sed 's|"out_dir": "ck"|"out_dir": "../loop1"|' mini.json >loop.json
+(cd pm && expect_exit 1 "out_dir is a symlink loop" -- "$TFM" train ../loop.json -q)
+expect_err_line "symlink loop message" "tfm: ../loop1: cannot use as a folder: Too many levels of symbolic links"
 
 # Two runs cannot share an out_dir.
 mkdir h

@@ -58,6 +58,12 @@ static int fixture_init(Fixture *f)
     f->ts.has_best = true;
     f->ts.bad_validations = 1;
     f->ts.elapsed_s = 12.5;
+    f->ts.validated = true;
+    f->ts.log_loss = 40.5;
+    f->ts.log_nll = 30.25;
+    f->ts.log_step_s = 1.5;
+    f->ts.log_tokens = 9;
+    f->ts.log_real_tokens = 11;
     return 1;
 }
 
@@ -115,6 +121,10 @@ TEST(test_ckpt_round_trip_identical_bytes)
     CHECK_EQ_INT(mf.ts.epoch, 2);
     CHECK_EQ_INT(mf.ts.batch_in_epoch, 5);
     CHECK(memcmp(&mf.ts.dropout_rng, &f.ts.dropout_rng, sizeof(Rng)) == 0);
+    CHECK(mf.ts.has_best && mf.ts.validated && mf.ts.bad_validations == 1);
+    CHECK(mf.ts.best_metric == 3.25 && mf.ts.elapsed_s == 12.5);
+    CHECK(mf.ts.log_loss == 40.5 && mf.ts.log_nll == 30.25 && mf.ts.log_step_s == 1.5);
+    CHECK(mf.ts.log_tokens == 9 && mf.ts.log_real_tokens == 11);
     CHECK_EQ_INT(mf.adam.step, 17);
     CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
     CHECK(memcmp(mf.adam.v, f.adam.v, f.adam.n * sizeof(float)) == 0);
@@ -292,15 +302,31 @@ TEST(test_ckpt_refuses_extra_payload)
     CHECK(bad != NULL);
     if (bad) expect_refused(bad, n, "malformed trainer state");
     free(bad);
-    /* elapsed seconds: the last f64 of TRST (docs/model-format.md) */
+    /* docs/model-format.md: elapsed seconds at byte 72 of TRST, then the log
+     * sums (f64 loss, nll, seconds, u64 tokens, real tokens) to byte 120 */
     size_t trst = find_section(buf, len, "TRST");
     size_t trst_len = trst ? (size_t)get_le64((unsigned char *)buf + trst - 8) : 0;
-    CHECK(trst_len >= 8);
-    const double elapsed[] = {NAN, -1.0, INFINITY};
-    for (int i = 0; trst_len >= 8 && i < 3; i++) {
+    CHECK_EQ_INT(trst_len, 120);
+    const double bad_f64[] = {NAN, -1.0, INFINITY};
+    const size_t f64_at[] = {72, 96};      /* elapsed, the log's seconds */
+    for (int k = 0; trst_len == 120 && k < 2; k++)
+        for (int i = 0; i < 3; i++) {
+            char *copy = malloc(len);
+            memcpy(copy, buf, len);
+            memcpy(copy + trst + f64_at[k], &bad_f64[i], 8);
+            rechecksum(copy, len);
+            expect_refused(copy, len, "malformed trainer state");
+            free(copy);
+        }
+    /* flags other than has-best (1) and validated (2), a dropout rng of all
+     * zeros (xoshiro would never leave it), a negative token count */
+    struct { size_t at, n; unsigned char byte; } edits[] = {
+        {64, 1, 4}, {24, 32, 0}, {119, 1, 0x80},
+    };
+    for (int i = 0; trst_len == 120 && i < 3; i++) {
         char *copy = malloc(len);
         memcpy(copy, buf, len);
-        memcpy(copy + trst + trst_len - 8, &elapsed[i], 8);
+        memset(copy + trst + edits[i].at, edits[i].byte, edits[i].n);
         rechecksum(copy, len);
         expect_refused(copy, len, "malformed trainer state");
         free(copy);
@@ -312,6 +338,37 @@ TEST(test_ckpt_refuses_extra_payload)
 /* A huge file that is not a model, or a model with a huge tail, is refused
  * from its first bytes: the old reader asked for the whole file in memory
  * first (64 GiB here, a sparse file) and failed with "out of memory". */
+/* Files written before the log sums joined TRST (80 bytes) still load, with
+ * the sums at zero. */
+TEST(test_ckpt_reads_trainer_state_without_log_sums)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    size_t len;
+    char *buf = slurp(path_a, &len);
+    size_t at = buf ? find_section(buf, len, "TRST") : 0;
+    CHECK(at && get_le64((unsigned char *)buf + at - 8) == 120);
+    if (at) {
+        /* cut the last 40 bytes of TRST's payload, as the old writer did */
+        memmove(buf + at + 80, buf + at + 120, len - at - 120);
+        len -= 40;
+        for (int i = 0; i < 8; i++) buf[at - 8 + i] = (char)((uint64_t)80 >> (8 * i));
+        rechecksum(buf, len);
+        spit(path_bad, buf, len);
+        ModelFile mf;
+        CHECK(ckpt_load(path_bad, &mf, true, &err) == TFM_OK);
+        CHECK(mf.has_train_state && mf.ts.step == 17 && mf.ts.elapsed_s == 12.5);
+        CHECK(mf.ts.has_best && mf.ts.validated);
+        CHECK(mf.ts.log_loss == 0 && mf.ts.log_tokens == 0 && mf.ts.log_step_s == 0);
+        ckpt_free(&mf);
+    }
+    free(buf);
+    fixture_free(&f);
+}
+
 TEST(test_ckpt_refuses_huge_files_early)
 {
     Fixture f;
