@@ -44,20 +44,26 @@ typedef struct {
     bool have_beam, have_alpha, have_a, have_b, quiet;
 } Options;
 
-static int parse_int(const char *s, long lo, long hi, int *out)
+/* "--beam" or "-b" for the error message: argv[optind - 1] is the value
+ * when it came as a separate argument. */
+static const char *option_name(const struct option *longopts, int longindex, int c, char *buf,
+                               size_t size)
 {
-    long v;
-    if (!cmd_parse_long(s, lo, hi, &v)) return 0;
-    *out = (int)v;
-    return 1;
+    if (longindex >= 0) snprintf(buf, size, "--%s", longopts[longindex].name);
+    else snprintf(buf, size, "-%c", c);
+    return buf;
 }
 
-static int parse_float(const char *s, double lo, double hi, float *out)
+static TfmStatus bad_int(const char *opt, const char *value, long lo, long hi, TfmErr *err)
 {
-    double v;
-    if (!cmd_parse_double(s, lo, hi, &v)) return 0;
-    *out = (float)v;
-    return 1;
+    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected an integer in [%ld, %ld], got '%s'",
+                   opt, lo, hi, value);
+}
+
+static TfmStatus bad_number(const char *opt, const char *value, double lo, double hi, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected a number in [%g, %g], got '%s'",
+                   opt, lo, hi, value);
 }
 
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
@@ -78,28 +84,41 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     };
     optind = 0;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, NULL)) != -1) {
-        const char *name = argv[optind - 1];
-        int ok = 1;
+    int c, longindex = -1;
+    while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, &longindex)) != -1) {
+        char opt[32];
+        option_name(longopts, longindex, c, opt, sizeof opt);
+        longindex = -1;
+        /* integer options: where the value goes, and its range */
+        int *int_out = NULL;
+        long lo = 0, hi = 0;
+        float *flt_out = NULL;
+        double flo = 0, fhi = 0;
         switch (c) {
         case 'm': o->model = optarg; break;
-        case 'b': ok = parse_int(optarg, 1, 1024, &o->beam); o->have_beam = true; break;
-        case OPT_ALPHA: ok = parse_float(optarg, 0, 100, &o->alpha); o->have_alpha = true; break;
-        case OPT_NBEST: ok = parse_int(optarg, 1, 1024, &o->nbest); break;
-        case OPT_BATCH: ok = parse_int(optarg, 1, 4096, &o->batch); break;
-        case OPT_LEN_A: ok = parse_float(optarg, 0, 1000, &o->max_len_a); o->have_a = true; break;
-        case OPT_LEN_B: ok = parse_int(optarg, 0, 1000000, &o->max_len_b); o->have_b = true; break;
-        case OPT_THREADS: ok = parse_int(optarg, 0, 1024, &o->threads); break;
+        case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
+        case OPT_ALPHA: flt_out = &o->alpha; fhi = DECODE_MAX_ALPHA; o->have_alpha = true; break;
+        case OPT_NBEST: int_out = &o->nbest; lo = 1; hi = DECODE_MAX_BEAM; break;
+        case OPT_BATCH: int_out = &o->batch; lo = 1; hi = 4096; break;
+        case OPT_LEN_A: flt_out = &o->max_len_a; fhi = DECODE_MAX_LEN_A; o->have_a = true; break;
+        case OPT_LEN_B: int_out = &o->max_len_b; hi = DECODE_MAX_LEN_B; o->have_b = true; break;
+        case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
-        case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", name);
+        case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
         default:
-            return err_set(err, TFM_ERR_USAGE, "translate: unknown option '%s' (see tfm translate --help)", name);
+            return err_set(err, TFM_ERR_USAGE, "translate: unknown option '%s' (see tfm translate --help)",
+                           argv[optind - 1]);
         }
-        if (!ok)
-            return err_set(err, TFM_ERR_USAGE, "translate: %s: invalid value '%s' (see tfm translate --help)",
-                           name, optarg);
+        long v;
+        double d;
+        if (int_out) {
+            if (!cmd_parse_long(optarg, lo, hi, &v)) return bad_int(opt, optarg, lo, hi, err);
+            *int_out = (int)v;
+        } else if (flt_out) {
+            if (!cmd_parse_double(optarg, flo, fhi, &d)) return bad_number(opt, optarg, flo, fhi, err);
+            *flt_out = (float)d;
+        }
     }
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (input comes from stdin)",

@@ -110,10 +110,12 @@ static const KeySpec schema[] = {
     STR_("train.model", train.model, "model.tfm", 0),
     INT_("train.threads", train.threads, 0, 1024, 0),
 
-    INT_("decode.beam", decode.beam, 1, 1024, 4),
-    NONNEG_("decode.alpha", decode.alpha, 0.6),
-    NONNEG_("decode.max_len_a", decode.max_len_a, 1.0),
-    INT_("decode.max_len_b", decode.max_len_b, 0, INT_MAX, 50),
+    INT_("decode.beam", decode.beam, 1, DECODE_MAX_BEAM, 4),
+    /* the ranges of tfm translate's options (cmd_translate.c); beyond alpha
+     * 10 every score rounds to zero and n-best lists lose their order */
+    FLT_("decode.alpha", decode.alpha, 0, false, DECODE_MAX_ALPHA, false, 0.6),
+    FLT_("decode.max_len_a", decode.max_len_a, 0, false, DECODE_MAX_LEN_A, false, 1.0),
+    INT_("decode.max_len_b", decode.max_len_b, 0, DECODE_MAX_LEN_B, 50),
 };
 enum { N_KEYS = sizeof schema / sizeof *schema };
 

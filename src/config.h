@@ -52,6 +52,12 @@ typedef struct {
     int threads;            /* 0: all cores */
 } TrainConfig;
 
+/* Ranges shared by decode.* and tfm translate's options. */
+#define DECODE_MAX_BEAM 1024
+#define DECODE_MAX_ALPHA 10.0
+#define DECODE_MAX_LEN_A 1000.0
+#define DECODE_MAX_LEN_B 1000000
+
 typedef struct {
     int beam;
     float alpha, max_len_a;

@@ -291,7 +291,9 @@ static void remove_stale_model_temps(const char *model)
 }
 
 /* --restart: the previous run's checkpoints go, so that they are neither
- * resumed nor mixed with the new run's (pruning, averaging). */
+ * resumed nor mixed with the new run's (pruning, averaging). last.tfm goes
+ * last: a restart stopped half-way leaves a run that resumes, or restarts
+ * again, never numbered checkpoints without their last.tfm. */
 static void remove_checkpoints(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -299,12 +301,36 @@ static void remove_checkpoints(const char *dir)
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
-        if (!is_own_file(e->d_name, len) || strcmp(e->d_name, "vocab.txt") == 0) continue;
+        if (!is_own_file(e->d_name, len) || strcmp(e->d_name, "vocab.txt") == 0 ||
+            strcmp(e->d_name, "last.tfm") == 0)
+            continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         unlink(path);
     }
     closedir(d);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/last.tfm", dir);
+    unlink(path);
+}
+
+/* Numbered checkpoints without a last.tfm are another run's (last.tfm is
+ * saved before each of them): a fresh run would keep its higher steps when
+ * pruning and drop its own. */
+static TfmStatus check_no_orphan_checkpoints(const char *dir, TfmErr *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return TFM_OK;
+    struct dirent *e;
+    long n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        n += is_own_file(e->d_name, len) && strncmp(e->d_name, "ckpt.", 5) == 0;
+    }
+    closedir(d);
+    if (n == 0) return TFM_OK;
+    return err_set(err, TFM_ERR_IO, "%s: holds %ld numbered checkpoint%s of an earlier run but no "
+                   "last.tfm to resume from; --restart removes them", dir, n, n == 1 ? "" : "s");
 }
 
 static bool same_model(const ModelConfig *a, const ModelConfig *b)
@@ -808,6 +834,9 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
         goto done;
     }
     bool resuming = !opt->restart && file_exists(t.last_path);
+    if (!resuming && !opt->restart &&
+        (st = check_no_orphan_checkpoints(cfg->train.out_dir, err)) != TFM_OK)
+        goto done;
     /* a fresh run starts a fresh log; a resumed one continues it */
     if ((st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err)) != TFM_OK)
         goto done;

@@ -162,6 +162,13 @@ sed 's|"out_dir": "ck"|"out_dir": "../loop1"|' mini.json >loop.json
 (cd pm && expect_exit 1 "out_dir is a symlink loop" -- "$TFM" train ../loop.json -q)
 expect_err_line "symlink loop message" "tfm: ../loop1: cannot use as a folder: Too many levels of symbolic links"
 
+# Numbered checkpoints without last.tfm belong to an earlier run: a fresh
+# run would prune its own and keep theirs. Refused; --restart clears them.
+mkdir orphan && cp -r a/ck orphan/ck && rm orphan/ck/last.tfm
+(cd orphan && expect_exit 1 "numbered checkpoints without last.tfm" -- "$TFM" train ../mini.json -q)
+expect_err_line "orphan checkpoints message" "tfm: ck: holds 2 numbered checkpoints of an earlier run but no last.tfm to resume from; --restart removes them"
+(cd orphan && expect_exit 0 "--restart clears them" -- "$TFM" train ../mini.json -q --restart)
+
 # Two runs cannot share an out_dir.
 mkdir h
 (cd h || exit 1

@@ -68,6 +68,11 @@ expect_err_line "model FIFO message" "tfm: model.fifo: not a regular file"
 expect_exit 1 "empty model path" -- sh -c "\"$TFM\" translate -m '' < in.txt"
 expect_err_line "empty model path message" "tfm: model path is empty"
 expect_exit 2 "bad beam" -- "$TFM" translate -b 0
+expect_err_line "bad value names the option and its range" "tfm: translate: -b: expected an integer in [1, 1024], got '0'"
+expect_exit 2 "bad beam, long option" -- "$TFM" translate --beam 0
+expect_err_line "--opt value names the option, not the value" "tfm: translate: --beam: expected an integer in [1, 1024], got '0'"
+expect_exit 2 "alpha over 10" -- "$TFM" translate --alpha 100
+expect_err_line "alpha range" "tfm: translate: --alpha: expected a number in [0, 10], got '100'"
 expect_exit 2 "bad alpha" -- "$TFM" translate --alpha=abc
 expect_exit 2 "unknown option" -- "$TFM" translate --frobnicate
 expect_exit 2 "stray argument" -- "$TFM" translate in.txt

@@ -337,8 +337,12 @@ static const BadCase bad_cases[] = {
     {"{\"data\": {\"train_src\": \"a\", \"train_tgt\": \"b\", \"valid_src\": \"c\"}}",
      "data.valid_tgt: required key missing", TFM_ERR_CONFIG},
     {"{}", "data.train_src: required key missing", TFM_ERR_CONFIG},
+    {"{" DATA ", \"decode\": {\"alpha\": 11}}", "decode.alpha: expected a number in [0, 10], got 11",
+     TFM_ERR_CONFIG},
+    {"{" DATA ", \"decode\": {\"max_len_b\": 2147483647}}",
+     "decode.max_len_b: expected an integer in [0, 1000000], got 2147483647", TFM_ERR_CONFIG},
     {"{\"decode\": {\"alpha\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",
-     "decode.alpha: expected a non-negative number, got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\"",
+     "decode.alpha: expected a number in [0, 10], got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\"",
      TFM_ERR_CONFIG},
     {"{\"data\": {\"train_src\": \"nope.de\", \"train_tgt\": \"train.en\", \"valid_src\": \"val.de\","
      " \"valid_tgt\": \"val.en\"}}",
