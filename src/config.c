@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -477,6 +478,51 @@ static size_t find_nul_escape(const char *text, size_t len)
     return SIZE_MAX;
 }
 
+/* Length of the JSON number (RFC 8259) at p, 0 if there is none:
+ * -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static size_t json_number_len(const char *p, const char *end)
+{
+    const char *q = p;
+    if (q < end && *q == '-') q++;
+    if (q < end && *q == '0') q++;
+    else if (q < end && *q >= '1' && *q <= '9') while (q < end && isdigit((unsigned char)*q)) q++;
+    else return 0;
+    if (q < end && *q == '.') {
+        if (++q >= end || !isdigit((unsigned char)*q)) return 0;
+        while (q < end && isdigit((unsigned char)*q)) q++;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < end && (*q == '+' || *q == '-')) q++;
+        if (q >= end || !isdigit((unsigned char)*q)) return 0;
+        while (q < end && isdigit((unsigned char)*q)) q++;
+    }
+    return (size_t)(q - p);
+}
+
+/* cJSON reads numbers with strtod, so it takes 040, 1. and 1.e5, which JSON
+ * does not allow (and 040 is 32 elsewhere). Offset of the first such number
+ * outside strings, SIZE_MAX if none. Called on text cJSON has parsed. */
+static size_t find_bad_number(const char *text, size_t len)
+{
+    const char *end = text + len;
+    bool in_str = false;
+    for (const char *p = text; p < end; p++) {
+        if (in_str) {
+            if (*p == '\\') p++;
+            else if (*p == '"') in_str = false;
+            continue;
+        }
+        if (*p == '"') { in_str = true; continue; }
+        if (*p != '-' && !isdigit((unsigned char)*p)) continue;
+        size_t n = json_number_len(p, end);
+        const char *after = p + n;
+        if (n == 0 || (after < end && strchr("0123456789.eE+-", *after))) return (size_t)(p - text);
+        p = after - 1;
+    }
+    return SIZE_MAX;
+}
+
 /* Where cJSON wanted an object key and found no '"', it reports the byte
  * after the offending one ("{,}" -> "}"). Such a byte follows '{' or ','. */
 static size_t fix_key_position(const char *text, size_t pos)
@@ -611,6 +657,15 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         line_col(text, tail, &line, &col);
         st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: unexpected text after the JSON object",
                      line, col);
+        goto fail;
+    }
+    size_t bad = find_bad_number(text, len);
+    if (bad != SIZE_MAX) {
+        int line, col;
+        line_col(text, bad, &line, &col);
+        size_t n = strspn(text + bad, "0123456789.eE+-");
+        st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: '%.*s' is not a JSON number", line,
+                     col, (int)(n > 24 ? 24 : n), text + bad);
         goto fail;
     }
     if (!cJSON_IsObject(root)) {
