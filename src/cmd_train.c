@@ -58,7 +58,8 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
             break;
         case OPT_SEED:
             if (!cmd_parse_long(optarg, 0, CONFIG_MAX_JSON_INT, &seed))
-                return err_set(err, TFM_ERR_USAGE, "train: --seed: expected a non-negative integer, got '%s'", optarg);
+                return err_set(err, TFM_ERR_USAGE, "train: --seed: expected an integer in [0, %lld], got '%s'",
+                               (long long)CONFIG_MAX_JSON_INT, optarg);
             have_seed = true;
             break;
         case OPT_RESTART: opt.restart = true; break;
@@ -93,6 +94,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     }
     blas_set_threads(cfg.train.threads);
     if ((st = blas_selftest(err)) == TFM_OK) {
+        opt.config_path = argv[optind];
         train_install_signal_handlers(!opt.quiet);
         st = train_run(&cfg, &opt, err);
     }

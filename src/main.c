@@ -1,6 +1,7 @@
 /* main: looks up the subcommand, runs it, prints the one "tfm: " error line
  * and maps the status to the exit code (0 ok, 1 runtime error, 2 usage,
  * 128+signal when interrupted). The only place that prints errors or exits. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,11 @@ int main(int argc, char **argv)
     if (argc < 2)
         return report(err_set(&err, TFM_ERR_USAGE, "missing COMMAND (see tfm --help)"), &err);
     const char *name = argv[1];
+    bool top_option = strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+                      strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0;
+    if (top_option && argc > 2)
+        return report(err_set(&err, TFM_ERR_USAGE, "%s: unexpected argument '%s'", name, argv[2]),
+                      &err);
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         print_usage(stdout);
         return 0;

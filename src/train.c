@@ -223,13 +223,13 @@ static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
     struct stat out_dir;
     const bool have_out_dir = stat(cfg->train.out_dir, &out_dir) == 0;
     if (have_out_dir && written_by_run(cfg->train.model, &out_dir))
-        return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is a file that tfm train keeps in "
+        return err_set(err, TFM_ERR_CONFIG, "train.model: '%s' is a file that tfm train keeps in "
                        "train.out_dir; choose another name", cfg->train.model);
     for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
         const char *in = inputs[i].path;
         if (!in) continue;
         if (atomic_same_file(cfg->train.model, in))
-            return err_set(err, TFM_ERR_CONFIG, "train.model '%s' is %s: training would overwrite it",
+            return err_set(err, TFM_ERR_CONFIG, "train.model: '%s' is %s: training would overwrite it",
                            cfg->train.model, inputs[i].key);
         char *real = realpath(in, NULL);
         bool clash = have_out_dir && real && written_by_run(real, &out_dir);
@@ -240,7 +240,7 @@ static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
             clash = atomic_same_file(p, in);
         }
         if (clash)
-            return err_set(err, TFM_ERR_CONFIG, "%s '%s' is in train.out_dir under a name tfm train "
+            return err_set(err, TFM_ERR_CONFIG, "%s: '%s' is in train.out_dir under a name tfm train "
                            "writes; move it or choose another out_dir", inputs[i].key, in);
     }
     return TFM_OK;
@@ -468,6 +468,16 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     return TFM_OK;
 }
 
+/* Says why: the keys that skipped the pairs are what the user can change. */
+static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
+                                 const char *what, const char *path, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld lines: %ld empty, %ld over "
+                   "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
+                   c->n_lines, c->skipped_empty, c->skipped_long, cfg->data.max_len,
+                   b->skipped_budget, cfg->train.batch_tokens);
+}
+
 static TfmStatus load_data(Trainer *t, TfmErr *err)
 {
     const TfmConfig *cfg = t->cfg;
@@ -487,9 +497,9 @@ static TfmStatus load_data(Trainer *t, TfmErr *err)
                   t->train.skipped_long, cfg->data.max_len, t->train_b.skipped_budget,
                   t->valid.n_pairs);
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0)
-        return err_set(err, TFM_ERR_FORMAT, "%s: no usable training pairs", cfg->data.train_src);
+        return no_usable_pairs(&t->train, &t->train_b, cfg, "training", cfg->data.train_src, err);
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
-        return err_set(err, TFM_ERR_FORMAT, "%s: no usable validation pairs", cfg->data.valid_src);
+        return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", cfg->data.valid_src, err);
     batcher_plan_epoch(&t->valid_b, 0);
     return TFM_OK;
 }
@@ -811,7 +821,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
     int lock_fd = -1;
-    if ((st = check_outputs_spare_inputs(cfg, err)) != TFM_OK) return st;
+    if ((st = check_outputs_spare_inputs(cfg, err)) != TFM_OK) {
+        if (opt->config_path) err_prefix(err, "%s: ", opt->config_path);
+        return st;
+    }
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     remove_stale_temps(cfg->train.out_dir);

@@ -11,6 +11,7 @@
 typedef struct {
     bool restart;           /* ignore out_dir/last.tfm */
     bool quiet;             /* no progress on stderr */
+    const char *config_path;    /* for error messages about the config's keys */
 } TrainOptions;
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that ask the loop to stop after

@@ -15,6 +15,8 @@ done
 expect_exit 2 "help for an unknown command" -- "$TFM" help frobnicate
 expect_exit 0 "--version" -- "$TFM" --version
 check "--version names the BLAS kernel" grep -q "^OpenBLAS kernel: " "$T/out"
+expect_exit 2 "--version with an argument" -- "$TFM" --version x
+expect_err_line "--version argument message" "tfm: --version: unexpected argument 'x'"
 expect_exit 1 "info on a text file" -- "$TFM" info "$0"
 expect_err_line "info on a text file message" "tfm: $0: not a tfm model file (bad magic)"
 # Whatever an error quotes (an option, a path, a value), it stays one line:

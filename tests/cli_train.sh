@@ -290,7 +290,10 @@ check "dry run prints the seed override" grep -q '"seed": 9' "$T/out"
 : >empty.en
 sed 's|"valid_src": "valid.de", "valid_tgt": "valid.en"|"valid_src": "empty.de", "valid_tgt": "empty.en"|' mini.json >novalid.json
 expect_exit 1 "empty validation set" -- "$TFM" train novalid.json -q
-expect_err_line "empty validation message" "tfm: empty.de: no usable validation pairs"
+expect_err_line "empty validation message" "tfm: empty.de: no usable validation pairs (0 lines: 0 empty, 0 over data.max_len 40 tokens, 0 over train.batch_tokens 600)"
+sed 's/"max_len": 40/"max_len": 1/' mini.json >maxlen1.json
+expect_exit 1 "every pair over max_len" -- "$TFM" train maxlen1.json -q
+expect_err_line "the message names the key that skipped them" "tfm: train.de: no usable training pairs (400 lines: 0 empty, 400 over data.max_len 1 tokens, 0 over train.batch_tokens 600)"
 sed 's|"train_src": "train.de", "train_tgt": "train.en"|"train_src": "valid.de", "train_tgt": "train.en"|' mini.json >mismatch.json
 expect_exit 1 "line counts differ" -- "$TFM" train mismatch.json -q
 expect_err_line "line count message" "tfm: valid.de has 40 lines, train.en has 400 lines"
@@ -321,13 +324,13 @@ sed 's|"model": "model.tfm"|"model": "train.de"|' mini.json >clobber.json
 cp train.de train.de.orig
 expect_exit 1 "train.model is the training source" -- "$TFM" train clobber.json -q
 expect_err_line "train.model is the source message" \
-    "tfm: train.model 'train.de' is data.train_src: training would overwrite it"
+    "tfm: clobber.json: train.model: 'train.de' is data.train_src: training would overwrite it"
 check "the training source is untouched" cmp -s train.de train.de.orig
 mkdir -p inout && cp valid.en inout/log.jsonl
 sed 's|"valid_tgt": "valid.en"|"valid_tgt": "inout/log.jsonl"|; s|"out_dir": "ck"|"out_dir": "inout"|' \
     mini.json >inout.json
 expect_exit 1 "a data file named like an out_dir file" -- "$TFM" train inout.json -q
-expect_err_line "data in out_dir message" "tfm: data.valid_tgt 'inout/log.jsonl' is in \
+expect_err_line "data in out_dir message" "tfm: inout.json: data.valid_tgt: 'inout/log.jsonl' is in \
 train.out_dir under a name tfm train writes; move it or choose another out_dir"
 check "the data file in out_dir is untouched" cmp -s inout/log.jsonl valid.en
 # Saves follow symlinks: a train.model that links to the data is refused too.
