@@ -59,4 +59,8 @@ void ckpt_free(ModelFile *mf);
 /* Copies a file atomically (used for best.tfm -> train.model). */
 TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err);
 
+/* Refuses an existing, non-empty regular file at path that is not a tfm
+ * model: a slip in `-o` or train.model must not replace a text file. */
+TfmStatus ckpt_check_replaceable(const char *path, TfmErr *err);
+
 #endif

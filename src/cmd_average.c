@@ -56,8 +56,10 @@ TfmStatus cmd_average(int argc, char **argv, TfmErr *err)
         if (atomic_same_file(out, argv[optind + k]))
             return err_set(err, TFM_ERR_USAGE, "average: -o '%s' is also an input model; it would "
                            "be overwritten", out);
+    TfmStatus st = ckpt_check_replaceable(out, err);
+    if (st != TFM_OK) return st;
     ModelFile first, other;
-    TfmStatus st = ckpt_load(argv[optind], &first, false, err);
+    st = ckpt_load(argv[optind], &first, false, err);
     if (st != TFM_OK) return st;
     size_t np = first.model.n_params;
     double *sum = xcalloc(np, sizeof(double), err);

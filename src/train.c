@@ -399,6 +399,11 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
 {
     ModelFile mf;
     TfmStatus st = ckpt_load(t->last_path, &mf, true, err);
+    if (st == TFM_ERR_FORMAT) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; copy a ckpt.STEP.tfm of %s over it to "
+                 "resume from there, or start over with --restart", t->cfg->train.out_dir);
+    }
     if (st != TFM_OK) return st;
     if (!mf.has_train_state) {
         ckpt_free(&mf);
@@ -837,6 +842,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     free(model_dir);
     /* and a train.model that cannot be replaced (a FIFO, a device) too */
     if (st == TFM_OK) st = atomic_check_target(cfg->train.model, err);
+    if (st == TFM_OK) st = ckpt_check_replaceable(cfg->train.model, err);
     if (st != TFM_OK) {
         close(lock_fd);
         return st;

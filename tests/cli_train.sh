@@ -268,6 +268,22 @@ cp a/model.tfm flip.tfm
 printf '\x55' | dd of=flip.tfm bs=1 seek=3000 conv=notrunc status=none
 expect_exit 1 "bit-flipped model" -- "$TFM" info flip.tfm
 expect_err_line "bit-flip message" "tfm: flip.tfm: checksum mismatch (corrupted file)"
+# A damaged last.tfm: the message says how to go on.
+mkdir dmg && cp -r a/ck dmg/ck && cp flip.tfm dmg/ck/last.tfm
+(cd dmg && expect_exit 1 "damaged last.tfm" -- "$TFM" train ../mini.json -q)
+expect_err_line "damaged last.tfm message" "tfm: ck/last.tfm: checksum mismatch (corrupted file); \
+copy a ckpt.STEP.tfm of ck over it to resume from there, or start over with --restart"
+# train.model and average -o replace tfm models only (or empty files).
+echo "my notes" >notes.txt
+sed 's|"model": "model.tfm"|"model": "../notes.txt"|' mini.json >notes.json
+mkdir nt
+(cd nt && expect_exit 1 "train.model is a text file" -- "$TFM" train ../notes.json -q)
+expect_err_line "train.model text file message" "tfm: ../notes.txt: exists and is not a tfm model; not replacing it"
+check "refused before training" test ! -e nt/ck/last.tfm
+expect_exit 1 "average -o a text file" -- "$TFM" average -o notes.txt a/model.tfm b/model.tfm
+check "the text file is kept" test "$(cat notes.txt)" = "my notes"
+: >empty_out.tfm
+expect_exit 0 "average -o an empty file" -- "$TFM" average -o empty_out.tfm a/model.tfm b/model.tfm
 expect_exit 1 "empty model path" -- "$TFM" info ""
 expect_err_line "empty model path message" "tfm: model path is empty"
 expect_exit 1 "missing model" -- "$TFM" info nope.tfm
