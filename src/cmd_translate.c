@@ -254,9 +254,11 @@ static TfmStatus setup(Translator *t, TfmErr *err)
     if (st != TFM_OK) return st;
     const DecodeConfig *dc = &t->mf.cfg.decode;
     t->dopt.beam = o->have_beam ? o->beam : dc->beam;
-    t->dopt.alpha = o->have_alpha ? o->alpha : dc->alpha;
-    t->dopt.max_len_a = o->have_a ? o->max_len_a : dc->max_len_a;
-    t->dopt.max_len_b = o->have_b ? o->max_len_b : dc->max_len_b;
+    /* a model written before decode.* had these limits may hold more */
+    t->dopt.alpha = o->have_alpha ? o->alpha : fminf(dc->alpha, (float)DECODE_MAX_ALPHA);
+    t->dopt.max_len_a = o->have_a ? o->max_len_a : fminf(dc->max_len_a, (float)DECODE_MAX_LEN_A);
+    t->dopt.max_len_b = o->have_b ? o->max_len_b
+                                  : (dc->max_len_b < DECODE_MAX_LEN_B ? dc->max_len_b : DECODE_MAX_LEN_B);
     t->dopt.nbest = o->nbest > 0 ? o->nbest : 1;
     if (t->dopt.nbest > t->dopt.beam)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",

@@ -112,11 +112,11 @@ static const KeySpec schema[] = {
     INT_("train.threads", train.threads, 0, 1024, 0),
 
     INT_("decode.beam", decode.beam, 1, DECODE_MAX_BEAM, 4),
-    /* the ranges of tfm translate's options (cmd_translate.c); beyond alpha
-     * 10 every score rounds to zero and n-best lists lose their order */
-    FLT_("decode.alpha", decode.alpha, 0, false, DECODE_MAX_ALPHA, false, 0.6),
-    FLT_("decode.max_len_a", decode.max_len_a, 0, false, DECODE_MAX_LEN_A, false, 1.0),
-    INT_("decode.max_len_b", decode.max_len_b, 0, DECODE_MAX_LEN_B, 50),
+    /* a user's config is held to tfm translate's ranges too (check_decode);
+     * these looser ones are for configs inside models written before them */
+    NONNEG_("decode.alpha", decode.alpha, 0.6),
+    NONNEG_("decode.max_len_a", decode.max_len_a, 1.0),
+    INT_("decode.max_len_b", decode.max_len_b, 0, INT_MAX, 50),
 };
 enum { N_KEYS = sizeof schema / sizeof *schema };
 
@@ -606,6 +606,26 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
     return TFM_OK;
 }
 
+/* A user's decode.* within tfm translate's option ranges: beyond alpha 10
+ * every score rounds to zero and n-best lists lose their order. Not asked of
+ * the config inside a model (older models may hold more; translate clamps). */
+static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
+{
+    const DecodeConfig *d = &cfg->decode;
+    char got[32];
+    if (d->alpha > DECODE_MAX_ALPHA || d->max_len_a > DECODE_MAX_LEN_A) {
+        bool alpha = d->alpha > DECODE_MAX_ALPHA;
+        fmt_float(got, sizeof got, alpha ? d->alpha : d->max_len_a);
+        return err_set(err, TFM_ERR_CONFIG, "decode.%s: expected a number in [0, %g], got %s",
+                       alpha ? "alpha" : "max_len_a", alpha ? DECODE_MAX_ALPHA : DECODE_MAX_LEN_A,
+                       got);
+    }
+    if (d->max_len_b > DECODE_MAX_LEN_B)
+        return err_set(err, TFM_ERR_CONFIG, "decode.max_len_b: expected an integer in [0, %d], "
+                       "got %d", DECODE_MAX_LEN_B, d->max_len_b);
+    return TFM_OK;
+}
+
 /* text[0..len) is the whole document (it may contain NUL bytes, which are
  * an error; text[len] must be '\0'). */
 static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const char *base_dir,
@@ -765,6 +785,7 @@ TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
         dir[n] = '\0';
     }
     st = parse_text(cfg, text, len, dir, true, err);
+    if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) config_free(cfg);
 fail:
     if (st != TFM_OK) err_prefix(err, "%s: ", path);
     free(text);
@@ -818,7 +839,8 @@ TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
             return bad_value(k, got, v > k->max, err);
         }
     }
-    return check_cross(cfg, err);
+    TfmStatus st = check_cross(cfg, err);
+    return st == TFM_OK ? check_decode(cfg, err) : st;
 }
 
 /* ---- writing ---- */

@@ -35,19 +35,23 @@ enum { LOG_EVERY = 50 };
 static volatile sig_atomic_t stop_signal = 0;
 static volatile sig_atomic_t training = 0;  /* the loop has begun: a signal saves first */
 static bool announce_stop = false;          /* set before the handlers are installed */
+static bool stderr_tty = false;             /* so is this: a live progress line may be open */
 
 static void say(const char *msg, size_t len)
 {
+    /* below the live progress line, not glued to its end */
+    if (stderr_tty && write(STDERR_FILENO, "\n", 1) < 0) return;
     if (write(STDERR_FILENO, msg, len) < 0) { /* nothing to do in a handler */ }
 }
 
 /* SIGINT, SIGTERM, SIGHUP. Only async-signal-safe calls in here. */
 static void on_signal(int sig)
 {
+    int saved_errno = errno;        /* write may fail; the interrupted code reads errno */
     if (!training) {
         /* set-up (vocabulary, data, loading): nothing to save, and BPE
-         * learning on a big corpus may take minutes; its temp files are
-         * removed by the next run */
+         * learning on a big corpus may take minutes; temp files left in
+         * out_dir are removed by the next run */
         static const char msg[] = "tfm: interrupted before the first step; nothing was saved\n";
         say(msg, sizeof msg - 1);
         _exit(128 + sig);
@@ -55,21 +59,24 @@ static void on_signal(int sig)
     if (stop_signal && sig == SIGINT) {
         /* Ctrl-C twice. Only SIGINT: `timeout` and service managers may
          * send one SIGTERM to the process and again to its group. */
-        static const char msg[] = "tfm: stopped at once; last.tfm keeps the last save\n";
+        static const char msg[] = "tfm: stopped at once, without saving\n";
         say(msg, sizeof msg - 1);
         _exit(128 + sig);
     }
-    if (stop_signal) return;
-    /* said at once: the step may take seconds */
-    static const char msg[] = "tfm: stopping: finishing this step, then saving last.tfm "
-                              "(Ctrl-C again stops at once, without saving)\n";
-    if (announce_stop) say(msg, sizeof msg - 1);
-    stop_signal = sig;
+    if (!stop_signal) {
+        /* said at once: the step may take seconds */
+        static const char msg[] = "tfm: stopping: finishing this step, then saving last.tfm "
+                                  "(Ctrl-C again stops at once, without saving)\n";
+        if (announce_stop) say(msg, sizeof msg - 1);
+        stop_signal = sig;
+    }
+    errno = saved_errno;
 }
 
 void train_install_signal_handlers(bool announce)
 {
     announce_stop = announce;
+    stderr_tty = isatty(STDERR_FILENO);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -255,7 +262,9 @@ static void remove_stale_temps(const char *dir)
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *tmp = strstr(e->d_name, ".tmp.");
-        if (!tmp || !is_own_file(e->d_name, (size_t)(tmp - e->d_name))) continue;
+        size_t len = tmp ? (size_t)(tmp - e->d_name) : 0;
+        if (!tmp || !(is_own_file(e->d_name, len) || (len == 9 && !memcmp(e->d_name, "log.jsonl", 9))))
+            continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         unlink(path);
@@ -811,6 +820,13 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     if (!t->ts.validated && (st = validate_and_log(t, err)) != TFM_OK) return st;
     /* a rerun of a finished run only copies the model again */
     if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
+    /* a signal during that validation or save: saved, so stop as promised;
+     * the rerun copies the model */
+    if (stop_signal) {
+        err->signo = stop_signal;
+        return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
+                       "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
+    }
     return ckpt_copy(t->best_path, tc->model, err);
 }
 
@@ -832,21 +848,22 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     }
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
-    remove_stale_temps(cfg->train.out_dir);
-    remove_stale_model_temps(cfg->train.model);
-    if (opt->restart) remove_checkpoints(cfg->train.out_dir);
-    /* the model's folder now, not after hours of training */
+    /* the model's folder now, not after hours of training, and before
+     * --restart removes anything: a refused run changes nothing */
     char *model_dir = strdup(cfg->train.model);
-    if (!model_dir) return err_set(err, TFM_ERR_NOMEM, "out of memory");
-    st = make_dirs(dirname(model_dir), err);
+    st = model_dir ? make_dirs(dirname(model_dir), err) : err_set(err, TFM_ERR_NOMEM, "out of memory");
     free(model_dir);
-    /* and a train.model that cannot be replaced (a FIFO, a device) too */
+    /* and a train.model that cannot be replaced (a FIFO, a device, a file
+     * that is not a model, a read-only folder) too */
     if (st == TFM_OK) st = atomic_check_target(cfg->train.model, err);
     if (st == TFM_OK) st = ckpt_check_replaceable(cfg->train.model, err);
     if (st != TFM_OK) {
         close(lock_fd);
         return st;
     }
+    remove_stale_temps(cfg->train.out_dir);
+    remove_stale_model_temps(cfg->train.model);
+    if (opt->restart) remove_checkpoints(cfg->train.out_dir);
     if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
         !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
         st = TFM_ERR_NOMEM;

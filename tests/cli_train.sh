@@ -88,10 +88,12 @@ mkdir g
  for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
  sleep 0.3
  kill -KILL $pid; wait $pid 2>/dev/null
- : >ck/last.tfm.tmp.999999)
+ : >ck/last.tfm.tmp.999999
+ : >ck/log.jsonl.tmp.999999)
 (cd g && expect_exit 0 "last.tfm after kill -9 loads" -- "$TFM" info ck/last.tfm)
 (cd g && expect_exit 0 "run resumes after kill -9" -- "$TFM" train ../short.json -q)
 check "stale temp file removed" test ! -e g/ck/last.tfm.tmp.999999
+check "stale log temp removed" test ! -e g/ck/log.jsonl.tmp.999999
 
 # Signals. One SIGTERM sent twice (coreutils timeout signals the process and
 # then its group) still saves; SIGHUP saves and exits 129; a second SIGINT
@@ -120,7 +122,7 @@ check "SIGHUP exits 129" test "$(cat sig_hup/rc)" = 129
 check "SIGHUP saves" grep -q "^tfm: interrupted at step" sig_hup/err
 run_then sig_ii slow.json INT INT
 check "SIGINT twice exits 130" test "$(cat sig_ii/rc)" = 130
-check "SIGINT twice stops at once" grep -qx "tfm: stopped at once; last.tfm keeps the last save" sig_ii/err
+check "SIGINT twice stops at once" grep -qx "tfm: stopped at once, without saving" sig_ii/err
 mkdir sig_pipe
 (cd sig_pipe || exit 1
  mkfifo progress
@@ -280,6 +282,10 @@ mkdir nt
 (cd nt && expect_exit 1 "train.model is a text file" -- "$TFM" train ../notes.json -q)
 expect_err_line "train.model text file message" "tfm: ../notes.txt: exists and is not a tfm model; not replacing it"
 check "refused before training" test ! -e nt/ck/last.tfm
+# ... and --restart removes nothing when it is refused
+mkdir nt2 && cp -r a/ck nt2/ck
+(cd nt2 && expect_exit 1 "--restart with a text file as train.model" -- "$TFM" train ../notes.json -q --restart)
+check "a refused --restart keeps the checkpoints" test -e nt2/ck/last.tfm
 expect_exit 1 "average -o a text file" -- "$TFM" average -o notes.txt a/model.tfm b/model.tfm
 check "the text file is kept" test "$(cat notes.txt)" = "my notes"
 : >empty_out.tfm

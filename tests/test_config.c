@@ -60,6 +60,20 @@ static void write_file(const char *path, const char *text, size_t len)
 #define DATA "\"data\": {" DATA_KEYS "}"
 #define DATA_PLUS(x) "\"data\": {" DATA_KEYS ", " x "}"
 
+/* A user's config is held to translate's decode ranges; the config inside a
+ * model written before those ranges is read as it is (translate clamps). */
+TEST(config_decode_limits_spare_model_configs)
+{
+    TfmConfig c;
+    TfmErr err = {0};
+    const char *json = "{" DATA ", \"decode\": {\"alpha\": 20, \"max_len_b\": 2000000}}";
+    CHECK_EQ_INT(config_parse(&c, json, NULL, false, &err), TFM_OK);
+    CHECK(c.decode.alpha == 20.0f && c.decode.max_len_b == 2000000);
+    CHECK_EQ_INT(config_check(&c, &err), TFM_ERR_CONFIG);
+    CHECK_STR(err.msg, "decode.alpha: expected a number in [0, 10], got 20");
+    config_free(&c);
+}
+
 TEST(config_defaults_match_spec)
 {
     TfmConfig c;
@@ -346,7 +360,7 @@ static const BadCase bad_cases[] = {
     {"{" DATA ", \"decode\": {\"max_len_b\": 2147483647}}",
      "decode.max_len_b: expected an integer in [0, 1000000], got 2147483647", TFM_ERR_CONFIG},
     {"{\"decode\": {\"alpha\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",
-     "decode.alpha: expected a number in [0, 10], got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\"",
+     "decode.alpha: expected a non-negative number, got \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\"",
      TFM_ERR_CONFIG},
     {"{\"data\": {\"train_src\": \"nope.de\", \"train_tgt\": \"train.en\", \"valid_src\": \"val.de\","
      " \"valid_tgt\": \"val.en\"}}",
