@@ -837,6 +837,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.cfg = cfg;
     t.opt = opt;
     t.run_start = now_s();
+    training = 0;
     /* Lets tests interrupt a run at an exact step through the real signal path. */
     const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");
     t.signal_at_step = hook ? atol(hook) : 0;
