@@ -306,6 +306,8 @@ expect_exit 0 "train --help" -- "$TFM" train --help
 expect_exit 0 "help train" -- "$TFM" help train
 expect_exit 0 "dry run" -- "$TFM" train mini.json --dry-run --seed=9
 check "dry run prints the seed override" grep -q '"seed": 9' "$T/out"
+expect_exit 2 "--seed over 2^53-1" -- "$TFM" train mini.json --dry-run --seed 9007199254740993
+expect_err_line "--seed names its range" "tfm: train: --seed: expected an integer in [0, 9007199254740991], got '9007199254740993'"
 
 # Data that leaves nothing to train or validate on.
 : >empty.de
