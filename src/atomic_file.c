@@ -55,6 +55,27 @@ TfmStatus atomic_check_target(const char *path, TfmErr *err)
     return st;
 }
 
+TfmStatus atomic_check_own_kind(const char *path, const char *magic, const char *kind,
+                                TfmErr *err)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT)
+        return err_set(err, TFM_ERR_IO, "%s: cannot read it to see what it is: %s", path,
+                       strerror(errno));
+    if (fd < 0) return TFM_OK;
+    size_t want = strlen(magic);
+    char head[16];
+    ssize_t n = 0;
+    struct stat sb;
+    bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (regular && want <= sizeof head) n = read(fd, head, want);
+    close(fd);
+    if (!regular || n == 0 || (n == (ssize_t)want && memcmp(head, magic, want) == 0))
+        return TFM_OK;
+    return err_set(err, TFM_ERR_IO, "%s: exists and is not a %s; not replacing it", path, kind);
+}
+
 TfmStatus atomic_open(AtomicFile *af, const char *path, TfmErr *err)
 {
     memset(af, 0, sizeof *af);

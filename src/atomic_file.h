@@ -30,6 +30,12 @@ TfmStatus atomic_open(AtomicFile *af, const char *path, TfmErr *err);
  * callers that will write path much later (train.model after training). */
 TfmStatus atomic_check_target(const char *path, TfmErr *err);
 
+/* Refuses an existing, non-empty regular file at path (a symlink followed)
+ * whose first bytes are not `magic`: "PATH: exists and is not a KIND; not
+ * replacing it". For outputs tfm may only replace with their own kind. */
+TfmStatus atomic_check_own_kind(const char *path, const char *magic, const char *kind,
+                                TfmErr *err);
+
 /* True when a and b name one existing file (symlinks followed, as saving
  * follows them): saving to a would replace b's content. */
 bool atomic_same_file(const char *a, const char *b);

@@ -8,13 +8,11 @@
 #include "ckpt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "atomic_file.h"
 #include "text.h"
@@ -503,16 +501,5 @@ TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err)
 
 TfmStatus ckpt_check_replaceable(const char *path, TfmErr *err)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return TFM_OK;      /* absent, or atomic_open will say why */
-    struct stat sb;
-    char head[sizeof MAGIC - 1];
-    ssize_t n = 0;
-    bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-    if (regular) n = read(fd, head, sizeof head);
-    close(fd);
-    if (!regular || n == 0) return TFM_OK;
-    if (n == (ssize_t)sizeof head && memcmp(head, MAGIC, sizeof head) == 0) return TFM_OK;
-    return err_set(err, TFM_ERR_IO, "%s: exists and is not a tfm model; not replacing it", path);
+    return atomic_check_own_kind(path, MAGIC, "tfm model", err);
 }
-

@@ -352,38 +352,23 @@ static bool same_model(const ModelConfig *a, const ModelConfig *b)
 
 /* ---- set-up ---- */
 
-/* out_dir/vocab.txt is ours to replace only if it is a tfm vocabulary. */
-static bool is_vocab_or_absent(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT;
-    char head[8] = {0};
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return n == sizeof head && memcmp(head, "tfm-bpe ", 8) == 0;
-}
-
 static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
 {
     const DataConfig *d = &t->cfg->data;
     if (d->vocab) return bpe_load(&t->bpe, d->vocab, err);
-    const char *files[2] = {d->train_src, d->train_tgt};
-    progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
-                  d->vocab_size, d->train_src, d->train_tgt);
-    TfmStatus st = bpe_learn(&t->bpe, files, 2, d->vocab_size, err);
-    if (st != TFM_OK) return st;
     char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
     if (!path) return TFM_ERR_NOMEM;
-    /* first, as reading a FIFO to look at it would wait for a writer */
-    if ((st = atomic_check_target(path, err)) != TFM_OK) {
-        free(path);
-        return st;
+    /* before learning, which may take minutes: out_dir/vocab.txt is ours to
+     * replace only if it is a tfm vocabulary (and not a FIFO, ...) */
+    TfmStatus st = atomic_check_target(path, err);
+    if (st == TFM_OK) st = atomic_check_own_kind(path, "tfm-bpe ", "tfm vocabulary", err);
+    if (st == TFM_OK) {
+        const char *files[2] = {d->train_src, d->train_tgt};
+        progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
+                      d->vocab_size, d->train_src, d->train_tgt);
+        st = bpe_learn(&t->bpe, files, 2, d->vocab_size, err);
     }
-    if (!is_vocab_or_absent(path))
-        st = err_set(err, TFM_ERR_IO, "%s: exists and is not a tfm vocabulary; not overwriting it",
-                     path);
-    else
-        st = bpe_save(t->bpe, path, err);
+    if (st == TFM_OK) st = bpe_save(t->bpe, path, err);
     free(path);
     return st;
 }

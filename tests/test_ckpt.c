@@ -285,6 +285,18 @@ TEST(test_ckpt_refuses_damaged_files)
 
 /* A file with a valid layout but bytes no reader expects, or a trainer state
  * with an impossible elapsed time: refused, not half-read. */
+/* buf with n bytes at `at` replaced (checksum redone) is refused for its
+ * trainer state. */
+static void expect_trst_refused(const char *buf, size_t len, size_t at, const void *bytes, size_t n)
+{
+    char *copy = malloc(len);
+    memcpy(copy, buf, len);
+    memcpy(copy + at, bytes, n);
+    rechecksum(copy, len);
+    expect_refused(copy, len, "malformed trainer state");
+    free(copy);
+}
+
 TEST(test_ckpt_refuses_extra_payload)
 {
     Fixture f;
@@ -310,34 +322,20 @@ TEST(test_ckpt_refuses_extra_payload)
     const double bad_f64[] = {NAN, -1.0, INFINITY};
     const size_t f64_at[] = {72, 96};      /* elapsed, the log's seconds */
     for (int k = 0; trst_len == 120 && k < 2; k++)
-        for (int i = 0; i < 3; i++) {
-            char *copy = malloc(len);
-            memcpy(copy, buf, len);
-            memcpy(copy + trst + f64_at[k], &bad_f64[i], 8);
-            rechecksum(copy, len);
-            expect_refused(copy, len, "malformed trainer state");
-            free(copy);
-        }
+        for (int i = 0; i < 3; i++)
+            expect_trst_refused(buf, len, trst + f64_at[k], &bad_f64[i], 8);
     /* flags other than has-best (1) and validated (2), a dropout rng of all
      * zeros (xoshiro would never leave it), a negative token count */
-    struct { size_t at, n; unsigned char byte; } edits[] = {
-        {64, 1, 4}, {24, 32, 0}, {119, 1, 0x80},
-    };
-    for (int i = 0; trst_len == 120 && i < 3; i++) {
-        char *copy = malloc(len);
-        memcpy(copy, buf, len);
-        memset(copy + trst + edits[i].at, edits[i].byte, edits[i].n);
-        rechecksum(copy, len);
-        expect_refused(copy, len, "malformed trainer state");
-        free(copy);
+    const unsigned char flag4[1] = {4}, zeros[32] = {0}, sign[1] = {0x80};
+    if (trst_len == 120) {
+        expect_trst_refused(buf, len, trst + 64, flag4, 1);
+        expect_trst_refused(buf, len, trst + 24, zeros, 32);
+        expect_trst_refused(buf, len, trst + 119, sign, 1);
     }
     free(buf);
     fixture_free(&f);
 }
 
-/* A huge file that is not a model, or a model with a huge tail, is refused
- * from its first bytes: the old reader asked for the whole file in memory
- * first (64 GiB here, a sparse file) and failed with "out of memory". */
 /* Files written before the log sums joined TRST (80 bytes) still load, with
  * the sums at zero. */
 TEST(test_ckpt_reads_trainer_state_without_log_sums)
@@ -369,6 +367,9 @@ TEST(test_ckpt_reads_trainer_state_without_log_sums)
     fixture_free(&f);
 }
 
+/* A huge file that is not a model, or a model with a huge tail, is refused
+ * from its first bytes: the old reader asked for the whole file in memory
+ * first (64 GiB here, a sparse file) and failed with "out of memory". */
 TEST(test_ckpt_refuses_huge_files_early)
 {
     Fixture f;
