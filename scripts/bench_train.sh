@@ -2,7 +2,8 @@
 # bench_train.sh: training throughput of tfm against PyTorch 1.13 on the same
 # shapes and batch budget, plus the sgemm peak of this machine, in one run.
 # Shapes: tiny (d=128, 3+3), small (d=256, 3+3), base (d=512, 6+6), V=8000,
-# Multi30k de-en lengths. Threads 1 and 2. Prints a Markdown table.
+# Multi30k de-en lengths. Threads 1 and 2. Prints a Markdown table, with the
+# sgemm peak and the CPU's float32 FMA ceiling (scripts/fma_peak.c) measured in the same run.
 #   scripts/bench_train.sh [SHAPES...]      (default: tiny small base)
 # Env: STEPS_TINY/STEPS_SMALL/STEPS_BASE (timed steps after 50 warm-up steps
 # for tfm; none for base, whose first of 8 steps is then timed too), THREADS (default "1 2"), KERNELS (default "env SkylakeX": the
@@ -26,6 +27,8 @@ OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
 # sgemm peak with the same OpenBLAS build tfm links.
 cc -O2 -o "$W/sgemm_peak" scripts/sgemm_peak.c $(pkg-config --cflags openblas) \
     -L$OMP_BLAS -Wl,-rpath=$OMP_BLAS -l:libopenblas.so.0
+# The CPU's float32 FMA ceiling (registers only): what no program can pass.
+cc -O2 -march=native -fopenmp -o "$W/fma_peak" scripts/fma_peak.c
 
 # One vocabulary and the corpus's BPE lengths per pair (PyTorch's batches are
 # cut from them by tfm's rule), and the mean lengths with </s> or <s>.
@@ -61,8 +64,11 @@ echo "# mean lengths with </s>/<s>: source $LS, target $LT; batch_tokens 4096 (p
 echo "# PyTorch: best of (a) pthread OpenBLAS, OMP_WAIT_POLICY=PASSIVE and (b) OpenMP OpenBLAS;"
 echo "# tok/s = real source+target tokens per second of training"
 echo
-echo "| kernel | shape | threads | sgemm peak GFLOP/s | tfm tok/s | tfm GFLOP/s (% of peak) | PyTorch tok/s (a / b) | tfm / PyTorch |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "# FMA ceiling: float32 multiply-adds on registers only (scripts/fma_peak.c);"
+echo "# 2x needs: the GFLOP/s of 2x PyTorch's tok/s, as a share of that ceiling"
+echo
+echo "| kernel | shape | threads | sgemm peak GFLOP/s | FMA ceiling GFLOP/s | tfm tok/s | tfm GFLOP/s (% of sgemm peak) | PyTorch tok/s (a / b) | tfm / PyTorch | 2x needs |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for kernel in $KERNELS; do
 if [ "$kernel" = env ]; then kernel_env=""; else kernel_env="OPENBLAS_CORETYPE=$kernel"; fi
 for name in $SHAPES; do
@@ -71,6 +77,7 @@ for name in $SHAPES; do
         kname=$(env $kernel_env OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th "$W/sgemm_peak" 2048 5 |
                 tee "$W/peak.json" | sed 's/.*"kernel": "\([^"]*\)".*/\1/')
         peak=$(sed 's/.*"gflops": \([0-9.]*\).*/\1/' "$W/peak.json")
+        fma=$(OMP_NUM_THREADS=$th "$W/fma_peak" | sed 's/.*"gflops": \([0-9.]*\).*/\1/')
         mkdir -p "$W/run"
         cat >"$W/run/cfg.json" <<JSON
 {
@@ -97,7 +104,9 @@ JSON
         torch_b=$(torch_run LD_LIBRARY_PATH=$OMP_BLAS)
         torch_tps=$(awk -v a="$torch_a" -v b="$torch_b" 'BEGIN { print (a > b ? a : b) }')
         g=$(gflops "$tfm_tps" "$d" "$layers" "$dff")
-        echo "| $kname | $name (d=$d, $layers+$layers) | $th | $peak | ${tfm_tps%.*} | $g ($(awk -v g="$g" -v p="$peak" 'BEGIN { printf "%.0f%%", 100 * g / p }')) | ${torch_a%.*} / ${torch_b%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') |"
+        g2=$(gflops "$(awk -v b="$torch_tps" 'BEGIN { print 2 * b }')" "$d" "$layers" "$dff")
+        pct() { awk -v g="$1" -v p="$2" 'BEGIN { printf "%.0f%%", 100 * g / p }'; }
+        echo "| $kname | $name (d=$d, $layers+$layers) | $th | $peak | $fma | ${tfm_tps%.*} | $g ($(pct "$g" "$peak")) | ${torch_a%.*} / ${torch_b%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') | $g2 ($(pct "$g2" "$fma")) |"
     done
 done
 done
