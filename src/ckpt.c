@@ -486,6 +486,12 @@ TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err)
     size_t len = 0;
     TfmStatus st = read_whole_file(from, &buf, &len, err);
     if (st != TFM_OK) return st;
+    /* a damaged source is an error here, not a damaged copy found later */
+    Sections s;
+    if ((st = split_sections(buf, len, from, &s, err)) != TFM_OK) {
+        free(buf);
+        return st;
+    }
     AtomicFile af;
     if ((st = atomic_open(&af, to, err)) == TFM_OK) {
         if (fwrite(buf, 1, len, af.f) != len) {

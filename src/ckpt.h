@@ -56,7 +56,8 @@ TfmStatus ckpt_load(const char *path, ModelFile *out, bool want_train_state, Tfm
 
 void ckpt_free(ModelFile *mf);
 
-/* Copies a file atomically (used for best.tfm -> train.model). */
+/* Copies a model file atomically (best.tfm -> train.model, last.tfm ->
+ * ckpt.N.tfm where hard links fail) after checking its checksum. */
 TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err);
 
 /* Refuses an existing, non-empty regular file at path that is not a tfm

@@ -812,7 +812,11 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
                        "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
     }
-    return ckpt_copy(t->best_path, tc->model, err);
+    if ((st = ckpt_copy(t->best_path, tc->model, err)) != TFM_OK &&
+        access(t->best_path, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, st, "%s: missing: the best model of this finished run is gone; "
+                       "copy it back, or train again with --restart", t->best_path);
+    return st;
 }
 
 TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)

@@ -53,6 +53,17 @@ check "stale train.model temp removed" test ! -e a/model.tfm.tmp.2147483646
 check "a live writer's temp is kept" test -e a/model.tfm.tmp.$$
 check "another file's temp is kept" test -e a/other.tfm.tmp.2147483646
 rm -f a/model.tfm.tmp.$$ a/other.tfm.tmp.2147483646
+# The rerun's copy checks best.tfm first: a damaged one is not copied over
+# train.model, and a deleted one is named as such.
+cp a/ck/best.tfm a/best.before
+printf '\377' | dd of=a/ck/best.tfm bs=1 seek=5000 conv=notrunc status=none
+(cd a && expect_exit 1 "rerun with a damaged best.tfm" -- "$TFM" train ../mini.json -q)
+expect_err_line "damaged best.tfm named" "tfm: ck/best.tfm: checksum mismatch (corrupted file)"
+check "damaged best.tfm not copied" cmp -s a/model.tfm b/model.tfm
+rm a/ck/best.tfm
+(cd a && expect_exit 1 "rerun with best.tfm deleted" -- "$TFM" train ../mini.json -q)
+expect_err_line "deleted best.tfm named" "tfm: ck/best.tfm: missing: the best model of this finished run is gone; copy it back, or train again with --restart"
+mv a/best.before a/ck/best.tfm
 (cd b && expect_exit 0 "restart" -- "$TFM" train ../mini.json -q --restart)
 check "restart reproduces the run" cmp -s a/model.tfm b/model.tfm
 check "restart starts a fresh log" test "$(grep -c valid_ppl b/ck/log.jsonl)" = 1
