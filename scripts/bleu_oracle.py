@@ -3,12 +3,15 @@
 Python (sacreBLEU itself is not installable here), used to write the
 expected.json of our own test cases in tests/data/bleu/. It follows
 sacrebleu/metrics/bleu.py, tokenizers/tokenizer_13a.py, tokenizer_re.py,
-tokenizer_intl.py (needs python3-regex) and tokenizer_char.py step by step.
+tokenizer_intl.py (needs python3-regex), tokenizer_zh.py and tokenizer_char.py
+step by step.
 `--check DIR...` verifies it against cases scored by the real sacreBLEU.
 
 Usage: /usr/bin/python3 scripts/bleu_oracle.py CASE_DIR...   (writes CASE_DIR/expected.json
        from CASE_DIR/case.json: {"description", "hyp", "refs", "runs": {name: options}})
        /usr/bin/python3 scripts/bleu_oracle.py --check CASE_DIR...
+       /usr/bin/python3 scripts/bleu_oracle.py --tokenize tests/data/bleu/tokenize.json
+           (recomputes each input's tokens for every tokenizer, with and without -lc)
 """
 import json
 import math
@@ -48,7 +51,31 @@ def tok_intl(line):
     return ' '.join(line.split())
 
 
-TOK = {'13a': tok_13a, 'intl': tok_intl, 'char': lambda x: ' '.join(x for x in x),
+# tokenizer_zh.py's "Chinese" ranges, written and compared as it does: as
+# Python strings. Two entries have five hex digits after \\u, which Python
+# reads as a four-digit escape and a digit (two-character strings), so they
+# cover U+2001-U+2A6D and U+2F81-U+2FA1; the comparison below keeps that.
+ZH_RANGES = [
+    ('\u3400', '\u4db5'), ('\u4e00', '\u9fa5'), ('\u9fa6', '\u9fbb'), ('\uf900', '\ufa2d'),
+    ('\ufa30', '\ufa6a'), ('\ufa70', '\ufad9'), ('\u20000', '\u2a6d6'), ('\u2f800', '\u2fa1d'),
+    ('\uff00', '\uffef'), ('\u2e80', '\u2eff'), ('\u3000', '\u303f'), ('\u31c0', '\u31ef'),
+    ('\u2f00', '\u2fdf'), ('\u2ff0', '\u2fff'), ('\u3100', '\u312f'), ('\u31a0', '\u31bf'),
+    ('\ufe10', '\ufe1f'), ('\ufe30', '\ufe4f'), ('\u2600', '\u26ff'), ('\u2700', '\u27bf'),
+    ('\u3200', '\u32ff'), ('\u3300', '\u33ff'),
+]
+
+
+def tok_zh(line):
+    # strip, " c " around each Chinese character, then tokenizer_re's
+    # regexes (13a's, with no spaces added around the line)
+    line = ''.join(' ' + c + ' ' if any(a <= c <= b for a, b in ZH_RANGES) else c
+                   for c in line.strip())
+    for r, rep in RE_13A:
+        line = r.sub(rep, line)
+    return ' '.join(line.split())
+
+
+TOK = {'13a': tok_13a, 'intl': tok_intl, 'zh': tok_zh, 'char': lambda x: ' '.join(x for x in x),
        'none': lambda x: x}
 SMOOTH_DEFAULTS = {'none': None, 'floor': 0.1, 'add-k': 1, 'exp': None}
 
@@ -184,7 +211,23 @@ def write(case_dir):
         f.write('\n')
 
 
+def tokenize_file(path):
+    """Recomputes every tokenizer[_lc] key of each input in tokenize.json."""
+    d = json.load(open(path))
+    for c in d['cases']:
+        for name in TOK:
+            for lc in (False, True):
+                s = c['input'].lower() if lc else c['input']
+                # the tokens, as the n-gram counter splits them, joined by one space
+                c[name + ('_lc' if lc else '')] = ' '.join(TOK[name](s.rstrip()).split())
+    with open(path, 'w') as f:
+        json.dump(d, f, indent=0, ensure_ascii=False)
+        f.write('\n')
+
+
 if __name__ == '__main__':
+    if sys.argv[1] == '--tokenize':
+        sys.exit(tokenize_file(sys.argv[2]))
     if sys.argv[1] == '--check':
         sys.exit(0 if all([check(d) for d in sys.argv[2:]]) else 1)
     for d in sys.argv[1:]:

@@ -409,12 +409,12 @@ void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t siz
              bleu_tokenizer_name(opt->tokenize), smooth, TFM_VERSION);
 }
 
-static const char *const tok_names[] = {"13a", "intl", "char", "none"};
+static const char *const tok_names[] = {"13a", "intl", "char", "none", "zh"};
 static const char *const smooth_names[] = {"exp", "floor", "add-k", "none"};
 
 bool bleu_parse_tokenizer(const char *name, BleuTokenizer *out)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (int)(sizeof tok_names / sizeof *tok_names); i++)
         if (strcmp(name, tok_names[i]) == 0) { *out = (BleuTokenizer)i; return true; }
     return false;
 }

@@ -1,8 +1,9 @@
 /* bleu: corpus and sentence BLEU (Papineni et al. 2002) computed exactly as
  * sacreBLEU 2.x does: the same line reading, lowercasing (Python str.lower),
- * tokenizers (13a, intl, char, none), n-gram clipping over references,
+ * tokenizers (13a, intl, zh, char, none), n-gram clipping over references,
  * closest-reference brevity penalty and smoothing (exp, floor, add-k, none).
- * Not here: sacreBLEU's zh/ja/spm tokenizers, chrF/TER, bootstrap, .gz input.
+ * Not here: sacreBLEU's ja-mecab/ko-mecab/spm/flores tokenizers (they need
+ * external models), chrF/TER, bootstrap, .gz input.
  *
  * Usage:
  *   BleuScorer *s; bleu_scorer_new(&opt, &s, err);
@@ -20,7 +21,9 @@
 
 #define BLEU_MAX_ORDER 4
 
-typedef enum { BLEU_TOK_13A, BLEU_TOK_INTL, BLEU_TOK_CHAR, BLEU_TOK_NONE } BleuTokenizer;
+typedef enum {
+    BLEU_TOK_13A, BLEU_TOK_INTL, BLEU_TOK_CHAR, BLEU_TOK_NONE, BLEU_TOK_ZH
+} BleuTokenizer;
 typedef enum { BLEU_SMOOTH_EXP, BLEU_SMOOTH_FLOOR, BLEU_SMOOTH_ADD_K, BLEU_SMOOTH_NONE } BleuSmooth;
 
 typedef struct {

@@ -263,6 +263,53 @@ static size_t pass_intl_symbol(const unsigned char *in, size_t n, unsigned char 
     return o;
 }
 
+/* ---- zh (tokenizer_zh.py), on code points ----
+ * Its table of "Chinese" ranges, as Python compares them: two entries are
+ * written with five hex digits ('\u20000', '\u2a6d6'; '\u2f800', '\u2fa1d'),
+ * which Python reads as a four-digit escape followed by a digit, so they are
+ * two-character strings and cover U+2001-U+2A6D and U+2F81-U+2FA1, not the
+ * supplementary planes. Sorted here; the table's order does not matter. */
+static const uint32_t zh_ranges[][2] = {
+    {0x2001, 0x2A6D}, {0x2E80, 0x2EFF}, {0x2F00, 0x2FDF}, {0x2F81, 0x2FA1}, {0x2FF0, 0x2FFF},
+    {0x3000, 0x303F}, {0x3100, 0x312F}, {0x31A0, 0x31BF}, {0x31C0, 0x31EF}, {0x3200, 0x32FF},
+    {0x3300, 0x33FF}, {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D},
+    {0xFA30, 0xFA6A}, {0xFA70, 0xFAD9}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F}, {0xFF00, 0xFFEF},
+};
+
+static int is_zh_char(uint32_t cp)
+{
+    for (size_t i = 0; i < sizeof zh_ranges / sizeof *zh_ranges; i++)
+        if (cp >= zh_ranges[i][0] && cp <= zh_ranges[i][1]) return 1;
+    return 0;
+}
+
+/* Length of the leading whitespace of s[0..n) (Python's str.lstrip). */
+static size_t lstrip_len(const unsigned char *s, size_t n)
+{
+    size_t i = 0, len;
+    while (i < n && space_at(s, n, i, &len)) i += len;
+    return i;
+}
+
+/* The line without its leading whitespace, with " c " for each Chinese
+ * character c (all 3 bytes in UTF-8, so the output is at most 5/3 of the input). */
+static size_t pass_zh_chars(const unsigned char *in, size_t n, unsigned char *out)
+{
+    size_t o = 0, i = lstrip_len(in, n);
+    while (i < n) {
+        if (in[i] < 0x80) { out[o++] = in[i++]; continue; }
+        uint32_t cp;
+        size_t l = unicode_decode(in + i, n - i, &cp);
+        int zh = cp != UNI_INVALID && is_zh_char(cp);
+        if (zh) out[o++] = ' ';
+        memcpy(out + o, in + i, l);
+        o += l;
+        if (zh) out[o++] = ' ';
+        i += l;
+    }
+    return o;
+}
+
 /* ---- preprocessing: BLEU._preprocess_segment ---- */
 
 typedef size_t (*PassFn)(const unsigned char *in, size_t n, unsigned char *out);
@@ -275,6 +322,17 @@ static TfmStatus run_pass(BleuTok *t, const unsigned char **cur, size_t *n, Pass
     if (buf_reserve(dst, *n, 3, err)) return err->status;
     *n = fn(*cur, *n, dst->p);
     *cur = dst->p;
+    return TFM_OK;
+}
+
+/* tokenizer_re.py's four regexes, shared by 13a and zh. */
+static TfmStatus run_regexp(BleuTok *t, const unsigned char **cur, size_t *n, TfmErr *err)
+{
+    if (run_pass(t, cur, n, pass13a_punct, err)) return err->status;
+    int has_period = memchr(*cur, '.', *n) || memchr(*cur, ',', *n);
+    if (has_period && run_pass(t, cur, n, pass13a_period_after, err)) return err->status;
+    if (has_period && run_pass(t, cur, n, pass13a_period_before, err)) return err->status;
+    if (memchr(*cur, '-', *n) && run_pass(t, cur, n, pass13a_dash, err)) return err->status;
     return TFM_OK;
 }
 
@@ -327,11 +385,15 @@ TfmStatus bleu_tok_line(BleuTok *t, const BleuOptions *opt, const unsigned char 
         dst->p[m++] = ' ';
         cur = dst->p;
         n = m;
-        if (run_pass(t, &cur, &n, pass13a_punct, err)) return err->status;
-        int has_period = memchr(cur, '.', n) || memchr(cur, ',', n);
-        if (has_period && run_pass(t, &cur, &n, pass13a_period_after, err)) return err->status;
-        if (has_period && run_pass(t, &cur, &n, pass13a_period_before, err)) return err->status;
-        if (memchr(cur, '-', n) && run_pass(t, &cur, &n, pass13a_dash, err)) return err->status;
+        if (run_regexp(t, &cur, &n, err)) return err->status;
+        break;
+    }
+    case BLEU_TOK_ZH: {
+        /* line.strip() (rstrip done above), Chinese characters spaced out,
+         * then tokenizer_re's regexes, with no spaces added around the line:
+         * unlike 13a, a leading ".5" stays one token. */
+        if (run_pass(t, &cur, &n, pass_zh_chars, err)) return err->status;
+        if (run_regexp(t, &cur, &n, err)) return err->status;
         break;
     }
     case BLEU_TOK_INTL:

@@ -27,8 +27,9 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -lc, --lowercase            case-insensitive BLEU (Python's str.lower)\n"
-    "  --tokenize 13a|intl|char|none\n"
-    "                              tokenizer (default 13a, as mteval-v13a)\n"
+    "  --tokenize 13a|intl|zh|char|none\n"
+    "                              tokenizer (default 13a, as mteval-v13a; zh\n"
+    "                              splits off each Chinese character, then as 13a)\n"
     "  --smooth exp|floor|add-k|none\n"
     "                              smoothing of zero n-gram counts (default exp)\n"
     "  --smooth-value V            value for floor (default 0.1) or add-k (default 1)\n"
@@ -75,7 +76,7 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         case 't':
             if (!bleu_parse_tokenizer(optarg, &a->opt.tokenize))
                 return err_set(err, TFM_ERR_USAGE,
-                               "bleu: --tokenize: expected 13a, intl, char or none, got '%s'", optarg);
+                               "bleu: --tokenize: expected 13a, intl, zh, char or none, got '%s'", optarg);
             break;
         case 's':
             if (!bleu_parse_smooth(optarg, &a->opt.smooth))

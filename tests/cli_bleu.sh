@@ -95,8 +95,17 @@ expect_exit 2 "unknown option" -- "$TFM" bleu "$T/three" "$T/three" --frobnicate
 expect_err_line "unknown option message" "tfm: bleu: unknown option '--frobnicate' (see tfm bleu --help)"
 expect_exit 2 "missing option value" -- "$TFM" bleu "$T/three" "$T/three" --tokenize
 expect_err_line "missing value message" "tfm: bleu: option '--tokenize' needs a value"
-expect_exit 2 "bad --tokenize" -- "$TFM" bleu "$T/three" "$T/three" --tokenize zh
-expect_err_line "bad --tokenize message" "tfm: bleu: --tokenize: expected 13a, intl, char or none, got 'zh'"
+expect_exit 2 "bad --tokenize" -- "$TFM" bleu "$T/three" "$T/three" --tokenize ja-mecab
+expect_err_line "bad --tokenize message" "tfm: bleu: --tokenize: expected 13a, intl, zh, char or none, got 'ja-mecab'"
+# zh spaces out each Chinese character: a one-character change costs one
+# unigram, where 13a sees one long token (scores from scripts/bleu_oracle.py).
+printf '我爱北京天安门。\n' >"$T/zh_ref"
+printf '我爱北京天安门！\n' >"$T/zh_hyp"
+expect_exit 0 "--tokenize zh" -- "$TFM" bleu "$T/zh_hyp" "$T/zh_ref" --tokenize zh
+check "--tokenize zh score" grep -qx "BLEU = 84.09 87.5/85.7/83.3/80.0 (BP = 1.000 ratio = 1.000 hyp_len = 8 ref_len = 8)" "$T/out"
+check "--tokenize zh signature" grep -q "|tok:zh|" "$T/err"
+expect_exit 0 "13a on the same Chinese" -- "$TFM" bleu "$T/zh_hyp" "$T/zh_ref"
+check "13a sees one token" grep -q "hyp_len = 1 ref_len = 1" "$T/out"
 expect_exit 2 "bad --smooth" -- "$TFM" bleu "$T/three" "$T/three" --smooth=max
 expect_err_line "bad --smooth message" "tfm: bleu: --smooth: expected exp, floor, add-k or none, got 'max'"
 expect_exit 2 "bad --smooth-value" -- "$TFM" bleu "$T/three" "$T/three" --smooth floor --smooth-value x
@@ -113,6 +122,6 @@ expect_err_line "/dev/zero line" "tfm: /dev/zero: line 1: longer than 67108864 b
 expect_exit 0 "--help" -- "$TFM" bleu --help
 check "help text on stdout" grep -q '^usage: tfm bleu HYP REF' "$T/out"
 expect_exit 0 "tfm help bleu" -- "$TFM" help bleu
-check "help via tfm help" grep -q -- '--tokenize 13a|intl|char|none' "$T/out"
+check "help via tfm help" grep -q -- '--tokenize 13a|intl|zh|char|none' "$T/out"
 
 cli_summary

@@ -24,7 +24,7 @@ expect_err_line "info on a text file message" "tfm: $0: not a tfm model file (ba
 expect_exit 2 "an option with a newline" -- "$TFM" translate $'--a\nb'
 expect_err_line "option with a newline message" "tfm: translate: unknown option '--a\x0Ab' (see tfm translate --help)"
 expect_exit 2 "a value with CR and newline" -- "$TFM" bleu --tokenize $'x\r\ny' a b
-expect_err_line "value with CR message" "tfm: bleu: --tokenize: expected 13a, intl, char or none, got 'x\x0D\x0Ay'"
+expect_err_line "value with CR message" "tfm: bleu: --tokenize: expected 13a, intl, zh, char or none, got 'x\x0D\x0Ay'"
 expect_exit 1 "a model path with a newline" -- "$TFM" info $'/nonexistent/a\nb.tfm'
 check "the path's newline is escaped" grep -q 'a\\x0Ab.tfm' "$T/err"
 cli_summary

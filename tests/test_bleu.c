@@ -260,13 +260,16 @@ TEST(bleu_tokenizers_match_python)
     CHECK(j != NULL);
     if (!j) return;
     static const char *const keys[] = {"13a", "13a_lc", "intl", "intl_lc", "char", "char_lc",
-                                       "none", "none_lc"};
-    BleuScorer *s[8];
+                                       "none", "none_lc", "zh", "zh_lc"};
+    enum { K = sizeof keys / sizeof *keys };
+    BleuScorer *s[K];
     TfmErr err = {0};
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < K; k++) {
         BleuOptions opt;
         bleu_options_default(&opt);
-        bleu_parse_tokenizer(k < 2 ? "13a" : k < 4 ? "intl" : k < 6 ? "char" : "none", &opt.tokenize);
+        char name[8];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(keys[k], "_"), keys[k]);
+        CHECK(bleu_parse_tokenizer(name, &opt.tokenize));
         opt.lowercase = k % 2;
         CHECK_EQ_INT(bleu_scorer_new(&opt, &s[k], &err), TFM_OK);
     }
@@ -274,7 +277,7 @@ TEST(bleu_tokenizers_match_python)
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "cases")) {
         const char *in = cJSON_GetObjectItemCaseSensitive(c, "input")->valuestring;
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < K; k++) {
             const char *want = cJSON_GetObjectItemCaseSensitive(c, keys[k])->valuestring;
             const char *got = NULL;
             size_t got_len = 0;
@@ -284,9 +287,9 @@ TEST(bleu_tokenizers_match_python)
                 test_fail(__FILE__, __LINE__, "%s of \"%s\": \"%s\", expected \"%s\"", keys[k], in, got, want);
         }
     }
-    CHECK(checked >= 600 * 8);
+    CHECK(checked >= 780 * K);
     CHECK_EQ_INT(failures, 0);
-    for (int k = 0; k < 8; k++) bleu_scorer_free(s[k]);
+    for (int k = 0; k < K; k++) bleu_scorer_free(s[k]);
     cJSON_Delete(j);
 }
 
@@ -397,7 +400,9 @@ TEST(bleu_signature_and_names)
     bleu_signature(&opt, 2, sig, sizeof sig);
     CHECK(strstr(sig, "|smooth:add-k[0.50]|") != NULL);
     BleuTokenizer t;
-    CHECK(!bleu_parse_tokenizer("zh", &t));
+    CHECK(bleu_parse_tokenizer("zh", &t) && t == BLEU_TOK_ZH);
+    CHECK(strcmp(bleu_tokenizer_name(BLEU_TOK_ZH), "zh") == 0);
+    CHECK(!bleu_parse_tokenizer("ja-mecab", &t));
     CHECK(!bleu_parse_tokenizer("13A", &t));
 }
 
