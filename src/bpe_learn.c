@@ -344,8 +344,8 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
     if ((st = words_read(&t, paths, n_paths, err))) goto fail;
     if (t.n == 0) {
         if (n_paths == 1) st = err_set(err, TFM_ERR_FORMAT, "%s: no text to learn from", paths[0]);
-        else st = err_set(err, TFM_ERR_FORMAT, "no text to learn from in %s and %d other files",
-                          paths[0], n_paths - 1);
+        else st = err_set(err, TFM_ERR_FORMAT, "no text to learn from in %s and %d other file%s",
+                          paths[0], n_paths - 1, n_paths == 2 ? "" : "s");
         goto fail;
     }
     b = bpe_alloc(err);

@@ -101,14 +101,16 @@ static TfmStatus token_id(const Bpe *b, char *tok, size_t n, bool ids_in, long l
         *id = (int)v;
         return TFM_OK;
     }
-    size_t raw = n;
+    /* the piece as written, for messages: unescaping works in place, and a
+     * "\x00" in it would end a quoted copy */
+    char shown[41];
+    snprintf(shown, sizeof shown, "%.*s", (int)(n > 40 ? 40 : n), tok);
     if (!bpe_unescape(tok, &n))
-        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: bad escape in piece '%.*s'",
-                       line_no, (int)(raw > 40 ? 40 : raw), tok);
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: bad escape or raw control byte "
+                       "in piece '%s' (pieces are separated by spaces)", line_no, shown);
     *id = bpe_piece_id(b, tok, n);
     if (*id < 0)
-        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: unknown piece '%.*s'", line_no,
-                       (int)(n > 40 ? 40 : n), tok);
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: unknown piece '%s'", line_no, shown);
     return TFM_OK;
 }
 

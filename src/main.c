@@ -2,12 +2,14 @@
  * and maps the status to the exit code (0 ok, 1 runtime error, 2 usage,
  * 128+signal when interrupted). The only place that prints errors or exits. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "blas.h"
 #include "cmds.h"
 #include "packed_linear.h"
+#include "text.h"
 #include "version.h"
 
 typedef struct {
@@ -44,14 +46,25 @@ static const Command *find_command(const char *name)
     return NULL;
 }
 
-/* One line on stderr, whatever the message quotes (a file name, an option,
- * a piece of input): control bytes are shown as \xNN, never a line break. */
+/* One line of valid UTF-8 on stderr, whatever the message quotes (a file
+ * name, an option, a piece of input): control bytes and bytes that are not
+ * UTF-8 are shown as \xNN, never a line break. */
 static void print_error(const char *msg)
 {
     fputs("tfm: ", stderr);
-    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02X", *p);
-        else fputc(*p, stderr);
+    const unsigned char *p = (const unsigned char *)msg;
+    size_t n = strlen(msg);
+    while (n > 0) {
+        uint32_t cp;
+        int len = *p < 0x80 ? 1 : text_utf8_decode(p, n, &cp);
+        if (len == 0 || *p < 0x20 || *p == 0x7f) {
+            fprintf(stderr, "\\x%02X", *p);
+            len = 1;
+        } else {
+            fwrite(p, 1, (size_t)len, stderr);
+        }
+        p += len;
+        n -= (size_t)len;
     }
     fputc('\n', stderr);
 }

@@ -103,7 +103,8 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     if (!grow(r, n + 1, err)) return -1;
     r->line_no = no;
     size_t m = n;
-    if (m > 0 && r->buf[m - 1] == '\r') m--;
+    /* "\r\n" ends a line; a "\r" at the end of input without "\n" is text */
+    if (c == '\n' && m > 0 && r->buf[m - 1] == '\r') m--;
     if (m > r->max_line) goto too_long;
     r->buf[m] = '\0';
     if (r->check_utf8) {
@@ -192,13 +193,4 @@ int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
         return 4;
     default: return 0;
     }
-}
-
-size_t text_strip_eol(const char *s, size_t *len)
-{
-    size_t n = *len;
-    if (n > 0 && s[n - 1] == '\n') n--;
-    if (n > 0 && s[n - 1] == '\r') n--;
-    *len = n;
-    return n;
 }

@@ -56,7 +56,7 @@ FILE *text_open_regular(const char *path, TfmErr *err);
 void text_reader_from_file(LineReader *r, FILE *f, const char *name);
 
 /* Reads the next line. Returns 1 with *line and *len set (the line without its
- * "\n" and trailing "\r", NUL-terminated, valid until the next call), 0 at
+ * "\n" or "\r\n", NUL-terminated, valid until the next call), 0 at
  * end of input, or -1 with err set:
  *   TFM_ERR_FORMAT "NAME: line N: invalid UTF-8 at byte B" (B counts from 1)
  *   TFM_ERR_FORMAT "NAME: line N: contains a NUL byte at byte B"
@@ -81,9 +81,5 @@ bool text_utf8_valid(const char *s, size_t n, size_t *bad_offset);
  * bytes (1..4) and stores it in *cp, or returns 0 (cp untouched) when the
  * bytes at s do not start a well-formed sequence. */
 int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
-
-/* Removes a trailing "\n", then a trailing "\r", from s[0..*len); returns the
- * new length (also stored in *len). Does not write to s. */
-size_t text_strip_eol(const char *s, size_t *len);
 
 #endif

@@ -471,9 +471,9 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
 static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
                                  const char *what, const char *path, TfmErr *err)
 {
-    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld lines: %ld empty, %ld over "
+    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
                    "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
-                   c->n_lines, c->skipped_empty, c->skipped_long, cfg->data.max_len,
+                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long, cfg->data.max_len,
                    b->skipped_budget, cfg->train.batch_tokens);
 }
 

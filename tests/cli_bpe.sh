@@ -184,6 +184,16 @@ expect_exit 1 "decode bad id" -- run_in "$T/badids.txt" "$TFM" bpe decode -v "$T
 expect_err_line "decode bad id line" "tfm: stdin: line 2: '99999' is not an id below 276"
 printf 'a \\xZZ\n' >"$T/badesc.txt"
 expect_exit 1 "decode bad escape" -- run_in "$T/badesc.txt" "$TFM" bpe decode -v "$T/v1"
-expect_err_line "decode bad escape line" "tfm: stdin: line 1: bad escape in piece '\\xZZ'"
+expect_err_line "decode bad escape line" "tfm: stdin: line 1: bad escape or raw control byte in piece '\\xZZ' (pieces are separated by spaces)"
+# A piece that unescapes to a NUL byte is quoted as written.
+printf '\\x00\n' >"$T/nul_piece.txt"
+expect_exit 1 "decode unknown escaped piece" -- run_in "$T/nul_piece.txt" "$TFM" bpe decode -v "$T/v1"
+expect_err_line "unknown escaped piece quoted as written" "tfm: stdin: line 1: unknown piece '\\x00'"
+# Bytes of a quoted path that are not UTF-8 are shown as \xNN: stderr stays UTF-8.
+expect_exit 1 "a path that is not UTF-8" -- "$TFM" bpe encode -v $'/nonexistent/\xff\xfe\xc3'
+check "its bytes are escaped" grep -qx 'tfm: /nonexistent/\\xFF\\xFE\\xC3: cannot open: No such file or directory' "$T/err"
+: >"$T/empty2"
+expect_exit 1 "learn from two empty files" -- "$TFM" bpe learn --vocab-size 300 -o "$T/v_e" "$T/empty2" "$T/empty2"
+expect_err_line "one other file, singular" "tfm: no text to learn from in $T/empty2 and 1 other file"
 
 cli_summary
