@@ -277,11 +277,13 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
         bleu_compute(&total, &a.opt, &sc);
         if (print_score(&sc, &a, sig, err)) goto fail;
     }
-    if (!a.json) fprintf(stderr, "%s\n", sig);
+    /* the score must be out before the signature: a failed write is then
+     * the only line on stderr */
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        err_set(err, TFM_ERR_IO, "stdout: write failed");
+        err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
         goto fail;
     }
+    if (!a.json) fprintf(stderr, "%s\n", sig);
     goto done;
 fail:
     status = err->status;

@@ -1,5 +1,6 @@
 /* cmd_bpe: `tfm bpe learn|encode|decode`. Option parsing and line I/O only;
  * the algorithms are in bpe.c. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ static const char help_text[] =
 
 static TfmStatus write_out(const char *s, size_t n, TfmErr *err)
 {
-    if (fwrite(s, 1, n, stdout) != n) return err_set(err, TFM_ERR_IO, "stdout: write failed");
+    if (fwrite(s, 1, n, stdout) != n)
+        return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
     return TFM_OK;
 }
 

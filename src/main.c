@@ -1,10 +1,13 @@
 /* main: looks up the subcommand, runs it, prints the one "tfm: " error line
  * and maps the status to the exit code (0 ok, 1 runtime error, 2 usage,
  * 128+signal when interrupted). The only place that prints errors or exits. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blas.h"
 #include "cmds.h"
@@ -80,8 +83,25 @@ static int report(TfmStatus status, const TfmErr *err)
     return status == TFM_ERR_USAGE ? 2 : 1;
 }
 
+/* A closed descriptor 0, 1 or 2 would be reused by the next open(): progress
+ * notes would land in a checkpoint, a reference file be read as stdin. Each
+ * closed one gets /dev/null opened the wrong way round, so that reading or
+ * writing it still fails with EBADF, as it would closed. */
+static void occupy_closed_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) {
+            dup2(got, fd);
+            close(got);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    occupy_closed_std_fds();
     blas_select_kernel(argv);
     TfmErr err = {0};
     if (argc < 2)
@@ -119,6 +139,6 @@ int main(int argc, char **argv)
     /* The command sees argv[0] = its own name, as getopt expects. */
     TfmStatus st = c->run(argc - 1, argv + 1, &err);
     if (fflush(stdout) != 0 && st == TFM_OK)
-        st = err_set(&err, TFM_ERR_IO, "stdout: write failed");
+        st = err_set(&err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
     return report(st, &err);
 }

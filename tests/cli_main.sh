@@ -27,4 +27,16 @@ expect_exit 2 "a value with CR and newline" -- "$TFM" bleu --tokenize $'x\r\ny' 
 expect_err_line "value with CR message" "tfm: bleu: --tokenize: expected 13a, intl, zh, char or none, got 'x\x0D\x0Ay'"
 expect_exit 1 "a model path with a newline" -- "$TFM" info $'/nonexistent/a\nb.tfm'
 check "the path's newline is escaped" grep -q 'a\\x0Ab.tfm' "$T/err"
+
+# Closed standard descriptors are not reused by the files tfm opens: reading
+# or writing them fails as on a closed descriptor, with one error line.
+printf 'a b\n' >"$T/ref1"
+"$TFM" bleu - "$T/ref1" <&- >"$T/out" 2>"$T/err"
+check "bleu with stdin closed exits 1" test $? = 1
+expect_err_line "bleu with stdin closed: a read error" "tfm: stdin: read error: Bad file descriptor"
+"$TFM" bleu "$T/ref1" "$T/ref1" >&- 2>"$T/err"
+check "bleu with stdout closed exits 1" test $? = 1
+expect_err_line "bleu with stdout closed: one line, the cause" "tfm: stdout: write failed: Bad file descriptor"
+"$TFM" bleu "$T/ref1" "$T/ref1" >/dev/full 2>"$T/err"
+expect_err_line "bleu to a full disk: one line" "tfm: stdout: write failed: No space left on device"
 cli_summary

@@ -57,6 +57,11 @@ rm -f a/model.tfm.tmp.$$ a/other.tfm.tmp.2147483646
 # train.model, and a deleted one is named as such.
 cp a/ck/best.tfm a/best.before
 printf '\377' | dd of=a/ck/best.tfm bs=1 seek=5000 conv=notrunc status=none
+# With stderr closed, progress notes go nowhere, not into a file tfm opened.
+mkdir e0 && (cd e0 && "$TFM" train ../mini.json 2>&- >/dev/null)
+check "stderr closed: the run succeeds" test -s e0/model.tfm
+check "stderr closed: the lock file stays empty" test ! -s e0/ck/lock
+check "stderr closed: log.jsonl is only JSON" test -z "$(grep -v '^{' e0/ck/log.jsonl)"
 (cd a && expect_exit 1 "rerun with a damaged best.tfm" -- "$TFM" train ../mini.json -q)
 expect_err_line "damaged best.tfm named" "tfm: ck/best.tfm: checksum mismatch (corrupted file)"
 check "damaged best.tfm not copied" cmp -s a/model.tfm b/model.tfm
