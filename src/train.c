@@ -219,12 +219,13 @@ static bool written_by_run(const char *path, const struct stat *dir)
  * none may sit in out_dir under a name the run writes, and no file the run
  * writes may be a symlink to one (saves follow symlinks). Checked before
  * anything is written. */
-static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, TfmErr *err)
+static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, const char *config_path,
+                                           TfmErr *err)
 {
     const struct { const char *path, *key; } inputs[] = {
         {cfg->data.train_src, "data.train_src"}, {cfg->data.train_tgt, "data.train_tgt"},
         {cfg->data.valid_src, "data.valid_src"}, {cfg->data.valid_tgt, "data.valid_tgt"},
-        {cfg->data.vocab, "data.vocab"},
+        {cfg->data.vocab, "data.vocab"}, {config_path, "the config file"},
     };
     static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt", "log.jsonl"};
     struct stat out_dir;
@@ -832,11 +833,20 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.signal_at_step = hook ? atol(hook) : 0;
     TfmStatus st;
     int lock_fd = -1;
-    if ((st = check_outputs_spare_inputs(cfg, err)) != TFM_OK) {
+    if ((st = check_outputs_spare_inputs(cfg, opt->config_path, err)) != TFM_OK) {
         if (opt->config_path) err_prefix(err, "%s: ", opt->config_path);
         return st;
     }
+    struct stat sb;
+    const bool new_out_dir = stat(cfg->train.out_dir, &sb) != 0;
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
+    /* the checks that compare with out_dir's files need it to exist: again
+     * for a new one (train.model "ck/last.tfm" with out_dir "ck") */
+    if (new_out_dir && (st = check_outputs_spare_inputs(cfg, opt->config_path, err)) != TFM_OK) {
+        rmdir(cfg->train.out_dir);
+        if (opt->config_path) err_prefix(err, "%s: ", opt->config_path);
+        return st;
+    }
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     /* the model's folder now, not after hours of training, and before
      * --restart removes anything: a refused run changes nothing */

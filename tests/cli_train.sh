@@ -379,5 +379,22 @@ sed 's|"model": "model.tfm"|"model": "data_link.tfm"|' mini.json >data_link.json
 expect_exit 1 "train.model links to the training source" -- "$TFM" train data_link.json -q
 check "the linked training source is untouched" cmp -s train.de train.de.orig
 expect_exit 2 "average -o onto an input" -- "$TFM" average -o a/ck/best.tfm a/ck/last.tfm a/ck/best.tfm
+# A train.model named like out_dir's own files is refused when out_dir is new
+# too (it is checked again once made), and the new folder is removed.
+for own in last.tfm lock; do
+    sed "s|\"model\": \"model.tfm\"|\"model\": \"fresh/$own\"|; s|\"out_dir\": \"ck\"|\"out_dir\": \"fresh\"|" \
+        mini.json >fresh.json
+    expect_exit 1 "train.model fresh/$own in a new out_dir" -- "$TFM" train fresh.json -q
+    expect_err_line "fresh/$own message" "tfm: fresh.json: train.model: 'fresh/$own' is a file \
+that tfm train keeps in train.out_dir; choose another name"
+    check "the new out_dir is removed again" test ! -e fresh
+done
+# The config file itself is an input: one named log.jsonl in out_dir is kept.
+mkdir cfgdir && sed 's|"out_dir": "ck"|"out_dir": "."|; s|"train\.|"../train.|g; s|"valid\.|"../valid.|g' \
+    mini.json >cfgdir/log.jsonl && cp cfgdir/log.jsonl cfg.orig
+(cd cfgdir && expect_exit 1 "the config is named like an out_dir file" -- "$TFM" train log.jsonl -q)
+expect_err_line "config in out_dir message" "tfm: log.jsonl: the config file: 'log.jsonl' is in \
+train.out_dir under a name tfm train writes; move it or choose another out_dir"
+check "the config file is untouched" cmp -s cfgdir/log.jsonl cfg.orig
 
 cli_summary
