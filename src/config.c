@@ -461,8 +461,11 @@ static bool ends_open(const char *text, size_t len, size_t *str_start)
     return in_str || depth > 0;
 }
 
-/* Position of the first \u0000 escape inside a string, or SIZE_MAX. */
-static size_t find_nul_escape(const char *text, size_t len)
+/* Position of the first \u0000 escape or raw control character inside a
+ * string, or SIZE_MAX. cJSON accepts both: it cuts a string at \u0000 and
+ * silently uses the prefix, and takes raw control bytes, which RFC 8259
+ * forbids (a stray newline in a path would become part of it). */
+static size_t find_bad_string_char(const char *text, size_t len)
 {
     bool in_str = false;
     for (size_t i = 0; i < len; i++) {
@@ -470,6 +473,8 @@ static size_t find_nul_escape(const char *text, size_t len)
             in_str = text[i] == '"';
         } else if (text[i] == '"') {
             in_str = false;
+        } else if ((unsigned char)text[i] < 0x20) {
+            return i;
         } else if (text[i] == '\\' && i + 1 < len) {
             if (len - i >= 6 && text[i + 1] == 'u' && memcmp(text + i + 2, "0000", 4) == 0) return i;
             i++;
@@ -650,15 +655,6 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: NUL byte in file", line, col);
         goto fail;
     }
-    /* cJSON would cut a string at \u0000 and silently use the prefix. */
-    size_t esc = find_nul_escape(text, len);
-    if (esc != SIZE_MAX) {
-        int line, col;
-        line_col(text, esc, &line, &col);
-        st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: \\u0000 in a string is not supported",
-                     line, col);
-        goto fail;
-    }
     size_t start = strspn(text, " \t\r\n");
     if (start == len) {
         st = err_set(err, TFM_ERR_CONFIG, "empty file (expected a JSON object)");
@@ -677,6 +673,19 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         line_col(text, tail, &line, &col);
         st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: unexpected text after the JSON object",
                      line, col);
+        goto fail;
+    }
+    size_t esc = find_bad_string_char(text, len);
+    if (esc != SIZE_MAX) {
+        int line, col;
+        line_col(text, esc, &line, &col);
+        if (text[esc] == '\\')
+            st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: \\u0000 in a string is not "
+                         "supported", line, col);
+        else
+            st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: raw control character 0x%02X in "
+                         "a string (JSON needs it escaped, e.g. \\n)", line, col,
+                         (unsigned char)text[esc]);
         goto fail;
     }
     size_t bad = find_bad_number(text, len);

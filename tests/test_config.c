@@ -275,6 +275,11 @@ static const BadCase bad_cases[] = {
     {"", "empty file (expected a JSON object)", TFM_ERR_CONFIG},
     {"{\"data\": {\"train_src\": \"a\\\\u0000\", \"train_tgt\": \"a\\u0000b\"}}",
      "line 1 column 51: \\u0000 in a string is not supported", TFM_ERR_CONFIG},
+    /* RFC 8259: control characters in strings must be escaped (cJSON takes them) */
+    {"{\"train\": {\"out_dir\": \"c\nk\"}}", "line 1 column 25: raw control character 0x0A in a "
+     "string (JSON needs it escaped, e.g. \\n)", TFM_ERR_CONFIG},
+    {"{\n\"data\": {\"train_src\": \"a\tb\"}}", "line 2 column 25: raw control character 0x09 in a "
+     "string (JSON needs it escaped, e.g. \\n)", TFM_ERR_CONFIG},
     {"{\"model\": {\"norm\": \"\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4"
      "\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\"}}",
      "model.norm: expected one of \"post\", \"pre\", got \"\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4"
