@@ -1,5 +1,5 @@
 /* fma_peak: the float32 multiply-add ceiling of this CPU, which no product can
- * pass: every thread runs 16 independent chains of vector FMAs on registers
+ * pass: every thread runs independent chains of vector FMAs on registers
  * (no memory traffic), timed together. bench_train.sh reports it beside the
  * sgemm peak, so a speed target can be checked against what the hardware
  * allows at all.
@@ -8,10 +8,17 @@
 #include <stdio.h>
 #include <time.h>
 
-/* 16 floats: one AVX-512 register, or two AVX2 ones; -march=native picks. */
-typedef float vec __attribute__((vector_size(64)));
-
-enum { CHAINS = 16 };            /* enough to hide the FMA latency (4 cycles x 2-4 pipes) */
+/* One register of the widest vector unit -march=native allows, and enough
+ * independent chains to hide the FMA latency (4 cycles x 2 pipes) while
+ * fitting in the registers with the two operands (32 zmm, 16 ymm/xmm). */
+#if defined(__AVX512F__)
+enum { LANES = 16, CHAINS = 16 };
+#elif defined(__AVX__)
+enum { LANES = 8, CHAINS = 12 };
+#else
+enum { LANES = 4, CHAINS = 12 };
+#endif
+typedef float vec __attribute__((vector_size(LANES * 4)));
 
 static double now(void)
 {
@@ -35,7 +42,7 @@ static float chains(long n)
     }
     float s = 0;
     for (int j = 0; j < CHAINS; j++)
-        for (int k = 0; k < 16; k++) s += acc[j][k];
+        for (int k = 0; k < LANES; k++) s += acc[j][k];
     return s;
 }
 
@@ -56,7 +63,7 @@ int main(void)
         double dt = now() - t0;
         if (r > 0 && dt < best) best = dt;
     }
-    double flops = 2.0 * 16 * CHAINS * (double)n * threads;
+    double flops = 2.0 * LANES * CHAINS * (double)n * threads;
     printf("{\"threads\": %d, \"gflops\": %.1f, \"check\": %g}\n", threads, flops / best / 1e9,
            (double)sink);
     return 0;

@@ -1,9 +1,9 @@
 /* bleu_tokenize: sacreBLEU 2.x's line preprocessing, the part of BLEU that
  * turns a raw line into the tokens it scores: Python str.lower (-lc),
- * str.rstrip, then the 13a, intl, char or none tokenizer and str.split. Every
- * step mirrors a line of sacreBLEU (metrics/bleu.py _preprocess_segment,
+ * str.rstrip, then the 13a, intl, zh, char or none tokenizer and str.split.
+ * Every step mirrors a line of sacreBLEU (metrics/bleu.py _preprocess_segment,
  * tokenizers/tokenizer_13a.py, tokenizer_re.py, tokenizer_intl.py,
- * tokenizer_char.py); comments name the Python they copy. Strings are handled
+ * tokenizer_zh.py, tokenizer_char.py); comments name the Python they copy. Strings are handled
  * as UTF-8 bytes; where sacreBLEU works on code points (str.split,
  * str.rstrip, str.lower, \p{P}) we decode with unicode.c. Bytes that are not
  * valid UTF-8 (sacreBLEU would refuse the file) are kept as opaque one-byte
@@ -268,7 +268,8 @@ static size_t pass_intl_symbol(const unsigned char *in, size_t n, unsigned char 
  * written with five hex digits ('\u20000', '\u2a6d6'; '\u2f800', '\u2fa1d'),
  * which Python reads as a four-digit escape followed by a digit, so they are
  * two-character strings and cover U+2001-U+2A6D and U+2F81-U+2FA1, not the
- * supplementary planes. Sorted here; the table's order does not matter. */
+ * supplementary planes. Sorted here (the order does not matter); its
+ * U+2600-U+26FF and U+2700-U+27BF are left out, inside U+2001-U+2A6D. */
 static const uint32_t zh_ranges[][2] = {
     {0x2001, 0x2A6D}, {0x2E80, 0x2EFF}, {0x2F00, 0x2FDF}, {0x2F81, 0x2FA1}, {0x2FF0, 0x2FFF},
     {0x3000, 0x303F}, {0x3100, 0x312F}, {0x31A0, 0x31BF}, {0x31C0, 0x31EF}, {0x3200, 0x32FF},

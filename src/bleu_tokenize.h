@@ -1,5 +1,5 @@
 /* bleu_tokenize: sacreBLEU's line preprocessing (lowercase, rstrip, 13a /
- * intl / char / none tokenizer) for bleu.c. Private to bleu.c; the public
+ * intl / zh / char / none tokenizer) for bleu.c. Private to bleu.c; the public
  * API is bleu.h. */
 #ifndef TFM_BLEU_TOKENIZE_H
 #define TFM_BLEU_TOKENIZE_H

@@ -50,8 +50,8 @@ static const Command *find_command(const char *name)
 }
 
 /* One line of valid UTF-8 on stderr, whatever the message quotes (a file
- * name, an option, a piece of input): control bytes and bytes that are not
- * UTF-8 are shown as \xNN, never a line break. */
+ * name, an option, a piece of input): control bytes, the line breaks NEL,
+ * U+2028 and U+2029, and bytes that are not UTF-8 are shown as \xNN. */
 static void print_error(const char *msg)
 {
     fputs("tfm: ", stderr);
@@ -60,7 +60,10 @@ static void print_error(const char *msg)
     while (n > 0) {
         uint32_t cp;
         int len = *p < 0x80 ? 1 : text_utf8_decode(p, n, &cp);
-        if (len == 0 || *p < 0x20 || *p == 0x7f) {
+        bool line_break = len > 1 && (cp == 0x85 || cp == 0x2028 || cp == 0x2029);
+        if (line_break) {
+            for (int i = 0; i < len; i++) fprintf(stderr, "\\x%02X", p[i]);
+        } else if (len == 0 || *p < 0x20 || *p == 0x7f) {
             fprintf(stderr, "\\x%02X", *p);
             len = 1;
         } else {

@@ -123,6 +123,44 @@ static char *path_join(const char *dir, const char *name, TfmErr *err)
     return p;
 }
 
+/* Length of the longest prefix of path, cut at a '/', that exists now: what
+ * make_dirs would not create. */
+static size_t existing_prefix(const char *path)
+{
+    char *p = strdup(path);
+    if (!p) return strlen(path);
+    size_t keep = 0;
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0') continue;
+        *s = '\0';
+        struct stat sb;
+        if (stat(p, &sb) != 0) break;
+        keep = (size_t)(s - p);
+        *s = c;
+        if (c == '\0') break;
+    }
+    free(p);
+    return keep;
+}
+
+/* Undoes make_dirs for a refused run: removes the folders of path beyond
+ * its first `keep` bytes, deepest first (rmdir: empty ones only). */
+static void remove_made_dirs(const char *path, size_t keep)
+{
+    char *p = strdup(path);
+    if (!p) return;
+    size_t n = strlen(p);
+    while (n > keep && p[n - 1] == '/') n--;
+    while (n > keep) {
+        p[n] = '\0';
+        if (rmdir(p) != 0) break;
+        while (n > keep && p[n - 1] != '/') n--;
+        while (n > keep && p[n - 1] == '/') n--;
+    }
+    free(p);
+}
+
 /* mkdir -p */
 static TfmStatus make_dirs(const char *path, TfmErr *err)
 {
@@ -474,8 +512,8 @@ static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmCon
 {
     return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
                    "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
-                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long, cfg->data.max_len,
-                   b->skipped_budget, cfg->train.batch_tokens);
+                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long,
+                   cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
 }
 
 static TfmStatus load_data(Trainer *t, TfmErr *err)
@@ -837,13 +875,13 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
         if (opt->config_path) err_prefix(err, "%s: ", opt->config_path);
         return st;
     }
-    struct stat sb;
-    const bool new_out_dir = stat(cfg->train.out_dir, &sb) != 0;
+    const size_t existed = existing_prefix(cfg->train.out_dir);
+    const bool new_out_dir = existed < strlen(cfg->train.out_dir);
     if ((st = make_dirs(cfg->train.out_dir, err)) != TFM_OK) return st;
     /* the checks that compare with out_dir's files need it to exist: again
      * for a new one (train.model "ck/last.tfm" with out_dir "ck") */
     if (new_out_dir && (st = check_outputs_spare_inputs(cfg, opt->config_path, err)) != TFM_OK) {
-        rmdir(cfg->train.out_dir);
+        remove_made_dirs(cfg->train.out_dir, existed);
         if (opt->config_path) err_prefix(err, "%s: ", opt->config_path);
         return st;
     }

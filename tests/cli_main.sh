@@ -27,6 +27,8 @@ expect_exit 2 "a value with CR and newline" -- "$TFM" bleu --tokenize $'x\r\ny' 
 expect_err_line "value with CR message" "tfm: bleu: --tokenize: expected 13a, intl, zh, char or none, got 'x\x0D\x0Ay'"
 expect_exit 1 "a model path with a newline" -- "$TFM" info $'/nonexistent/a\nb.tfm'
 check "the path's newline is escaped" grep -q 'a\\x0Ab.tfm' "$T/err"
+expect_exit 2 "Unicode line breaks in a value" -- "$TFM" bleu --tokenize $'a\u2028b\u0085c' x y
+expect_err_line "Unicode line breaks escaped" "tfm: bleu: --tokenize: expected 13a, intl, zh, char or none, got 'a\\xE2\\x80\\xA8b\\xC2\\x85c'"
 
 # Closed standard descriptors are not reused by the files tfm opens: reading
 # or writing them fails as on a closed descriptor, with one error line.

@@ -389,6 +389,10 @@ for own in last.tfm lock; do
 that tfm train keeps in train.out_dir; choose another name"
     check "the new out_dir is removed again" test ! -e fresh
 done
+sed 's|"model": "model.tfm"|"model": "n1/n2/ck/last.tfm"|; s|"out_dir": "ck"|"out_dir": "n1/n2/ck"|' \
+    mini.json >nested.json
+expect_exit 1 "train.model in a new nested out_dir" -- "$TFM" train nested.json -q
+check "the new nested folders are all removed" test ! -e n1
 # The config file itself is an input: one named log.jsonl in out_dir is kept.
 mkdir cfgdir && sed 's|"out_dir": "ck"|"out_dir": "."|; s|"train\.|"../train.|g; s|"valid\.|"../valid.|g' \
     mini.json >cfgdir/log.jsonl && cp cfgdir/log.jsonl cfg.orig
