@@ -462,15 +462,23 @@ static bool ends_open(const char *text, size_t len, size_t *str_start)
 }
 
 /* Position of the first \u0000 escape or raw control character inside a
- * string, or SIZE_MAX. cJSON accepts both: it cuts a string at \u0000 and
- * silently uses the prefix, and takes raw control bytes, which RFC 8259
- * forbids (a stray newline in a path would become part of it). */
-static size_t find_bad_string_char(const char *text, size_t len)
+ * string, or of a control character other than tab, CR and LF outside one;
+ * SIZE_MAX if none. cJSON accepts all three: it cuts a string at \u0000 and
+ * silently uses the prefix, takes raw control bytes in strings (a stray
+ * newline in a path would become part of it) and skips any byte below 0x20
+ * as whitespace; RFC 8259 allows none of them. */
+static size_t find_bad_control_char(const char *text, size_t len, bool *in_string)
 {
     bool in_str = false;
+    *in_string = true;
     for (size_t i = 0; i < len; i++) {
         if (!in_str) {
-            in_str = text[i] == '"';
+            unsigned char c = (unsigned char)text[i];
+            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+                *in_string = false;
+                return i;
+            }
+            in_str = c == '"';
         } else if (text[i] == '"') {
             in_str = false;
         } else if ((unsigned char)text[i] < 0x20) {
@@ -675,13 +683,18 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
                      line, col);
         goto fail;
     }
-    size_t esc = find_bad_string_char(text, len);
+    bool in_string;
+    size_t esc = find_bad_control_char(text, len, &in_string);
     if (esc != SIZE_MAX) {
         int line, col;
         line_col(text, esc, &line, &col);
         if (text[esc] == '\\')
             st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: \\u0000 in a string is not "
                          "supported", line, col);
+        else if (!in_string)
+            st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: control character 0x%02X "
+                         "outside a string (not JSON whitespace)", line, col,
+                         (unsigned char)text[esc]);
         else
             st = err_set(err, TFM_ERR_CONFIG, "line %d column %d: raw control character 0x%02X in "
                          "a string (JSON needs it escaped, e.g. \\n)", line, col,

@@ -278,6 +278,8 @@ static const BadCase bad_cases[] = {
     /* RFC 8259: control characters in strings must be escaped (cJSON takes them) */
     {"{\"train\": {\"out_dir\": \"c\nk\"}}", "line 1 column 25: raw control character 0x0A in a "
      "string (JSON needs it escaped, e.g. \\n)", TFM_ERR_CONFIG},
+    {"{\"data\":\f{}}", "line 1 column 9: control character 0x0C outside a string (not JSON "
+     "whitespace)", TFM_ERR_CONFIG},
     {"{\n\"data\": {\"train_src\": \"a\tb\"}}", "line 2 column 25: raw control character 0x09 in a "
      "string (JSON needs it escaped, e.g. \\n)", TFM_ERR_CONFIG},
     {"{\"model\": {\"norm\": \"\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4"
