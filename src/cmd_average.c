@@ -19,6 +19,16 @@ static const char usage[] =
     "  -o, --output OUT   the averaged model (written atomically)\n"
     "  -h, --help         this help\n";
 
+/* What the tensors' shapes do not show but the model's function depends on:
+ * averaging such models gives a model of neither. NULL when they agree. */
+static const char *config_difference(const ModelConfig *a, const ModelConfig *b)
+{
+    if (a->heads != b->heads) return "model.heads";
+    if (a->norm != b->norm) return "model.norm";
+    if (a->max_len != b->max_len) return "data.max_len";
+    return NULL;
+}
+
 static bool same_vocab(const Bpe *a, const Bpe *b)
 {
     size_t la, lb;
@@ -73,9 +83,12 @@ TfmStatus cmd_average(int argc, char **argv, TfmErr *err)
             ok = strcmp(first.model.tensors[t].name, other.model.tensors[t].name) == 0 &&
                  first.model.tensors[t].rows == other.model.tensors[t].rows &&
                  first.model.tensors[t].cols == other.model.tensors[t].cols;
-        if (!ok || !same_vocab(first.bpe, other.bpe)) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: %s differs from %s's", path,
-                         ok ? "vocabulary" : "model shape", argv[optind]);
+        const char *differs = !ok ? "model shape"
+                              : !same_vocab(first.bpe, other.bpe) ? "vocabulary"
+                              : config_difference(&first.cfg.model, &other.cfg.model);
+        if (differs) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: %s differs from %s's", path, differs,
+                         argv[optind]);
             ckpt_free(&other);
             goto done;
         }

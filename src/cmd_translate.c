@@ -35,7 +35,8 @@ static const char usage[] =
     "  -q, --quiet          no warnings about long lines\n"
     "  -h, --help           this help\n"
     "\n"
-    "A line longer than the model's max_len tokens is truncated, with a warning.\n";
+    "A line longer than the model's positions allow (max_len + 1 tokens, with\n"
+    "max_len as tfm info shows it) is truncated, with a warning.\n";
 
 typedef struct {
     const char *model;
@@ -184,7 +185,9 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
                               &t->text_cap, err);
     if (st != TFM_OK || (st = sanitize_output(t, err)) != TFM_OK) return st;
     if (t->o.nbest > 0)      /* --nbest given: the n-best format */
-        printf("%ld ||| %s ||| %.6f\n", line_no, t->text, h->score);
+        /* %g: at a large --alpha the scores are tiny, and a fixed
+         * 6 decimals would print them all as -0.000000 */
+        printf("%ld ||| %s ||| %.8g\n", line_no, t->text, h->score);
     else
         printf("%s\n", t->text);
     return TFM_OK;
@@ -214,7 +217,7 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
         long line_no = t->lines_done + i;
         if (t->lines[i].n == 0) {
             if (t->o.nbest > 0) {
-                for (int b = 0; b < nbest; b++) printf("%ld |||  ||| 0.000000\n", line_no);
+                for (int b = 0; b < nbest; b++) printf("%ld |||  ||| 0\n", line_no);
             } else {
                 putchar('\n');
             }

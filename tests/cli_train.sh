@@ -203,6 +203,11 @@ expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
 check "an averaged model has no step" grep -q "^step:        not recorded" "$T/out"
 expect_exit 2 "average needs two models" -- "$TFM" average -o x.tfm a/model.tfm
 expect_exit 2 "average needs -o" -- "$TFM" average a/model.tfm a/model.tfm
+# Same shapes and vocabulary, but 4 heads instead of 2: not one model's checkpoints.
+sed 's/"heads": 2/"heads": 4/; s/"max_steps": 40/"max_steps": 2/' mini.json >heads4.json
+mkdir h4 && (cd h4 && "$TFM" train ../heads4.json -q >/dev/null 2>&1)
+expect_exit 1 "average of models with other heads" -- "$TFM" average -o x.tfm a/model.tfm h4/model.tfm
+expect_err_line "average names the key" "tfm: h4/model.tfm: model.heads differs from a/model.tfm's"
 
 # Validation BLEU picks the best model and is logged.
 sed 's/"valid_every": 40,/"valid_every": 20, "valid_bleu": true,/' mini.json >bleu.json

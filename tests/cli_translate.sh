@@ -24,6 +24,9 @@ expect_exit 0 "nbest" -- sh -c "\"$TFM\" translate --nbest 3 -b 4 < in.txt"
 check "nbest line count" test "$(wc -l <"$T/out")" = 15
 check "nbest format" awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' "$T/out"
 check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$T/out"
+# At a large alpha the scores are tiny: still told apart, not all -0.000000.
+expect_exit 0 "nbest at alpha 10" -- sh -c "\"$TFM\" translate -q --nbest 2 -b 2 --alpha 10 --max-len-a 50 < in.txt"
+check "nbest scores at alpha 10 are not rounded to zero" test -z "$(grep -E '[^ ] \|\|\| -?0(\.0+)?$' "$T/out")"
 expect_exit 0 "nbest 1" -- sh -c "\"$TFM\" translate --nbest 1 < in.txt"
 check "--nbest 1 uses the n-best format" test "$(grep -c ' ||| ' "$T/out")" = 5
 head -n 20 "$MINI/valid.de" >twenty.de
