@@ -205,13 +205,18 @@ static uint64_t le_u64(const unsigned char *b)
 static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *err)
 {
     unsigned char head[HEADER_SIZE];
-    if (size < HEADER_SIZE || fread(head, 1, HEADER_SIZE, f) != HEADER_SIZE ||
-        memcmp(head, MAGIC, 8) != 0)
+    size_t got = size < HEADER_SIZE ? fread(head, 1, (size_t)size, f)
+                                    : fread(head, 1, HEADER_SIZE, f);
+    if (got == 0 || memcmp(head, MAGIC, got < 8 ? got : 8) != 0)
         return err_set(err, TFM_ERR_FORMAT, "%s: not a tfm model file (bad magic)", path);
-    uint32_t version = (uint32_t)le_u64(head + 8);
+    if (got < HEADER_SIZE) return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+    uint32_t version = (uint32_t)le_u64(head + 8), flags = (uint32_t)(le_u64(head + 8) >> 32);
     if (version != FORMAT_VERSION)
         return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
                        path, version, FORMAT_VERSION);
+    if (flags > 1)      /* 1: training state; nothing else is defined */
+        return err_set(err, TFM_ERR_FORMAT, "%s: unknown header flags 0x%X (damaged file)", path,
+                       flags);
     uint64_t pos = HEADER_SIZE;
     for (int count = 0;; count++) {
         /* a writer makes six; zero-length ones must not walk a huge file */

@@ -287,6 +287,13 @@ expect_err_line "truncated model message" "tfm: trunc.tfm: truncated file"
 : >empty.tfm
 expect_exit 1 "empty model" -- "$TFM" info empty.tfm
 expect_err_line "empty model message" "tfm: empty.tfm: not a tfm model file (bad magic)"
+head -c 12 a/model.tfm >short.tfm
+expect_exit 1 "model cut inside the header" -- "$TFM" info short.tfm
+expect_err_line "a cut header is a truncated file" "tfm: short.tfm: truncated file"
+cp a/model.tfm hflags.tfm
+printf '\x07' | dd of=hflags.tfm bs=1 seek=12 conv=notrunc status=none
+expect_exit 1 "unknown header flags" -- "$TFM" info hflags.tfm
+expect_err_line "unknown header flags message" "tfm: hflags.tfm: unknown header flags 0x7 (damaged file)"
 cp a/model.tfm flip.tfm
 printf '\x55' | dd of=flip.tfm bs=1 seek=3000 conv=notrunc status=none
 expect_exit 1 "bit-flipped model" -- "$TFM" info flip.tfm

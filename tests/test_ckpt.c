@@ -253,7 +253,7 @@ TEST(test_ckpt_refuses_damaged_files)
     size_t len;
     char *buf = slurp(path_a, &len);
     expect_refused(buf, 0, "not a tfm model file (bad magic)");
-    expect_refused(buf, 10, "not a tfm model file (bad magic)");
+    expect_refused(buf, 10, "truncated file");   /* the magic intact, the header cut */
     expect_refused(buf, len / 2, "truncated file");
     expect_refused(buf, len - 1, "truncated file");
     for (size_t pos = 100; pos < len - 16; pos += len / 7) {   /* bit flips anywhere */
