@@ -143,6 +143,16 @@ TEST(test_ckpt_round_trip_identical_bytes)
     fixture_free(&f);
 }
 
+/* f saved to path_a (with optimizer and trainer state when with_state) and
+ * read back whole; NULL on failure. */
+static char *saved_bytes(Fixture *f, bool with_state, size_t *len)
+{
+    TfmErr err = {0};
+    CHECK(ckpt_save(path_a, &f->cfg, f->bpe, &f->model, with_state ? &f->adam : NULL,
+                    with_state ? &f->ts : NULL, &err) == TFM_OK);
+    return slurp(path_a, len);
+}
+
 static void expect_refused(const char *buf, size_t len, const char *want_suffix)
 {
     spit(path_bad, buf, len);
@@ -225,10 +235,8 @@ TEST(test_ckpt_refuses_duplicate_sections)
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
     size_t len, dup_len;
-    char *buf = slurp(path_a, &len);
+    char *buf = saved_bytes(&f, true, &len);
     const char *tags[] = {"TENS", "CONF", "VOCB", "ADAM", "TRST"};
     for (int i = 0; i < 5; i++) {
         char *dup = duplicate_section(buf, len, tags[i], &dup_len);
@@ -248,10 +256,8 @@ TEST(test_ckpt_refuses_damaged_files)
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
     size_t len;
-    char *buf = slurp(path_a, &len);
+    char *buf = saved_bytes(&f, true, &len);
     expect_refused(buf, 0, "not a tfm model file (bad magic)");
     expect_refused(buf, 10, "truncated file");   /* the magic intact, the header cut */
     expect_refused(buf, len / 2, "truncated file");
@@ -269,6 +275,7 @@ TEST(test_ckpt_refuses_damaged_files)
     free(buf);
     /* a config that asks for more parameters than the file holds (valid
      * checksum): refused before any allocation of that size */
+    TfmErr err = {0};
     TfmConfig big = f.cfg;
     big.model.d_model = 4096;
     big.model.heads = 8;
@@ -302,10 +309,8 @@ TEST(test_ckpt_refuses_extra_payload)
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
     size_t len, n;
-    char *buf = slurp(path_a, &len);
+    char *buf = saved_bytes(&f, true, &len);
     char *bad = grow_section(buf, len, "TENS", 4, &n);
     CHECK(bad != NULL);
     if (bad) expect_refused(bad, n, "unexpected data after the last tensor");
@@ -343,10 +348,8 @@ TEST(test_ckpt_reads_trainer_state_without_log_sums)
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
     size_t len;
-    char *buf = slurp(path_a, &len);
+    char *buf = saved_bytes(&f, true, &len);
     size_t at = buf ? find_section(buf, len, "TRST") : 0;
     CHECK(at && get_le64((unsigned char *)buf + at - 8) == 120);
     if (at) {
@@ -357,6 +360,7 @@ TEST(test_ckpt_reads_trainer_state_without_log_sums)
         rechecksum(buf, len);
         spit(path_bad, buf, len);
         ModelFile mf;
+        TfmErr err = {0};
         CHECK(ckpt_load(path_bad, &mf, true, &err) == TFM_OK);
         CHECK(mf.has_train_state && mf.ts.step == 17 && mf.ts.elapsed_s == 12.5);
         CHECK(mf.ts.has_best && mf.ts.validated);
@@ -375,10 +379,8 @@ TEST(test_ckpt_refuses_huge_files_early)
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
     size_t len;
-    char *buf = slurp(path_a, &len);
+    char *buf = saved_bytes(&f, false, &len);
     const off_t huge = (off_t)64 << 30;
     struct { size_t keep; const char *want; } cases[] = {
         {0, "not a tfm model file (bad magic)"},        /* all zeros */
@@ -389,6 +391,7 @@ TEST(test_ckpt_refuses_huge_files_early)
         spit(path_bad, buf, cases[i].keep);
         if (truncate(path_bad, huge) != 0) { CHECK(!"truncate"); continue; }
         ModelFile mf;
+        TfmErr err = {0};
         TfmStatus st = ckpt_load(path_bad, &mf, false, &err);
         CHECK(st == TFM_ERR_FORMAT);
         char want[800];

@@ -88,18 +88,17 @@ TEST(text_utf8_decode_code_points)
     CHECK_EQ_INT(text_utf8_decode((const unsigned char *)"\xE2\x96", 2, &cp), 0);
 }
 
-TEST(text_reader_lines_crlf_and_last_line)
+/* Reads data[0..n) through a LineReader and checks it gives exactly want[0..k). */
+static void expect_lines(const char *data, size_t n, const char *const *want, int k)
 {
-    const char data[] = "one\r\ntwo\n\nthree \r\r\nlast";
-    const char *path = temp_file(data, sizeof data - 1);
+    const char *path = temp_file(data, n);
     CHECK(path != NULL);
     LineReader r;
     TfmErr err = {0};
     CHECK_EQ_INT(text_reader_open(&r, path, &err), TFM_OK);
-    const char *want[] = {"one", "two", "", "three \r", "last"};
     char *line;
     size_t len;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < k; i++) {
         CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
         CHECK_STR(line, want[i]);
         CHECK_EQ_INT(len, strlen(want[i]));
@@ -110,26 +109,20 @@ TEST(text_reader_lines_crlf_and_last_line)
     unlink(path);
 }
 
+TEST(text_reader_lines_crlf_and_last_line)
+{
+    const char data[] = "one\r\ntwo\n\nthree \r\r\nlast";
+    const char *const want[] = {"one", "two", "", "three \r", "last"};
+    expect_lines(data, sizeof data - 1, want, 5);
+}
+
 /* Only "\r\n" loses its "\r": at the end of input with no "\n" it is text
  * (bpe decode(encode(x)) == x depends on it). */
 TEST(text_reader_keeps_final_cr_without_newline)
 {
     const char data[] = "a\r\nb\r";
-    const char *path = temp_file(data, sizeof data - 1);
-    CHECK(path != NULL);
-    LineReader r;
-    TfmErr err = {0};
-    CHECK_EQ_INT(text_reader_open(&r, path, &err), TFM_OK);
-    char *line;
-    size_t len;
-    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
-    CHECK_STR(line, "a");
-    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
-    CHECK_STR(line, "b\r");
-    CHECK_EQ_INT(len, 2);
-    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 0);
-    text_reader_close(&r);
-    unlink(path);
+    const char *const want[] = {"a", "b\r"};
+    expect_lines(data, sizeof data - 1, want, 2);
 }
 
 TEST(text_reader_empty_file_has_no_lines)
