@@ -108,6 +108,7 @@ static const KeySpec schema[] = {
     INT_("train.patience", train.patience, 0, INT_MAX, 0),
     STR_("train.out_dir", train.out_dir, "checkpoints", 0),
     INT_("train.keep", train.keep, 1, INT_MAX, 5),
+    INT_("train.average_last", train.average_last, 0, INT_MAX, 0),
     STR_("train.model", train.model, "model.tfm", 0),
     INT_("train.threads", train.threads, 0, 1024, 0),
 
@@ -616,6 +617,11 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
     if (cfg->model.d_model % cfg->model.heads != 0)
         return err_set(err, TFM_ERR_CONFIG, "model.heads: %d heads do not divide model.d_model %d",
                        cfg->model.heads, cfg->model.d_model);
+    /* pruning would delete the checkpoints the average needs */
+    if (cfg->train.average_last > cfg->train.keep)
+        return err_set(err, TFM_ERR_CONFIG, "train.average_last: %d checkpoints to average need "
+                       "train.keep >= %d, got %d", cfg->train.average_last,
+                       cfg->train.average_last, cfg->train.keep);
     return TFM_OK;
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "average.h"
 #include "bleu.h"
 #include "bpe.h"
 #include "ckpt.h"
@@ -100,7 +101,7 @@ typedef struct {
     TrainState ts;
     Progress prog;
     Decoder *decoder;           /* for validation BLEU, made at the first use */
-    char *last_path, *best_path;
+    char *last_path, *best_path, *average_path;
     double run_start;           /* monotonic seconds at the start of this run */
     bool changed;               /* this run stepped or validated: last.tfm is behind */
     long signal_at_step;        /* test hook: raise SIGTERM after this step (0: never) */
@@ -218,10 +219,10 @@ static TfmStatus lock_out_dir(const char *dir, int *fd_out, TfmErr *err)
 }
 
 /* True for the names of files tfm writes in out_dir: last.tfm, best.tfm,
- * vocab.txt, ckpt.STEP.tfm. */
+ * average.tfm, vocab.txt, ckpt.STEP.tfm. */
 static bool is_own_file(const char *name, size_t len)
 {
-    static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt"};
+    static const char *const fixed[] = {"last.tfm", "best.tfm", "average.tfm", "vocab.txt"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (len == strlen(fixed[i]) && memcmp(name, fixed[i], len) == 0) return true;
     if (len < 10 || memcmp(name, "ckpt.", 5) != 0 || memcmp(name + len - 4, ".tfm", 4) != 0)
@@ -561,29 +562,42 @@ static TfmStatus validate(Trainer *t, double *loss_out, TfmErr *err)
     return TFM_OK;
 }
 
-/* Removes numbered checkpoints beyond the newest `keep`. */
-static void prune_checkpoints(const char *dir, int keep)
+enum { MAX_CHECKPOINTS = 4096 };
+
+static int compare_steps(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steps of dir's numbered checkpoints (ckpt.STEP.tfm), ascending, at
+ * most MAX_CHECKPOINTS of them. */
+static int list_checkpoints(const char *dir, long *steps)
 {
     DIR *d = opendir(dir);
-    if (!d) return;
-    long steps[4096];
+    if (!d) return 0;
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < 4096) {
+    while ((e = readdir(d)) && n < MAX_CHECKPOINTS) {
         long s;
         char tail[8];
         if (sscanf(e->d_name, "ckpt.%ld.%7s", &s, tail) == 2 && strcmp(tail, "tfm") == 0)
             steps[n++] = s;
     }
     closedir(d);
-    for (int i = 0; i < n; i++) {
-        int newer = 0;
-        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
-        if (newer >= keep) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/ckpt.%ld.tfm", dir, steps[i]);
-            unlink(path);
-        }
+    qsort(steps, (size_t)n, sizeof *steps, compare_steps);
+    return n;
+}
+
+/* Removes numbered checkpoints beyond the newest `keep`. */
+static void prune_checkpoints(const char *dir, int keep)
+{
+    long steps[MAX_CHECKPOINTS];
+    int n = list_checkpoints(dir, steps);
+    for (int i = 0; i + keep < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/ckpt.%ld.tfm", dir, steps[i]);
+        unlink(path);
     }
 }
 
@@ -611,6 +625,7 @@ static void fill_event(const Trainer *t, ProgressEvent *ev)
     ev->epoch = t->ts.epoch + 1;
     ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
     ev->tok_per_s = ev->eta_s = NAN;
+    ev->averaged = 0;
     ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1);
     ev->elapsed_s = elapsed(t);
 }
@@ -715,6 +730,48 @@ static TfmStatus validate_and_log(Trainer *t, TfmErr *err)
         return ckpt_save(t->best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);
     }
     t->ts.bad_validations++;
+    return TFM_OK;
+}
+
+/* train.average_last: the mean of the newest numbered checkpoints (the last
+ * one is the final step), written to out_dir/average.tfm, validated like a
+ * step and logged with "averaged": K. It leaves the mean in t->model. */
+static TfmStatus average_checkpoints(Trainer *t, TfmErr *err)
+{
+    const char *dir = t->cfg->train.out_dir;
+    long steps[MAX_CHECKPOINTS];
+    int n = list_checkpoints(dir, steps);
+    int k = n < t->cfg->train.average_last ? n : t->cfg->train.average_last;
+    if (k == 0) return err_set(err, TFM_ERR_IO, "%s: no numbered checkpoints to average", dir);
+    char **paths = xcalloc((size_t)k, sizeof(char *), err);
+    TfmStatus st = paths ? TFM_OK : TFM_ERR_NOMEM;
+    for (int i = 0; st == TFM_OK && i < k; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "ckpt.%ld.tfm", steps[n - k + i]);
+        if (!(paths[i] = path_join(dir, name, err))) st = TFM_ERR_NOMEM;
+    }
+    ModelFile avg;
+    if (st == TFM_OK && (st = average_models((const char *const *)paths, k, &avg, err)) == TFM_OK) {
+        memcpy(t->model.params, avg.model.params, sizeof(float) * t->model.n_params);
+        st = ckpt_save(t->average_path, t->cfg, t->bpe, &avg.model, NULL, NULL, err);
+        ckpt_free(&avg);
+    }
+    for (int i = 0; paths && i < k; i++) free(paths[i]);
+    free(paths);
+    if (st != TFM_OK) return st;
+
+    ProgressEvent ev;
+    fill_event(t, &ev);
+    ev.averaged = k;
+    if ((st = validate(t, &ev.valid_loss, err)) != TFM_OK) return st;
+    ev.valid_ppl = exp(ev.valid_loss);
+    if (t->cfg->train.valid_bleu && (st = validate_bleu(t, &ev.valid_bleu, err)) != TFM_OK)
+        return st;
+    if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
+    char bleu[32] = "";
+    if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
+    progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "
+                  "ppl %.2f%s", k, steps[n - k], steps[n - 1], ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
 }
 
@@ -844,6 +901,14 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     if (!t->ts.validated && (st = validate_and_log(t, err)) != TFM_OK) return st;
     /* a rerun of a finished run only copies the model again */
     if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
+    /* the model to hand over: best.tfm, or the average of the last
+     * checkpoints (made again only when they changed) */
+    const char *final = t->best_path;
+    if (tc->average_last > 0) {
+        final = t->average_path;
+        if ((t->changed || !file_exists(final)) && (st = average_checkpoints(t, err)) != TFM_OK)
+            return st;
+    }
     /* a signal during that validation or save: saved, so stop as promised;
      * the rerun copies the model */
     if (stop_signal) {
@@ -851,10 +916,11 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
                        "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
     }
-    if ((st = ckpt_copy(t->best_path, tc->model, err)) != TFM_OK &&
-        access(t->best_path, F_OK) != 0 && errno == ENOENT)
-        return err_set(err, st, "%s: missing: the best model of this finished run is gone; "
-                       "copy it back, or train again with --restart", t->best_path);
+    if ((st = ckpt_copy(final, tc->model, err)) != TFM_OK &&
+        access(final, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
+                       "copy it back, or train again with --restart", final,
+                       final == t->best_path ? "best" : "averaged");
     return st;
 }
 
@@ -903,7 +969,8 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     remove_stale_model_temps(cfg->train.model);
     if (opt->restart) remove_checkpoints(cfg->train.out_dir);
     if (!(t.last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
-        !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err))) {
+        !(t.best_path = path_join(cfg->train.out_dir, "best.tfm", err)) ||
+        !(t.average_path = path_join(cfg->train.out_dir, "average.tfm", err))) {
         st = TFM_ERR_NOMEM;
         goto done;
     }
@@ -936,6 +1003,7 @@ done:
     if (t.bpe) bpe_free(t.bpe);
     free(t.last_path);
     free(t.best_path);
+    free(t.average_path);
     close(lock_fd);
     return st;
 }
