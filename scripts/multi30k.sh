@@ -33,9 +33,13 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 train_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }')
 
-echo "== translating $test_set.$src" >&2
+# the recipe's decode settings as the config has them now (a model keeps
+# those it was trained with)
+read -r beam alpha < <(./tfm train "$config" --dry-run |
+    python3 -c 'import json, sys; d = json.load(sys.stdin)["decode"]; print(d["beam"], d["alpha"])')
+echo "== translating $test_set.$src (beam $beam, alpha $alpha)" >&2
 start=$(date +%s.%N)
-./tfm translate -m "$model" -q <"data/$test_set.$src" >"$out/$test_set.hyp"
+./tfm translate -m "$model" -q -b "$beam" --alpha "$alpha" <"data/$test_set.$src" >"$out/$test_set.hyp"
 end=$(date +%s.%N)
 translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
@@ -49,7 +53,7 @@ else
 fi
 # the figures of the run, from its log: the last training record and the
 # validation of the averaged model
-summary=$(/usr/bin/env python3 - "$out/log.jsonl" <<'PY' 2>/dev/null || true
+summary=$(python3 - "$out/log.jsonl" <<'PY' 2>/dev/null || true
 import json, sys
 last = avg = None
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -70,7 +74,7 @@ PY
 echo "Multi30k $pair, $config"
 echo "training wall time: ${train_s} s ($(awk -v s="$train_s" 'BEGIN { printf "%.1f", s / 60 }') min, tfm train as a whole)"
 [ -n "$summary" ] && echo "$summary"
-echo "translating $test_set: ${translate_s} s"
+echo "translating $test_set (beam $beam, alpha $alpha): ${translate_s} s"
 echo "$test_set cased: $cased"
 echo "$test_set -lc:   $lower"
 echo "curves: $plot"
