@@ -6,7 +6,7 @@ sacreBLEU is not a Debian package and is never vendored here: put a checkout
 of sacreBLEU 2.6.0 on PYTHONPATH (it needs python3-regex, -portalocker,
 -tabulate, -numpy, -colorama, -lxml) and run
 
-    PYTHONPATH=/path/to/sacrebleu /usr/bin/python3 scripts/gen_metric_cases.py [--keep-inputs] [CASE ...]
+    PYTHONPATH=/path/to/sacrebleu /usr/bin/python3 scripts/gen_metric_cases.py [--keep-inputs] [--runs=R,R] [CASE ...]
 
 It writes the input files of tfm's own metric cases (tests/data/metrics/*/,
 made here from data/*.en and a fixed seed) and, for those and for the BLEU
@@ -240,6 +240,11 @@ def main():
     if "--keep-inputs" in sys.argv:
         WRITE_INPUTS = False
         sys.argv.remove("--keep-inputs")
+    runs_only = None
+    for a in list(sys.argv):
+        if a.startswith("--runs="):     # --runs=chrf,ter: only these runs
+            runs_only = a[len("--runs="):].split(",")
+            sys.argv.remove(a)
     os.makedirs(OUT, exist_ok=True)
     rng = random.Random(SEED)
     cases = make_inputs(rng)
@@ -260,6 +265,8 @@ def main():
     for name, (hyp, refs, runs, desc) in cases.items():
         if only and name not in only:
             continue
+        if runs_only:
+            runs = [r for r in runs if r in runs_only]
         write_case(name, hyp, refs, runs, desc)
 
 
