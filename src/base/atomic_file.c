@@ -22,7 +22,7 @@ static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
     if (lstat(path, &sb) != 0) {
         if (errno != ENOENT)
             return err_set(err, TFM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        target = strdup(path);          /* a new file */
+        target = xstrdup(path, NULL);          /* a new file */
     } else if (S_ISLNK(sb.st_mode)) {
         /* rename would replace the link itself; write where it points */
         target = realpath(path, NULL);
@@ -38,7 +38,7 @@ static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
         return err_set(err, TFM_ERR_IO, "%s: exists and is not a regular file; not replacing it",
                        path);
     } else {
-        target = strdup(path);
+        target = xstrdup(path, NULL);
     }
     if (!target) return err_set(err, TFM_ERR_NOMEM, "out of memory");
     *out = target;
@@ -115,7 +115,7 @@ static void release(AtomicFile *af)
 /* fsync the folder so the rename itself survives a power cut. */
 static void sync_parent_dir(const char *path)
 {
-    char *copy = strdup(path);
+    char *copy = xstrdup(path, NULL);
     if (!copy) return;
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {

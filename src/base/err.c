@@ -76,6 +76,31 @@ void *xrealloc(void *old, size_t n, TfmErr *err)
     return p;
 }
 
+char *xstrdup(const char *s, TfmErr *err)
+{
+    size_t n = strlen(s) + 1;
+    char *p = xmalloc(n, err);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+TfmStatus xgrow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err)
+{
+    if (need <= *cap) return TFM_OK;
+    size_t c = *cap ? *cap : 16, bytes;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return err_set(err, TFM_ERR_NOMEM, "allocation size overflows");
+        c *= 2;
+    }
+    if (!size_mul_ok(c, elem, &bytes))
+        return err_set(err, TFM_ERR_NOMEM, "allocation size overflows (%zu x %zu)", c, elem);
+    void *q = xrealloc(*p, bytes, err);
+    if (!q) return TFM_ERR_NOMEM;
+    *p = q;
+    *cap = c;
+    return TFM_OK;
+}
+
 bool size_mul_ok(size_t a, size_t b, size_t *out)
 {
     if (a != 0 && b > SIZE_MAX / a) return false;

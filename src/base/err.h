@@ -39,6 +39,16 @@ void *xmalloc(size_t n, TfmErr *err);
 void *xcalloc(size_t count, size_t size, TfmErr *err);
 void *xrealloc(void *p, size_t n, TfmErr *err);
 
+/* A malloc'd copy of s (through xmalloc, so tests can make it fail); NULL
+ * with TFM_ERR_NOMEM set on failure. */
+char *xstrdup(const char *s, TfmErr *err);
+
+/* The one growth helper: makes room for at least `need` elements of `elem`
+ * bytes in *p, whose capacity is *cap elements, doubling from 16. On failure
+ * (including a size that overflows) *p and *cap are unchanged and
+ * TFM_ERR_NOMEM is returned and set. */
+TfmStatus xgrow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err);
+
 /* Test hook: the allocation after `n` more successful ones fails; -1 disables. */
 void err_fail_alloc_after(long n);
 

@@ -452,7 +452,7 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     if ((st = bpe_deserialize(&mf->bpe, (const char *)s.vocb.p, s.vocb.len, path, err)) != TFM_OK)
         goto fail;
     mf->cfg.model.vocab_size = bpe_vocab_size(mf->bpe);
-    mf->cfg.model.max_len = mf->cfg.data.max_len + 2;
+    mf->cfg.model.max_len = config_positions(mf->cfg.data.max_len);
     /* the tensors must be in the file before their memory is asked for */
     size_t want = model_param_count(&mf->cfg.model);
     if (want == 0 || want > s.tens.len / sizeof(float)) {

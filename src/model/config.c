@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/path.h"
 #include "text/bpe.h"
 
 /* Enum fields are written through an int pointer. */
@@ -285,7 +286,7 @@ void config_defaults(TfmConfig *cfg)
         }
     }
     cfg->model.vocab_size = 0;
-    cfg->model.max_len = cfg->data.max_len + 2;
+    cfg->model.max_len = config_positions(cfg->data.max_len);
 }
 
 void config_free(TfmConfig *cfg)
@@ -580,21 +581,6 @@ static TfmStatus syntax_error(const char *text, size_t len, size_t pos, TfmErr *
 
 /* ---- paths ---- */
 
-/* base/rel, or rel itself when it is absolute or there is no base. */
-static char *join_path(const char *base, const char *rel, TfmErr *err)
-{
-    if (!base || !base[0] || rel[0] == '/') {
-        char *s = xmalloc(strlen(rel) + 1, err);
-        if (s) strcpy(s, rel);
-        return s;
-    }
-    size_t bl = strlen(base);
-    bool slash = base[bl - 1] == '/';
-    char *s = xmalloc(bl + !slash + strlen(rel) + 1, err);
-    if (s) sprintf(s, "%s%s%s", base, slash ? "" : "/", rel);
-    return s;
-}
-
 /* A readable regular file (O_NONBLOCK: a FIFO must not hang us). */
 static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
 {
@@ -723,13 +709,13 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
             goto fail;
         }
     if ((st = check_cross(cfg, err)) != TFM_OK) goto fail;
-    cfg->model.max_len = cfg->data.max_len + 2;
+    cfg->model.max_len = config_positions(cfg->data.max_len);
 
     for (int i = 0; i < N_KEYS; i++) {
         const KeySpec *k = &schema[i];
         char **s = field(cfg, k);
         if (!(k->flags & F_INPUT) || !*s) continue;
-        char *resolved = join_path(base_dir, *s, err);
+        char *resolved = path_join(base_dir, *s, err);
         if (!resolved) { st = TFM_ERR_NOMEM; goto fail; }
         free(*s);
         *s = resolved;

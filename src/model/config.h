@@ -30,6 +30,14 @@ typedef struct {
     int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */
 } ModelConfig;
 
+/* The one place that counts positions: a sentence of up to data.max_len
+ * tokens takes a row of config_row_len ids in a batch (its tokens and one
+ * special: </s> ending a source or target-output row, <s> starting a
+ * target-input row), and a model has config_positions of them
+ * (ModelConfig.max_len: the tokens, <s> and </s>). */
+static inline int config_row_len(int data_max_len) { return data_max_len + 1; }
+static inline int config_positions(int data_max_len) { return data_max_len + 2; }
+
 typedef struct {
     unsigned long long seed;
     int batch_tokens;

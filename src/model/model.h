@@ -30,8 +30,7 @@
 #include "model/config.h"
 #include "base/err.h"
 #include "base/rng.h"
-
-enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
+#include "text/bpe.h"     /* TOK_PAD, TOK_BOS, TOK_EOS: the vocabulary's special ids */
 
 typedef struct {
     int n;              /* sentences */

@@ -89,10 +89,10 @@ static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add
     }
     if (!add) { *id = NO_ID; return TFM_OK; }
     if (s->n_strs >= NO_ID - 1) return err_set(err, TFM_ERR_NOMEM, "bleu: too many distinct tokens");
-    if (bleu_grow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
+    if (xgrow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
         return err->status;
     if (s->strs.n + n < s->strs.n) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
-    if (bleu_grow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
+    if (xgrow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
     memcpy(s->strs.p + s->strs.n, p, n);
     s->str[s->n_strs].off = s->strs.n;
     s->str[s->n_strs].len = n;
@@ -109,7 +109,7 @@ static TfmStatus add_line_ids(BleuScorer *s, const char *line, size_t len, int a
     const BleuTok *t = &s->tok;
     if (bleu_tok_line(&s->tok, &s->opt, (const unsigned char *)line, len, &text, err))
         return err->status;
-    if (bleu_grow((void **)&s->ids, &s->cap_ids, s->n_ids + t->n_spans, sizeof *s->ids, err))
+    if (xgrow((void **)&s->ids, &s->cap_ids, s->n_ids + t->n_spans, sizeof *s->ids, err))
         return err->status;
     for (size_t i = 0; i < t->n_spans; i++) {
         uint32_t id = NO_ID;
@@ -226,7 +226,7 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
     memset(out, 0, sizeof *out);
     if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "bleu: no reference given");
     s->n_ids = 0;
-    if (bleu_grow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
+    if (xgrow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
         return err->status;
     for (size_t r = 0; r < n_refs; r++) {
         s->ref_start[r] = s->n_ids;

@@ -20,9 +20,6 @@ typedef struct {
     size_t n_spans, cap_spans;
 } BleuTok;
 
-/* Grows array *p (capacity *cap elements of elem bytes) to hold need elements. */
-TfmStatus bleu_grow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err);
-
 /* Preprocesses line[0..n) per opt: t->spans gets its tokens, *text the bytes they point into. */
 TfmStatus bleu_tok_line(BleuTok *t, const BleuOptions *opt, const unsigned char *line,
                         size_t n, const unsigned char **text, TfmErr *err);

@@ -136,25 +136,10 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err)
 
 /* ---- growable byte buffer ---- */
 
-TfmStatus bpe_buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err)
-{
-    if (need <= *cap) return TFM_OK;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > SIZE_MAX / 2) return err_set(err, TFM_ERR_NOMEM, "out of memory");
-        c *= 2;
-    }
-    char *p = xrealloc(*buf, c, err);
-    if (!p) return TFM_ERR_NOMEM;
-    *buf = p;
-    *cap = c;
-    return TFM_OK;
-}
-
 TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                          TfmErr *err)
 {
-    if (bpe_buf_reserve(buf, cap, *len + n + 1, err)) return TFM_ERR_NOMEM;
+    if (xgrow((void **)buf, cap, *len + n + 1, 1, err)) return TFM_ERR_NOMEM;
     memcpy(*buf + *len, s, n);
     *len += n;
     (*buf)[*len] = '\0';
@@ -213,7 +198,7 @@ int bpe_add_piece(Bpe *b, int kind, const char *s, size_t n, TfmErr *err)
         b->kind = k;
         b->cap_pieces = c;
     }
-    if (bpe_buf_reserve(&b->pool, &b->pool_cap, b->pool_len + n + 1, err)) return -1;
+    if (xgrow((void **)&b->pool, &b->pool_cap, b->pool_len + n + 1, 1, err)) return -1;
     int id = b->n_pieces;
     memcpy(b->pool + b->pool_len, s, n);
     b->pool[b->pool_len + n] = '\0';     /* so bpe_piece returns C strings */
@@ -495,7 +480,7 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
                      TfmErr *err)
 {
     *len = 0;
-    if (bpe_buf_reserve(out, cap, 1, err)) return TFM_ERR_NOMEM;
+    if (xgrow((void **)out, cap, 1, 1, err)) return TFM_ERR_NOMEM;
     (*out)[0] = '\0';
     bool first = true;
     for (int i = 0; i < n; i++) {
@@ -503,9 +488,9 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
         if (id < 0 || id >= b->n_pieces)
             return err_set(err, TFM_ERR_FORMAT, "id %d out of range (vocabulary of %d pieces)",
                            id, b->n_pieces);
-        if (id == 0 || id == 2 || id == 3) continue;
-        const char *s = id == 1 ? "<unk>" : b->dec + b->dec_off[id];
-        size_t k = id == 1 ? 5 : b->dec_len[id];
+        if (id == TOK_PAD || id == TOK_BOS || id == TOK_EOS) continue;
+        const char *s = id == TOK_UNK ? "<unk>" : b->dec + b->dec_off[id];
+        size_t k = id == TOK_UNK ? 5 : b->dec_len[id];
         /* The marker in front of the line is not a space of the text. */
         if (first && b->kind[id] >= KIND_MARKER && k > 0 && s[0] == ' ') { s++; k--; }
         first = false;
@@ -521,7 +506,7 @@ static bool needs_escape(unsigned char c) { return c <= 0x20 || c == 0x7F || c =
 TfmStatus bpe_escape(const char *s, size_t n, char **out, size_t *len, size_t *cap, TfmErr *err)
 {
     static const char hex[] = "0123456789ABCDEF";
-    if (bpe_buf_reserve(out, cap, *len + 4 * n + 1, err)) return TFM_ERR_NOMEM;
+    if (xgrow((void **)out, cap, *len + 4 * n + 1, 1, err)) return TFM_ERR_NOMEM;
     char *o = *out + *len;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

@@ -10,7 +10,7 @@
  * (<0xE4> ...), so no text ever needs <unk>. Merges are applied in rank order.
  * Hence decode(encode(line)) == line, byte for byte, for any bytes at all.
  *
- * Ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s> (TOK_* in model.h), 4..259 the byte
+ * Ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s> (TOK_* below), 4..259 the byte
  * pieces <0x00>..<0xFF>, 260 the marker, then characters and merged pieces.
  *
  * A Bpe is immutable after learn/load, so encode and decode may run on one
@@ -22,6 +22,9 @@
 #include <stddef.h>
 
 #include "base/err.h"
+
+/* The special ids, owned here and used by everyone (model, corpus, decoder). */
+enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
 
 enum {
     BPE_N_SPECIAL = 4,

@@ -76,7 +76,7 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
     size_t len = 0, cap = 0, line_start = 0;
     TfmStatus st = TFM_OK;
     for (;;) {
-        if ((st = bpe_buf_reserve(&data, &cap, len + 65536, err))) goto done;
+        if ((st = xgrow((void **)&data, &cap, len + 65536, 1, err))) goto done;
         size_t k = fread(data + len, 1, cap - len, f);
         len += k;
         if (k == 0) break;
@@ -210,7 +210,7 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
             if (field_is(f[1], fl[1], kind_names[k])) kind = k;
         if (kind < 0) BAD("unknown piece kind '%.*s'", (int)(fl[1] > 20 ? 20 : fl[1]), f[1]);
         size_t tl = fl[2];
-        if ((st = bpe_buf_reserve(&text, &text_cap, tl + 1, err))) goto fail;
+        if ((st = xgrow((void **)&text, &text_cap, tl + 1, 1, err))) goto fail;
         memcpy(text, f[2], tl);
         if (!bpe_unescape(text, &tl)) BAD("bad escape or raw control byte in piece text");
         int want = id < BPE_N_SPECIAL ? KIND_SPECIAL : id < BPE_MARKER ? KIND_BYTE
@@ -258,7 +258,7 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
             BAD("merge %d %d: not two mergeable pieces (printable ASCII, marker, char or "
                 "merged)", l, rr);
         size_t ll = b->len[l], rl = b->len[rr];
-        if ((st = bpe_buf_reserve(&text, &text_cap, ll + rl + 1, err))) goto fail;
+        if ((st = xgrow((void **)&text, &text_cap, ll + rl + 1, 1, err))) goto fail;
         memcpy(text, b->pool + b->off[l], ll);
         memcpy(text + ll, b->pool + b->off[rr], rl);
         int c = bpe_piece_id(b, text, ll + rl);

@@ -50,8 +50,6 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err);
 
 /* ---- growable byte buffer ---- */
 
-/* Grows *buf (capacity *cap, doubling from 64) to hold at least need bytes. */
-TfmStatus bpe_buf_reserve(char **buf, size_t *cap, size_t need, TfmErr *err);
 /* Appends s[0..n) at *len and keeps the buffer NUL-terminated. */
 TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                          TfmErr *err);

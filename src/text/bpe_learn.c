@@ -50,7 +50,7 @@ static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
         t->count = cnt;
         t->cap = c;
     }
-    if (bpe_buf_reserve(&t->pool, &t->pool_cap, t->pool_len + n, err)) return TFM_ERR_NOMEM;
+    if (xgrow((void **)&t->pool, &t->pool_cap, t->pool_len + n, 1, err)) return TFM_ERR_NOMEM;
     memcpy(t->pool + t->pool_len, key, n);
     t->off[t->n] = t->pool_len;
     t->len[t->n] = (uint32_t)n;
@@ -416,7 +416,7 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
         if (pi < 0) break;
         int a = L.pairs[pi].a, bb = L.pairs[pi].b;
         size_t la = b->len[a], lb = b->len[bb];
-        if ((st = bpe_buf_reserve(&cat, &cat_cap, la + lb + 1, err))) break;
+        if ((st = xgrow((void **)&cat, &cat_cap, la + lb + 1, 1, err))) break;
         memcpy(cat, b->pool + b->off[a], la);
         memcpy(cat + la, b->pool + b->off[bb], lb);
         /* The same string can come from two different pairs ("▁a"+"bc" and

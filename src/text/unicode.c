@@ -1,4 +1,4 @@
-/* unicode: UTF-8 decoding and the generated Python-compatible tables. */
+/* unicode: the generated Python-compatible tables and lowercasing. */
 #include "text/unicode.h"
 
 #include <stdbool.h>
@@ -7,35 +7,12 @@ typedef struct { uint32_t lo, hi; unsigned char props; } UniRange;
 typedef struct { uint32_t from, to; } UniLower;
 typedef struct { uint32_t from; uint32_t to[3]; } UniLowerMulti;
 
+#include "base/text.h"
 #include "text/unicode_tables.h"
 
 #define N_RANGES (sizeof uni_prop_ranges / sizeof *uni_prop_ranges)
 #define N_LOWER (sizeof uni_lower_pairs / sizeof *uni_lower_pairs)
 #define N_LOWER_MULTI (sizeof uni_lower_multi / sizeof *uni_lower_multi)
-
-size_t unicode_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char b = s[0];
-    if (b < 0x80) { *cp = b; return 1; }
-    size_t len;
-    uint32_t c, min;
-    if (b >= 0xC2 && b <= 0xDF) { len = 2; c = b & 0x1F; min = 0x80; }
-    else if (b >= 0xE0 && b <= 0xEF) { len = 3; c = b & 0x0F; min = 0x800; }
-    else if (b >= 0xF0 && b <= 0xF4) { len = 4; c = b & 0x07; min = 0x10000; }
-    else { *cp = UNI_INVALID; return 1; }
-    if (len > n) { *cp = UNI_INVALID; return 1; }
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) { *cp = UNI_INVALID; return 1; }
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    /* Python's strict decoder rejects overlong forms, surrogates and > U+10FFFF. */
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
-        *cp = UNI_INVALID;
-        return 1;
-    }
-    *cp = c;
-    return len;
-}
 
 size_t unicode_encode(uint32_t cp, unsigned char out[4])
 {
@@ -101,8 +78,9 @@ static bool final_sigma_follows(const unsigned char *s, size_t n, size_t i)
 {
     while (i < n) {
         uint32_t cp;
-        i += unicode_decode(s + i, n - i, &cp);
-        unsigned p = cp == UNI_INVALID ? 0 : unicode_props(cp);
+        int len = text_utf8_decode(s + i, n - i, &cp);
+        i += len > 0 ? (size_t)len : 1;
+        unsigned p = len > 0 ? unicode_props(cp) : 0;
         if (!(p & UNI_IGNORABLE)) return !(p & UNI_CASED);
     }
     return true;
@@ -121,12 +99,13 @@ size_t unicode_lower_utf8(const unsigned char *s, size_t n, unsigned char *out)
             continue;
         }
         uint32_t cp;
-        size_t len = unicode_decode(s + i, n - i, &cp);
-        if (cp == UNI_INVALID) {
+        int dec = text_utf8_decode(s + i, n - i, &cp);
+        if (dec == 0) {             /* not UTF-8: the byte stays as it is */
             out[o++] = s[i++];
             prev_cased = false;
             continue;
         }
+        size_t len = (size_t)dec;
         unsigned p = unicode_props(cp);
         uint32_t low[3];
         size_t k;

@@ -1,5 +1,5 @@
 /* unicode: the few Unicode facts `tfm bleu` needs to match sacreBLEU, which
- * works on Python strings: UTF-8 decoding, Python's notion of whitespace
+ * works on Python strings (decoded by text_utf8_decode, base/text.h): Python's notion of whitespace
  * (str.split/str.rstrip), general categories P*, S*, N* (the intl tokenizer),
  * and str.lower() with its Final_Sigma rule. scripts/gen_unicode.py writes
  * the tables: categories from Unicode 17.0 (as the `regex` package that
@@ -21,14 +21,9 @@ enum {
     UNI_IGNORABLE = 32  /* case-ignorable (CPython's sigma rule) */
 };
 
-/* Marks a byte that is not part of valid UTF-8 (see unicode_decode). */
+/* Marks a byte that is not part of valid UTF-8: what decode_at in
+ * bleu_tokenize.c gives for it (text_utf8_decode, base/text.h, decodes). */
 #define UNI_INVALID 0xFFFFFFFFu
-
-/* Decodes one code point from s[0..n) (n >= 1) into *cp and returns the number
- * of bytes used (1..4). Invalid, overlong, surrogate or truncated sequences
- * give *cp = UNI_INVALID and consume exactly one byte, so callers can copy
- * that byte through unchanged. */
-size_t unicode_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* Writes the UTF-8 encoding of cp (< 0x110000) to out; returns its length. */
 size_t unicode_encode(uint32_t cp, unsigned char out[4]);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/path.h"
 #include "text/bleu.h"
 #include "text/bpe.h"
 #include "model/ckpt.h"
@@ -60,19 +61,11 @@ static double now_s(void)
 
 static double elapsed(const Trainer *t) { return t->ts.elapsed_s + now_s() - t->run_start; }
 
-static char *path_join(const char *dir, const char *name, TfmErr *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = xmalloc(n, err);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* Length of the longest prefix of path, cut at a '/', that exists now: what
  * make_dirs would not create. */
 static size_t existing_prefix(const char *path)
 {
-    char *p = strdup(path);
+    char *p = xstrdup(path, NULL);
     if (!p) return strlen(path);
     size_t keep = 0;
     for (char *s = p + 1;; s++) {
@@ -93,7 +86,7 @@ static size_t existing_prefix(const char *path)
  * its first `keep` bytes, deepest first (rmdir: empty ones only). */
 static void remove_made_dirs(const char *path, size_t keep)
 {
-    char *p = strdup(path);
+    char *p = xstrdup(path, NULL);
     if (!p) return;
     size_t n = strlen(p);
     while (n > keep && p[n - 1] == '/') n--;
@@ -109,7 +102,7 @@ static void remove_made_dirs(const char *path, size_t keep)
 /* mkdir -p */
 static TfmStatus make_dirs(const char *path, TfmErr *err)
 {
-    char *p = strdup(path);
+    char *p = xstrdup(path, NULL);
     if (!p) return err_set(err, TFM_ERR_NOMEM, "out of memory");
     TfmStatus st = TFM_OK;
     for (char *s = p + 1;; s++) {
@@ -261,7 +254,7 @@ static void remove_stale_temps(const char *dir)
  * only temps whose writer process is gone are removed. */
 static void remove_stale_model_temps(const char *model)
 {
-    char *copy_dir = strdup(model), *copy_base = strdup(model);
+    char *copy_dir = xstrdup(model, NULL), *copy_base = xstrdup(model, NULL);
     const char *dir = copy_dir ? dirname(copy_dir) : NULL;     /* may not point into copy_dir */
     DIR *d = dir ? opendir(dir) : NULL;
     const char *base = copy_base ? basename(copy_base) : NULL;
@@ -365,7 +358,7 @@ static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copie
 {
     size_t n = model_param_count(mc);
     double need = n ? (double)copies * n * sizeof(float) : INFINITY;
-    need += model_work_bytes(mc, t->cfg->train.batch_tokens, t->cfg->data.max_len + 1);
+    need += model_work_bytes(mc, t->cfg->train.batch_tokens, config_row_len(t->cfg->data.max_len));
     char what[128];
     snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
              (double)n, t->cfg->train.batch_tokens);
@@ -440,7 +433,7 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     if (st != TFM_OK) return st;
     ModelConfig mc = t->cfg->model;
     mc.vocab_size = bpe_vocab_size(t->bpe);
-    mc.max_len = t->cfg->data.max_len + 2;
+    mc.max_len = config_positions(t->cfg->data.max_len);
     if ((st = check_memory(t, &mc, 4, err)) != TFM_OK) return st;
     if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
     Rng init_rng;
@@ -576,7 +569,7 @@ static TfmStatus validate_bleu(Trainer *t, double *bleu_out, TfmErr *err)
     decoder_update_weights(t->decoder);     /* its packed weights are from the last validation */
     char **hyps = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
     char **refs = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
-    int *src = xcalloc((size_t)BLEU_BATCH * (t->cfg->data.max_len + 1), sizeof(int), err);
+    int *src = xcalloc((size_t)BLEU_BATCH * (config_row_len(t->cfg->data.max_len)), sizeof(int), err);
     char *text = NULL;
     size_t len = 0, cap = 0;
     if (!hyps || !refs || !src) { st = TFM_ERR_NOMEM; goto done; }
@@ -595,10 +588,10 @@ static TfmStatus validate_bleu(Trainer *t, double *bleu_out, TfmErr *err)
         if ((st = decoder_run(t->decoder, src, n, S, &opt, hyp, err)) != TFM_OK) goto done;
         for (int i = 0; i < n; i++) {
             if ((st = bpe_decode(t->bpe, hyp[i].tokens, hyp[i].len, &text, &len, &cap, err)) ||
-                !(hyps[lo + i] = strdup(text)) ||
+                !(hyps[lo + i] = xstrdup(text, NULL)) ||
                 (st = bpe_decode(t->bpe, c->tokens + c->tgt_off[lo + i], c->tgt_len[lo + i],
                                  &text, &len, &cap, err)) ||
-                !(refs[lo + i] = strdup(text))) {
+                !(refs[lo + i] = xstrdup(text, NULL))) {
                 if (st == TFM_OK) st = err_set(err, TFM_ERR_NOMEM, "out of memory");
                 goto done;
             }
@@ -832,7 +825,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = lock_out_dir(cfg->train.out_dir, &lock_fd, err)) != TFM_OK) return st;
     /* the model's folder now, not after hours of training, and before
      * --restart removes anything: a refused run changes nothing */
-    char *model_dir = strdup(cfg->train.model);
+    char *model_dir = xstrdup(cfg->train.model, NULL);
     st = model_dir ? make_dirs(dirname(model_dir), err) : err_set(err, TFM_ERR_NOMEM, "out of memory");
     free(model_dir);
     /* and a train.model that cannot be replaced (a FIFO, a device, a file
@@ -862,7 +855,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
     if (st != TFM_OK) goto done;
     if ((st = load_data(&t, err)) != TFM_OK) goto done;
-    if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens, cfg->data.max_len + 1,
+    if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens, config_row_len(cfg->data.max_len),
                                    err)) != TFM_OK)
         goto done;
     t.run_start = now_s();
