@@ -1,15 +1,22 @@
 #!/bin/sh
 # deps.sh: installs the Debian packages tfm builds with, when they are missing.
-# Quiet and quick when everything is there.
+# Quiet and quick when everything is there. `deps.sh plot`: what
+# scripts/plot_log.sh needs instead (gnuplot, python3).
 missing=""
-pkg-config --exists openblas || missing="$missing libopenblas-dev"
-pkg-config --exists libcjson || missing="$missing libcjson-dev"
-[ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
-    [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
-command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+if [ "${1:-}" = plot ]; then
+    command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+    [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+else
+    pkg-config --exists openblas || missing="$missing libopenblas-dev"
+    pkg-config --exists libcjson || missing="$missing libcjson-dev"
+    [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
+        [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
+    command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+    [ -n "$missing" ] && missing=" build-essential pkg-config$missing"
+fi
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq && $SUDO apt-get install -y -qq build-essential pkg-config $missing >/dev/null
+$SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null

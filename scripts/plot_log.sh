@@ -1,32 +1,74 @@
 #!/usr/bin/env bash
-# plot_log.sh: draws train/valid loss and valid BLEU against step from a
-# training log (out_dir/log.jsonl) into a PNG, with gnuplot (Debian's gnuplot-nox).
-#   scripts/plot_log.sh checkpoints/log.jsonl [out.png]
+# plot_log.sh: draws a training run's curves from its log (out_dir/log.jsonl)
+# into a PNG: training loss and validation loss (left axis) and validation
+# BLEU (right axis) against training time, with the averaged model
+# (train.average_last) as a point at the end. The log is read as JSON
+# (python3), so key order and missing keys do not matter; gnuplot draws.
+#   scripts/plot_log.sh checkpoints/log.jsonl [out.png] [title]
+# Needs gnuplot and python3: `scripts/deps.sh plot` installs them (Debian).
 set -euo pipefail
-log=${1:?usage: plot_log.sh LOG.jsonl [OUT.png]}
+usage="usage: scripts/plot_log.sh LOG.jsonl [OUT.png] [TITLE]"
+log=${1:?$usage}
 out=${2:-${log%.jsonl}.png}
-command -v gnuplot >/dev/null || { echo "plot_log.sh: needs gnuplot (apt-get install gnuplot-nox)" >&2; exit 1; }
+title=${3:-$log}
+[ -r "$log" ] || { echo "plot_log.sh: $log: cannot read" >&2; exit 1; }
+py=$(command -v /usr/bin/python3 || command -v python3 || true)
+if [ -z "$py" ] || ! command -v gnuplot >/dev/null; then
+    echo "plot_log.sh: needs gnuplot and python3 (scripts/deps.sh plot installs them)" >&2
+    exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# One "step value" file per key; a record without the key is skipped.
-field() {
-    sed -n "s/.*\"step\": \([0-9.e+-]*\).*\"$1\": \([0-9.e+-]*\).*/\1 \2/p" "$log" >"$tmp/$1"
-}
-field train_loss
-field valid_loss
-field valid_bleu
-plots="'$tmp/train_loss' using 1:2 with lines lw 2 title 'train loss (label-smoothed)'"
-[ -s "$tmp/valid_loss" ] && plots="$plots, '$tmp/valid_loss' using 1:2 with linespoints lw 2 title 'valid loss (NLL)'"
-[ -s "$tmp/valid_bleu" ] && plots="$plots, '$tmp/valid_bleu' using 1:2 axes x1y2 with linespoints lw 2 title 'valid BLEU'"
+
+# One "minutes value" file per curve; records without the value are skipped.
+"$py" - "$log" "$tmp" <<'PY'
+import json, math, sys
+log, tmp = sys.argv[1], sys.argv[2]
+curves = {k: [] for k in ("train_loss", "valid_loss", "valid_bleu", "avg_loss", "avg_bleu")}
+with open(log, encoding="utf-8") as f:
+    for n, line in enumerate(f, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError:
+            sys.exit(f"plot_log.sh: {log}: line {n}: not JSON")
+        t = r.get("elapsed_s")
+        if not isinstance(t, (int, float)):
+            continue
+        averaged = r.get("averaged", 0) > 0
+        for key, name in (("train_loss", "train_loss"),
+                          ("valid_loss", "avg_loss" if averaged else "valid_loss"),
+                          ("valid_bleu", "avg_bleu" if averaged else "valid_bleu")):
+            v = r.get(key)
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                curves[name].append((t / 60, v))
+for name, points in curves.items():
+    with open(f"{tmp}/{name}", "w") as f:
+        f.writelines(f"{t:.4f} {v:.6g}\n" for t, v in points)
+PY
+[ -s "$tmp/train_loss" ] || [ -s "$tmp/valid_loss" ] || {
+    echo "plot_log.sh: $log: no loss records" >&2; exit 1; }
+
+plots=()
+[ -s "$tmp/train_loss" ] && plots+=("'$tmp/train_loss' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'train loss (label-smoothed)'")
+[ -s "$tmp/valid_loss" ] && plots+=("'$tmp/valid_loss' using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#ff7f0e' title 'valid loss (NLL)'")
+[ -s "$tmp/avg_loss" ] && plots+=("'$tmp/avg_loss' using 1:2 with points pt 9 ps 2 lc rgb '#ff7f0e' title 'valid loss, averaged model'")
+[ -s "$tmp/valid_bleu" ] && plots+=("'$tmp/valid_bleu' using 1:2 axes x1y2 with linespoints lw 2 pt 5 ps 0.6 lc rgb '#2ca02c' title 'valid BLEU (greedy)'")
+[ -s "$tmp/avg_bleu" ] && plots+=("'$tmp/avg_bleu' using 1:2 axes x1y2 with points pt 11 ps 2 lc rgb '#2ca02c' title 'valid BLEU, averaged model'")
+joined=$(IFS=,; echo "${plots[*]}")
+bleu_axis=""
+[ -s "$tmp/valid_bleu" ] && bleu_axis=$'set y2label "BLEU"\nset y2tics\nset ytics nomirror\nset y2range [0:*]'
 gnuplot <<GP
-set terminal pngcairo size 900,540 noenhanced
+set terminal pngcairo size 960,600 noenhanced font ',11'
 set output '$out'
-set title '$log'
-set xlabel 'step'
-set ylabel 'loss per token'
-$( [ -s "$tmp/valid_bleu" ] && printf "set y2label 'BLEU'\nset y2tics\nset ytics nomirror\n" )
+set title '$title'
+set xlabel 'training time (minutes)'
+set ylabel 'loss per target token'
+$bleu_axis
 set grid
-set key top right
-plot $plots
+# the legend goes below the plot, where it hides no curve
+set key outside bottom center horizontal maxrows 2
+plot $joined
 GP
 echo "$out"

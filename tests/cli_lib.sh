@@ -40,6 +40,9 @@ expect_err_line() {
     else cli_fail "$1: stderr '$(cat "$T/err")', expected '$2'"; fi
 }
 
+# not CMD...: succeeds when CMD fails.
+not() { ! "$@"; }
+
 # check NAME CMD...: passes when CMD succeeds.
 check() {
     local name=$1; shift

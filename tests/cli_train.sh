@@ -209,6 +209,36 @@ mkdir h4 && (cd h4 && "$TFM" train ../heads4.json -q >/dev/null 2>&1)
 expect_exit 1 "average of models with other heads" -- "$TFM" average -o x.tfm a/model.tfm h4/model.tfm
 expect_err_line "average names the key" "tfm: h4/model.tfm: model.heads differs from a/model.tfm's"
 
+# train.average_last: train.model is the mean of the newest checkpoints,
+# the same bytes as `tfm average` of them, validated and logged once.
+sed 's/"keep": 2/"keep": 3, "average_last": 3/; s/"valid_every": 40,/"valid_every": 20, "valid_bleu": true,/' \
+    mini.json >avg_last.json
+mkdir al
+(cd al && expect_exit 0 "train with average_last" -- "$TFM" train ../avg_last.json -q)
+(cd al && expect_exit 0 "average of the same checkpoints" -- \
+    "$TFM" average -o manual.tfm ck/ckpt.30.tfm ck/ckpt.35.tfm ck/ckpt.40.tfm)
+check "train.model is the average of the last 3" cmp -s al/model.tfm al/manual.tfm
+check "out_dir/average.tfm is it too" cmp -s al/model.tfm al/ck/average.tfm
+check "the average is not best.tfm" not cmp -s al/model.tfm al/ck/best.tfm
+check "log records the averaged model" \
+    grep -q '"step": 40, .*"valid_bleu": [0-9.e+-]*, .*"averaged": 3}' al/ck/log.jsonl
+cp al/ck/log.jsonl al/log.before
+(cd al && expect_exit 0 "rerun with average_last" -- "$TFM" train ../avg_last.json -q)
+check "rerun: no second average" cmp -s al/ck/log.jsonl al/log.before
+rm al/ck/average.tfm al/model.tfm
+(cd al && expect_exit 0 "rerun remakes a deleted average" -- "$TFM" train ../avg_last.json -q)
+check "remade average is the same" cmp -s al/model.tfm al/manual.tfm
+# Fewer checkpoints than asked (a short run) average what there is.
+sed 's/"max_steps": 40/"max_steps": 5/' avg_last.json >avg_short.json
+mkdir as
+(cd as && expect_exit 0 "average_last with one checkpoint" -- "$TFM" train ../avg_short.json)
+check "it says how many were averaged" grep -q "average of the last 1 checkpoints (steps 5-5)" "$T/err"
+(cd as && expect_exit 0 "--restart with average_last" -- "$TFM" train ../avg_short.json --restart -q)
+sed 's/"average_last": 3/"average_last": 4/' avg_last.json >avg_keep.json
+expect_exit 1 "average_last over keep" -- "$TFM" train avg_keep.json --dry-run
+expect_err_line "average_last over keep message" \
+    "tfm: avg_keep.json: train.average_last: 4 checkpoints to average need train.keep >= 4, got 3"
+
 # Validation BLEU picks the best model and is logged.
 sed 's/"valid_every": 40,/"valid_every": 20, "valid_bleu": true,/' mini.json >bleu.json
 mkdir e

@@ -139,7 +139,8 @@ typedef struct {
     Decoder *dec;
     DecodeOptions dopt;
     Line *lines;
-    int *src;               /* (batch, max_len) */
+    const int **sents;      /* (batch): the token ids of the lines to decode */
+    int *lens;              /* (batch) */
     int *order;             /* decoded sentence -> line index */
     Hypothesis *hyps;
     char *text;             /* detokenized output */
@@ -197,20 +198,15 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
 static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
 {
     const int nbest = t->dopt.nbest;
-    int n = 0, S = 1;
+    int n = 0;
     for (int i = 0; i < count; i++)
-        if (t->lines[i].n > 0) {
-            t->order[n++] = i;
-            if (t->lines[i].n + 1 > S) S = t->lines[i].n + 1;
-        }
+        if (t->lines[i].n > 0) t->order[n++] = i;
     if (n > 0) {
-        memset(t->src, 0, (size_t)n * S * sizeof(int));
         for (int j = 0; j < n; j++) {
-            const Line *l = &t->lines[t->order[j]];
-            memcpy(t->src + (size_t)j * S, l->ids, (size_t)l->n * sizeof(int));
-            t->src[(size_t)j * S + l->n] = TOK_EOS;
+            t->sents[j] = t->lines[t->order[j]].ids;
+            t->lens[j] = t->lines[t->order[j]].n;
         }
-        TfmStatus st = decoder_run(t->dec, t->src, n, S, &t->dopt, t->hyps, err);
+        TfmStatus st = decoder_translate(t->dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
         if (st != TFM_OK) return st;
     }
     for (int i = 0, j = 0; i < count; i++) {
@@ -268,10 +264,11 @@ static TfmStatus setup(Translator *t, TfmErr *err)
                        t->dopt.nbest, t->dopt.beam);
     if ((st = decoder_init(&t->dec, &t->mf.model, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
     t->lines = xcalloc((size_t)o->batch, sizeof *t->lines, err);
-    t->src = xcalloc((size_t)o->batch * t->mf.model.cfg.max_len, sizeof(int), err);
+    t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
+    t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
     t->order = xcalloc((size_t)o->batch, sizeof(int), err);
     t->hyps = xcalloc((size_t)o->batch * t->dopt.nbest, sizeof(Hypothesis), err);
-    if (!t->lines || !t->src || !t->order || !t->hyps) return TFM_ERR_NOMEM;
+    if (!t->lines || !t->sents || !t->lens || !t->order || !t->hyps) return TFM_ERR_NOMEM;
     return TFM_OK;
 }
 
@@ -280,7 +277,8 @@ static void teardown(Translator *t)
     if (t->lines)
         for (int i = 0; i < t->o.batch; i++) free(t->lines[i].ids);
     free(t->lines);
-    free(t->src);
+    free(t->sents);
+    free(t->lens);
     free(t->order);
     free(t->hyps);
     free(t->text);

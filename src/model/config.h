@@ -51,6 +51,7 @@ typedef struct {
     int patience;
     char *out_dir, *model;  /* owned */
     int keep;
+    int average_last;       /* 0: train.model is best.tfm */
     int threads;            /* 0: all cores */
 } TrainConfig;
 

@@ -10,11 +10,10 @@
 #include "nn/layers.h"
 #include "nn/packed_linear.h"
 #include "base/sysmem.h"
+#include "model/sublayer.h"
 
 typedef struct {
-    const float *wqkv, *bqkv, *wo, *bo, *ln1_g, *ln1_b;        /* self-attention */
-    const float *cwq, *cbq, *cwkv, *cbkv, *cwo, *cbo, *ln2_g, *ln2_b; /* cross */
-    const float *w1, *b1, *w2, *b2, *ln3_g, *ln3_b;            /* FFN */
+    DecLayerWeights w;          /* views into the model's parameters */
     float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
     float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
     PackedLinear pk[7];         /* the products over packed weights (LP_*) */
@@ -29,15 +28,31 @@ typedef struct { const float *w, *b; int in, out; } Product;
 static Product layer_product(const DecLayer *l, int i, int D, int F)
 {
     const Product p[LP_COUNT] = {
-        [LP_QKV] = {l->wqkv, l->bqkv, D, 3 * D}, [LP_O] = {l->wo, l->bo, D, D},
-        [LP_CQ] = {l->cwq, l->cbq, D, D},        [LP_CO] = {l->cwo, l->cbo, D, D},
-        [LP_CKV] = {l->cwkv, l->cbkv, D, 2 * D}, [LP_F1] = {l->w1, l->b1, D, F},
-        [LP_F2] = {l->w2, l->b2, F, D},
+        [LP_QKV] = {l->w.wqkv, l->w.bqkv, D, 3 * D}, [LP_O] = {l->w.wo, l->w.bo, D, D},
+        [LP_CQ] = {l->w.cwq, l->w.cbq, D, D},        [LP_CO] = {l->w.cwo, l->w.cbo, D, D},
+        [LP_CKV] = {l->w.cwkv, l->w.cbkv, D, 2 * D}, [LP_F1] = {l->w.w1, l->w.b1, D, F},
+        [LP_F2] = {l->w.w2, l->w.b2, F, D},
     };
     return p[i];
 }
 
 typedef struct { float score; int row, tok; } Cand;
+
+/* Beam search's state (decoder_run), apart from the cache state that
+ * decoder_begin/decoder_step keep in Decoder. Rows: sentence b's are
+ * b·k .. b·k + k - 1. */
+typedef struct {
+    float *score;                        /* (rows): log-probability so far */
+    int *prev, *hist, *hist_next, *parent;
+    Cand *cand;                          /* 2k candidates per sentence */
+    /* finished hypotheses: up to 2k per sentence */
+    int *fin_tok, *fin_len, *fin_count;
+    float *fin_score, *fin_lp;
+    /* per sentence of the current (compacted) batch */
+    int *limit;                          /* output length limit */
+    char *done;
+    int *orig;                           /* index in the caller's batch (fin_* use it) */
+} Beam;
 
 /* Sentences encoded together: sorted by length and taken 16 at a time, a
  * batch of mixed lengths pads far less than as one (n, S) block. */
@@ -57,65 +72,14 @@ struct Decoder {
     int *enc_len;                        /* (n): source length with </s>, compacted
                                             with the batch (cross-attention keys) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
-    /* beam state, per row (sentence b's rows are b·k .. b·k + k - 1) */
-    float *score;
-    int *prev, *hist, *hist_next, *parent;
-    Cand *cand;                          /* 2k candidates per sentence */
-    /* finished hypotheses: up to 2k per sentence */
-    int *fin_tok, *fin_len, *fin_count;
-    float *fin_score, *fin_lp;
-    /* per sentence of the current (compacted) batch */
-    int *limit;                          /* output length limit */
-    char *done;
-    int *orig;                           /* index in the caller's batch (fin_* use it) */
+    Beam beam;                           /* decoder_run's search over the cache */
     int *src_buf;                        /* (n, S) source rows, compacted with the batch */
+    int *padded;                         /* (n, S): decoder_translate's rows */
     /* the batch of the last decoder_begin */
     const int *cur_src;
     int cur_n, cur_S, cur_k;
     int cur_rows;           /* rows whose caches hold the last step */
 };
-
-static const float *tensor(const Model *m, const char *fmt, int i, TfmErr *err, int *ok)
-{
-    char name[64];
-    snprintf(name, sizeof name, fmt, i);
-    const TensorInfo *t = model_tensor(m, name);
-    if (!t) {
-        err_set(err, TFM_ERR_FORMAT, "model has no tensor '%s'", name);
-        *ok = 0;
-        return NULL;
-    }
-    return m->params + t->offset;
-}
-
-static int bind_layer(const Model *m, DecLayer *l, int i, TfmErr *err)
-{
-    int ok = 1;
-    const int D = m->cfg.d_model;
-    l->wqkv = tensor(m, "dec.%d.self.wq", i, err, &ok);
-    l->bqkv = tensor(m, "dec.%d.self.bq", i, err, &ok);
-    l->wo = tensor(m, "dec.%d.self.wo", i, err, &ok);
-    l->bo = tensor(m, "dec.%d.self.bo", i, err, &ok);
-    l->ln1_g = tensor(m, "dec.%d.ln1.g", i, err, &ok);
-    l->ln1_b = tensor(m, "dec.%d.ln1.b", i, err, &ok);
-    l->cwq = tensor(m, "dec.%d.cross.wq", i, err, &ok);
-    l->cbq = tensor(m, "dec.%d.cross.bq", i, err, &ok);
-    l->cwo = tensor(m, "dec.%d.cross.wo", i, err, &ok);
-    l->cbo = tensor(m, "dec.%d.cross.bo", i, err, &ok);
-    l->ln2_g = tensor(m, "dec.%d.ln2.g", i, err, &ok);
-    l->ln2_b = tensor(m, "dec.%d.ln2.b", i, err, &ok);
-    l->w1 = tensor(m, "dec.%d.ffn.w1", i, err, &ok);
-    l->b1 = tensor(m, "dec.%d.ffn.b1", i, err, &ok);
-    l->w2 = tensor(m, "dec.%d.ffn.w2", i, err, &ok);
-    l->b2 = tensor(m, "dec.%d.ffn.b2", i, err, &ok);
-    l->ln3_g = tensor(m, "dec.%d.ln3.g", i, err, &ok);
-    l->ln3_b = tensor(m, "dec.%d.ln3.b", i, err, &ok);
-    if (!ok) return 0;
-    /* the layout keeps wk, wv (and bk, bv) right after wq (bq): one (2D, D) block */
-    l->cwkv = l->cwq + (size_t)D * D;
-    l->cbkv = l->cbq + D;
-    return 1;
-}
 
 void decoder_free(Decoder *d)
 {
@@ -131,9 +95,9 @@ void decoder_free(Decoder *d)
     encoder_pack_free(d->enc_pack);
     free(d->layer);
     void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
-                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->score, d->prev, d->hist, d->hist_next, d->parent, d->cand,
-                    d->fin_tok, d->fin_len, d->fin_count, d->fin_score, d->fin_lp, d->limit,
-                    d->done, d->orig, d->src_buf};
+                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
+                    d->beam.fin_tok, d->beam.fin_len, d->beam.fin_count, d->beam.fin_score, d->beam.fin_lp, d->beam.limit,
+                    d->beam.done, d->beam.orig, d->src_buf, d->padded};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(d);
 }
@@ -183,10 +147,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     d->layer = alloc((size_t)c->dec_layers, sizeof *d->layer, err, &ok);
     for (int i = 0; ok && i < c->dec_layers; i++) {
         DecLayer *l = &d->layer[i];
-        if (!bind_layer(m, l, i, err)) {
-            decoder_free(d);
-            return TFM_ERR_FORMAT;
-        }
+        l->w = model_dec_layer_weights(m, i);
         l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
         l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
@@ -198,14 +159,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     if (ok && (packed_linear_init(&d->p_out, m->out_proj, NULL, d->D, d->V, err) != TFM_OK ||
                encoder_pack_new(&d->enc_pack, m, err) != TFM_OK))
         ok = 0;
-    if (ok && c->norm == NORM_PRE) {
-        d->fin_g = tensor(m, "dec.ln.g", 0, err, &ok);
-        d->fin_b = tensor(m, "dec.ln.b", 0, err, &ok);
-        if (!ok) {
-            decoder_free(d);
-            return TFM_ERR_FORMAT;
-        }
-    }
+    model_dec_final_ln(m, &d->fin_g, &d->fin_b);
     size_t att = R * (size_t)d->H * T;
     if (n * (size_t)d->H * max_beam * S > att) att = n * (size_t)d->H * max_beam * S;
     const size_t grp = n < ENC_GROUP ? n : ENC_GROUP;
@@ -223,21 +177,22 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     d->h = alloc(R, (size_t)d->F * sizeof(float), err, &ok);
     d->att = alloc(att, sizeof(float), err, &ok);
     d->logits = alloc(R, (size_t)d->V * sizeof(float), err, &ok);
-    d->score = alloc(R, sizeof(float), err, &ok);
-    d->prev = alloc(R, sizeof(int), err, &ok);
-    d->parent = alloc(R, sizeof(int), err, &ok);
-    d->hist = alloc(R * T, sizeof(int), err, &ok);
-    d->hist_next = alloc(R * T, sizeof(int), err, &ok);
-    d->cand = alloc(n * k2, sizeof(Cand), err, &ok);
-    d->fin_tok = alloc(n * k2 * T, sizeof(int), err, &ok);
-    d->fin_len = alloc(n * k2, sizeof(int), err, &ok);
-    d->fin_count = alloc(n, sizeof(int), err, &ok);
-    d->fin_score = alloc(n * k2, sizeof(float), err, &ok);
-    d->fin_lp = alloc(n * k2, sizeof(float), err, &ok);
-    d->limit = alloc(n, sizeof(int), err, &ok);
-    d->done = alloc(n, 1, err, &ok);
-    d->orig = alloc(n, sizeof(int), err, &ok);
+    d->beam.score = alloc(R, sizeof(float), err, &ok);
+    d->beam.prev = alloc(R, sizeof(int), err, &ok);
+    d->beam.parent = alloc(R, sizeof(int), err, &ok);
+    d->beam.hist = alloc(R * T, sizeof(int), err, &ok);
+    d->beam.hist_next = alloc(R * T, sizeof(int), err, &ok);
+    d->beam.cand = alloc(n * k2, sizeof(Cand), err, &ok);
+    d->beam.fin_tok = alloc(n * k2 * T, sizeof(int), err, &ok);
+    d->beam.fin_len = alloc(n * k2, sizeof(int), err, &ok);
+    d->beam.fin_count = alloc(n, sizeof(int), err, &ok);
+    d->beam.fin_score = alloc(n * k2, sizeof(float), err, &ok);
+    d->beam.fin_lp = alloc(n * k2, sizeof(float), err, &ok);
+    d->beam.limit = alloc(n, sizeof(int), err, &ok);
+    d->beam.done = alloc(n, 1, err, &ok);
+    d->beam.orig = alloc(n, sizeof(int), err, &ok);
     d->src_buf = alloc(n * S, sizeof(int), err, &ok);
+    d->padded = alloc(n * S, sizeof(int), err, &ok);
     if (!ok) {
         decoder_free(d);
         return TFM_ERR_NOMEM;
@@ -251,9 +206,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
 /* Sublayer input: pre-norm LN(x), post-norm x. */
 static const float *sub_in(Decoder *d, const float *x, const float *g, const float *b, int R)
 {
-    if (d->m->cfg.norm == NORM_POST) return x;
-    layernorm_forward(d->in, NULL, NULL, x, g, b, R, d->D);
-    return d->in;
+    return sublayer_input(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
 }
 
 /* x = post-norm LN(x + y), pre-norm x + y. */
@@ -261,19 +214,17 @@ static void sub_out(Decoder *d, float *x, const float *y, const float *g, const 
 {
     const long nd = (long)R * d->D;
     add_inplace(x, y, nd);
-    if (d->m->cfg.norm == NORM_POST) {
-        layernorm_forward(d->in, NULL, NULL, x, g, b, R, d->D);
-        memcpy(x, d->in, (size_t)nd * sizeof(float));
-    }
+    const float *out = sublayer_output(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
+    if (out != x) memcpy(x, out, (size_t)nd * sizeof(float));
 }
 
 /* Computes log-probabilities (R, V) of the next token for every row from
- * its previous token d->prev at position t; appends K/V at t to the caches. */
+ * its previous token d->beam.prev at position t; appends K/V at t to the caches. */
 static void step(Decoder *d, int n, int k, int S, const int *src, int t)
 {
     const Model *m = d->m;
     const int R = n * k, D = d->D, T = d->T;
-    embed_forward(d->x, d->prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D));
+    embed_forward(d->x, d->beam.prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D));
     const AttnShape self = {
         .n = R, .heads = d->H, .dh = D / d->H, .tq = 1, .tk = t + 1,
         .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
@@ -290,26 +241,26 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
     };
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &d->layer[i];
-        const float *in = sub_in(d, d->x, l->ln1_g, l->ln1_b, R);
+        const float *in = sub_in(d, d->x, l->w.ln1_g, l->w.ln1_b, R);
         packed_linear_forward(&l->pk[LP_QKV], d->qkv, in, R, 0);
         for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
             memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
                    2 * D * sizeof(float));
         attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
         packed_linear_forward(&l->pk[LP_O], d->y, d->ctx, R, 0);
-        sub_out(d, d->x, d->y, l->ln1_g, l->ln1_b, R);
+        sub_out(d, d->x, d->y, l->w.ln1_g, l->w.ln1_b, R);
 
-        in = sub_in(d, d->x, l->ln2_g, l->ln2_b, R);
+        in = sub_in(d, d->x, l->w.ln2_g, l->w.ln2_b, R);
         packed_linear_forward(&l->pk[LP_CQ], d->q, in, R, 0);
         attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross,
                           0, 0);
         packed_linear_forward(&l->pk[LP_CO], d->y, d->ctx, R, 0);
-        sub_out(d, d->x, d->y, l->ln2_g, l->ln2_b, R);
+        sub_out(d, d->x, d->y, l->w.ln2_g, l->w.ln2_b, R);
 
-        in = sub_in(d, d->x, l->ln3_g, l->ln3_b, R);
+        in = sub_in(d, d->x, l->w.ln3_g, l->w.ln3_b, R);
         packed_linear_forward(&l->pk[LP_F1], d->h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
         packed_linear_forward(&l->pk[LP_F2], d->y, d->h, R, 0);
-        sub_out(d, d->x, d->y, l->ln3_g, l->ln3_b, R);
+        sub_out(d, d->x, d->y, l->w.ln3_g, l->w.ln3_b, R);
     }
     const float *top = d->x;
     if (m->cfg.norm == NORM_PRE) {
@@ -342,12 +293,12 @@ static void offer(Cand *c, int *have, int want, float score, int row, int tok)
 static void finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
                    int out_len, float alpha)
 {
-    const int o = d->orig[b];
-    int slot = o * 2 * k + d->fin_count[o]++;
-    memcpy(d->fin_tok + (size_t)slot * d->T, tokens, (size_t)len * sizeof(int));
-    d->fin_len[slot] = len;
-    d->fin_lp[slot] = logprob;
-    d->fin_score[slot] = logprob / length_penalty(out_len, alpha);
+    const int o = d->beam.orig[b];
+    int slot = o * 2 * k + d->beam.fin_count[o]++;
+    memcpy(d->beam.fin_tok + (size_t)slot * d->T, tokens, (size_t)len * sizeof(int));
+    d->beam.fin_len[slot] = len;
+    d->beam.fin_lp[slot] = logprob;
+    d->beam.fin_score[slot] = logprob / length_penalty(out_len, alpha);
 }
 
 enum { CHUNK = 32 };
@@ -369,10 +320,10 @@ static inline float chunk_max(const float *p)
 static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
 {
     const int V = d->V, T = d->T, base = b * k;
-    Cand *c = d->cand + (size_t)b * 2 * k;
+    Cand *c = d->beam.cand + (size_t)b * 2 * k;
     int have = 0;
     for (int r = base; r < base + k; r++) {
-        const float s = d->score[r];
+        const float s = d->beam.score[r];
         if (s == -INFINITY) continue;
         const float *lp = d->logits + (size_t)r * V;
         for (int v = 0; v < V; v++) {
@@ -389,10 +340,10 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
             offer(c, &have, 2 * k, s + lp[v], r, v);
         }
     }
-    const bool last = t + 1 >= d->limit[b];
+    const bool last = t + 1 >= d->beam.limit[b];
     int live = 0;
     for (int i = 0; i < have; i++) {
-        const int *h = d->hist + (size_t)c[i].row * T;
+        const int *h = d->beam.hist + (size_t)c[i].row * T;
         if (c[i].tok == TOK_EOS) {
             if (i < k) finish(d, b, k, h, t, c[i].score, t + 1, alpha);
             continue;
@@ -400,8 +351,8 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
         if (live == k) continue;
         if (last) {
             /* out of length: this continuation ends here without </s> */
-            if (d->fin_count[d->orig[b]] < 2 * k) {
-                int *tmp = d->hist_next + (size_t)(base + live) * T;
+            if (d->beam.fin_count[d->beam.orig[b]] < 2 * k) {
+                int *tmp = d->beam.hist_next + (size_t)(base + live) * T;
                 memcpy(tmp, h, (size_t)t * sizeof(int));
                 tmp[t] = c[i].tok;
                 finish(d, b, k, tmp, t + 1, c[i].score, t + 1, alpha);
@@ -410,25 +361,25 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
             continue;
         }
         int r = base + live++;
-        d->parent[r] = c[i].row;
-        d->prev[r] = c[i].tok;
-        d->score[r] = c[i].score;
+        d->beam.parent[r] = c[i].row;
+        d->beam.prev[r] = c[i].tok;
+        d->beam.score[r] = c[i].score;
     }
     if (last) live = 0;
     for (int r = base + live; r < base + k; r++) {
-        d->parent[r] = r;
-        d->prev[r] = TOK_PAD;
-        d->score[r] = -INFINITY;
+        d->beam.parent[r] = r;
+        d->beam.prev[r] = TOK_PAD;
+        d->beam.score[r] = -INFINITY;
     }
     /* done: k finished, or no live hypothesis can beat the nbest-th best
      * finished one (a log-probability only falls; the penalty divides it by
      * at most lp(limit) for alpha >= 0), so the n-best list is final */
-    const int o = d->orig[b];
+    const int o = d->beam.orig[b];
     float nth_fin = -INFINITY;
-    if (d->fin_count[o] >= nbest) {
+    if (d->beam.fin_count[o] >= nbest) {
         float top[2 * 1024];
-        int cnt = d->fin_count[o];
-        memcpy(top, d->fin_score + o * 2 * k, sizeof(float) * cnt);
+        int cnt = d->beam.fin_count[o];
+        memcpy(top, d->beam.fin_score + o * 2 * k, sizeof(float) * cnt);
         for (int i = 0; i < nbest; i++) {          /* partial selection sort */
             int best = i;
             for (int j = i + 1; j < cnt; j++)
@@ -441,11 +392,11 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
     }
     float best_live = -INFINITY;
     for (int r = base; r < base + live; r++) {
-        float bound = alpha >= 0 ? d->score[r] / length_penalty(d->limit[b], alpha)
-                                 : d->score[r] / length_penalty(t + 2, alpha);
+        float bound = alpha >= 0 ? d->beam.score[r] / length_penalty(d->beam.limit[b], alpha)
+                                 : d->beam.score[r] / length_penalty(t + 2, alpha);
         best_live = fmaxf(best_live, bound);
     }
-    if (last || live == 0 || d->fin_count[o] >= k || nth_fin >= best_live) d->done[b] = 1;
+    if (last || live == 0 || d->beam.fin_count[o] >= k || nth_fin >= best_live) d->beam.done[b] = 1;
 }
 
 /* Moves histories (through position t) to the new rows' parents. */
@@ -453,13 +404,13 @@ static void reorder_history(Decoder *d, int R, int t)
 {
     const int T = d->T;
     for (int r = 0; r < R; r++) {
-        int p = d->parent[r];
-        memcpy(d->hist_next + (size_t)r * T, d->hist + (size_t)p * T, (size_t)t * sizeof(int));
-        d->hist_next[(size_t)r * T + t] = d->prev[r];
+        int p = d->beam.parent[r];
+        memcpy(d->beam.hist_next + (size_t)r * T, d->beam.hist + (size_t)p * T, (size_t)t * sizeof(int));
+        d->beam.hist_next[(size_t)r * T + t] = d->beam.prev[r];
     }
-    int *h = d->hist;
-    d->hist = d->hist_next;
-    d->hist_next = h;
+    int *h = d->beam.hist;
+    d->beam.hist = d->beam.hist_next;
+    d->beam.hist_next = h;
 }
 
 /* Moves every layer's self-attention cache (positions < t) to the parents. */
@@ -549,7 +500,7 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
 {
     const int R = d->cur_n * d->cur_k;
     if (parent && t > 0) reorder_cache(d, parent, R, t);
-    if (prev != d->prev) memcpy(d->prev, prev, (size_t)R * sizeof(int));
+    if (prev != d->beam.prev) memcpy(d->beam.prev, prev, (size_t)R * sizeof(int));
     step(d, d->cur_n, d->cur_k, d->cur_S, d->cur_src, t);
     return d->logits;
 }
@@ -563,21 +514,21 @@ static void compact(Decoder *d, int k)
     const int S = d->cur_S, D2 = 2 * d->D;
     int j = 0;
     for (int b = 0; b < d->cur_n; b++) {
-        if (d->done[b]) continue;
+        if (d->beam.done[b]) continue;
         if (j != b) {
             memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
             for (int i = 0; i < d->m->cfg.dec_layers; i++) {
                 float *kv = d->layer[i].cross_kv;
                 memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
             }
-            d->limit[j] = d->limit[b];
+            d->beam.limit[j] = d->beam.limit[b];
             d->enc_len[j] = d->enc_len[b];
-            d->orig[j] = d->orig[b];
-            d->done[j] = 0;
+            d->beam.orig[j] = d->beam.orig[b];
+            d->beam.done[j] = 0;
             for (int jj = 0; jj < k; jj++) {
-                d->parent[j * k + jj] = d->parent[b * k + jj];
-                d->prev[j * k + jj] = d->prev[b * k + jj];
-                d->score[j * k + jj] = d->score[b * k + jj];
+                d->beam.parent[j * k + jj] = d->beam.parent[b * k + jj];
+                d->beam.prev[j * k + jj] = d->beam.prev[b * k + jj];
+                d->beam.score[j * k + jj] = d->beam.score[b * k + jj];
             }
         }
         j++;
@@ -608,33 +559,33 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
         while (len < S && src[(size_t)b * S + len] != TOK_PAD && src[(size_t)b * S + len] != TOK_EOS)
             len++;
         double lim = (double)opt->max_len_a * len + opt->max_len_b;
-        d->limit[b] = lim < 1 ? 1 : lim > d->T ? d->T : (int)lim;
-        if (d->limit[b] > max_limit) max_limit = d->limit[b];
-        d->done[b] = 0;
-        d->orig[b] = b;
-        d->fin_count[b] = 0;
+        d->beam.limit[b] = lim < 1 ? 1 : lim > d->T ? d->T : (int)lim;
+        if (d->beam.limit[b] > max_limit) max_limit = d->beam.limit[b];
+        d->beam.done[b] = 0;
+        d->beam.orig[b] = b;
+        d->beam.fin_count[b] = 0;
         for (int j = 0; j < k; j++) {
             int r = b * k + j;
-            d->score[r] = j == 0 ? 0.0f : -INFINITY;   /* one live start per sentence */
-            d->prev[r] = TOK_BOS;
-            d->parent[r] = r;
+            d->beam.score[r] = j == 0 ? 0.0f : -INFINITY;   /* one live start per sentence */
+            d->beam.prev[r] = TOK_BOS;
+            d->beam.parent[r] = r;
         }
     }
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
-        decoder_step(d, d->prev, moved ? d->parent : NULL, t);
+        decoder_step(d, d->beam.prev, moved ? d->beam.parent : NULL, t);
         int active = 0;
         for (int b = 0; b < d->cur_n; b++) {
-            if (d->done[b]) {       /* waiting for compaction: rows stay idle */
+            if (d->beam.done[b]) {       /* waiting for compaction: rows stay idle */
                 for (int r = b * k; r < (b + 1) * k; r++) {
-                    d->parent[r] = r;
-                    d->prev[r] = TOK_PAD;
-                    d->score[r] = -INFINITY;
+                    d->beam.parent[r] = r;
+                    d->beam.prev[r] = TOK_PAD;
+                    d->beam.score[r] = -INFINITY;
                 }
                 continue;
             }
             advance(d, b, k, opt->nbest, t, opt->alpha);
-            active += !d->done[b];
+            active += !d->beam.done[b];
         }
         if (!active) break;
         /* Drop finished sentences once a quarter of the batch is done, so
@@ -646,16 +597,37 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     }
     for (int b = 0; b < n; b++) {
         Hypothesis *h = out + (size_t)b * opt->nbest;
-        int cnt = d->fin_count[b];
+        int cnt = d->beam.fin_count[b];
         Hypothesis all[2 * 1024];
         for (int i = 0; i < cnt; i++) {
             int slot = b * 2 * k + i;
-            all[i] = (Hypothesis){d->fin_tok + (size_t)slot * d->T, d->fin_len[slot],
-                                  d->fin_score[slot], d->fin_lp[slot]};
+            all[i] = (Hypothesis){d->beam.fin_tok + (size_t)slot * d->T, d->beam.fin_len[slot],
+                                  d->beam.fin_score[slot], d->beam.fin_lp[slot]};
         }
         qsort(all, (size_t)cnt, sizeof *all, cmp_hyp);
         for (int i = 0; i < opt->nbest; i++)
             h[i] = i < cnt ? all[i] : (Hypothesis){NULL, 0, -INFINITY, -INFINITY};
     }
     return TFM_OK;
+}
+
+TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,
+                            const DecodeOptions *opt, Hypothesis *out, TfmErr *err)
+{
+    if (n < 1 || n > d->max_sents)
+        return err_set(err, TFM_ERR_USAGE, "decoder: %d sentences (at most %d at once)", n,
+                       d->max_sents);
+    int S = 1;
+    for (int b = 0; b < n; b++) {
+        if (lens[b] < 0 || lens[b] + 1 > d->S)
+            return err_set(err, TFM_ERR_FORMAT, "decoder: a sentence of %d tokens (at most %d)",
+                           lens[b], d->S - 1);
+        if (lens[b] + 1 > S) S = lens[b] + 1;
+    }
+    memset(d->padded, 0, sizeof(int) * (size_t)n * S);      /* TOK_PAD */
+    for (int b = 0; b < n; b++) {
+        memcpy(d->padded + (size_t)b * S, sents[b], sizeof(int) * (size_t)lens[b]);
+        d->padded[(size_t)b * S + lens[b]] = TOK_EOS;
+    }
+    return decoder_run(d, d->padded, n, S, opt, out, err);
 }

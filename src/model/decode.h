@@ -49,6 +49,12 @@ void decoder_update_weights(Decoder *d);
 TfmStatus decoder_run(Decoder *d, const int *src, int n, int src_len,
                       const DecodeOptions *opt, Hypothesis *out, TfmErr *err);
 
+/* decoder_run over ragged sentences: sents[b] holds lens[b] token ids (no
+ * </s>, lens[b] + 1 <= the model's max_len; lens[b] >= 0). The decoder adds
+ * </s> and the padding itself. The way in for translation and validation. */
+TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,
+                            const DecodeOptions *opt, Hypothesis *out, TfmErr *err);
+
 /* The scorer interface under decoder_run, for forced decoding and tests:
  * decoder_begin encodes n sentences (as decoder_run) for k rows each (row
  * b·k + j belongs to sentence b); decoder_step then feeds token prev[r] at

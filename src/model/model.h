@@ -129,6 +129,29 @@ void encoder_pack_free(EncoderPack *pk);
 TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
                        float *enc_out, TfmErr *err);
 
+/* Typed views of one decoder layer's weights: pointers into m->params, so
+ * that code running the layer outside model.c (the incremental decoder)
+ * never rebuilds tensor names or assumes the layout. Shapes: D = d_model,
+ * F = d_ff; weights (out, in). */
+typedef struct {
+    const float *wqkv, *bqkv;   /* self-attention q|k|v: (3D, D), (3D) */
+    const float *wo, *bo;       /* (D, D), (D) */
+    const float *ln1_g, *ln1_b; /* (D) */
+    const float *cwq, *cbq;     /* cross-attention query: (D, D), (D) */
+    const float *cwkv, *cbkv;   /* cross-attention k|v: (2D, D), (2D) */
+    const float *cwo, *cbo;     /* (D, D), (D) */
+    const float *ln2_g, *ln2_b;
+    const float *w1, *b1;       /* (F, D), (F) */
+    const float *w2, *b2;       /* (D, F), (D) */
+    const float *ln3_g, *ln3_b;
+} DecLayerWeights;
+
+/* Decoder layer i's weights (0 <= i < cfg.dec_layers). */
+DecLayerWeights model_dec_layer_weights(const Model *m, int i);
+
+/* The decoder stack's final LayerNorm (pre-norm); NULLs for post-norm. */
+void model_dec_final_ln(const Model *m, const float **g, const float **b);
+
 /* Looks up a tensor by name; NULL if absent. */
 const TensorInfo *model_tensor(const Model *m, const char *name);
 

@@ -22,6 +22,7 @@ typedef struct {
     long step, epoch;      /* epoch counts from 1 */
     double train_loss, train_nll, valid_loss, valid_ppl, valid_bleu;
     double lr, tok_per_s, elapsed_s, eta_s;
+    int averaged;          /* > 0: the figures are of the mean of this many checkpoints */
 } ProgressEvent;
 
 /* Opens out_dir/log.jsonl, emptied first when truncate (a fresh run). */
