@@ -7,19 +7,6 @@
 #include "base/rng.h"
 #include "base/text.h"
 
-/* Grows *p (elements of `size` bytes) to hold at least `need`; doubles. */
-static TfmStatus grow(void **p, long *cap, long need, size_t size, TfmErr *err)
-{
-    if (need <= *cap) return TFM_OK;
-    long n = *cap ? *cap : 1024;
-    while (n < need) n *= 2;
-    void *q = xrealloc(*p, (size_t)n * size, err);
-    if (!q) return TFM_ERR_NOMEM;
-    *p = q;
-    *cap = n;
-    return TFM_OK;
-}
-
 /* Reads the rest of a file to learn its line count (after the other ended). */
 static long count_lines(LineReader *r, TfmErr *err)
 {
@@ -40,23 +27,23 @@ static TfmStatus encode_line(const Bpe *bpe, LineReader *r, const char *line, si
     return st;
 }
 
-static TfmStatus append_pair(Corpus *c, long *pair_cap, long *tok_cap, const IdBuf *s,
+static TfmStatus append_pair(Corpus *c, size_t *pair_cap, size_t *tok_cap, const IdBuf *s,
                              const IdBuf *t, TfmErr *err)
 {
     long n_tok = c->n_pairs ? c->tgt_off[c->n_pairs - 1] + c->tgt_len[c->n_pairs - 1] : 0;
-    long old_cap = *pair_cap;
-    if (grow((void **)&c->tokens, tok_cap, n_tok + s->n + t->n, sizeof(int), err) ||
-        grow((void **)&c->src_off, pair_cap, c->n_pairs + 1, sizeof(long), err))
+    size_t old_cap = *pair_cap;
+    if (xgrow((void **)&c->tokens, tok_cap, (size_t)(n_tok + s->n + t->n), sizeof(int), err) ||
+        xgrow((void **)&c->src_off, pair_cap, (size_t)c->n_pairs + 1, sizeof(long), err))
         return TFM_ERR_NOMEM;
     if (*pair_cap != old_cap) {
-        long cap = *pair_cap;
-        long *to = xrealloc(c->tgt_off, (size_t)cap * sizeof(long), err);
+        size_t cap = *pair_cap;
+        long *to = xrealloc(c->tgt_off, cap * sizeof(long), err);
         if (!to) return TFM_ERR_NOMEM;
         c->tgt_off = to;
-        int *sl = xrealloc(c->src_len, (size_t)cap * sizeof(int), err);
+        int *sl = xrealloc(c->src_len, cap * sizeof(int), err);
         if (!sl) return TFM_ERR_NOMEM;
         c->src_len = sl;
-        int *tl = xrealloc(c->tgt_len, (size_t)cap * sizeof(int), err);
+        int *tl = xrealloc(c->tgt_len, cap * sizeof(int), err);
         if (!tl) return TFM_ERR_NOMEM;
         c->tgt_len = tl;
     }
@@ -76,7 +63,7 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
     memset(c, 0, sizeof *c);
     LineReader rs = {0}, rt = {0};
     IdBuf s = {0}, t = {0};
-    long tok_cap = 0, pair_cap = 0;
+    size_t tok_cap = 0, pair_cap = 0;
     TfmStatus st;
     if ((st = text_reader_open(&rs, src_path, err)) != TFM_OK) goto fail;
     if ((st = text_reader_open(&rt, tgt_path, err)) != TFM_OK) goto fail;
