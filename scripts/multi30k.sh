@@ -72,7 +72,7 @@ PY
 )
 
 echo "Multi30k $pair, $config"
-echo "training wall time: ${train_s} s ($(awk -v s="$train_s" 'BEGIN { printf "%.1f", s / 60 }') min, tfm train as a whole)"
+echo "tfm train took ${train_s} s ($(awk -v s="$train_s" 'BEGIN { printf "%.1f", s / 60 }') min, BPE learning included; a rerun of a finished run only copies the model)"
 [ -n "$summary" ] && echo "$summary"
 echo "translating $test_set (beam $beam, alpha $alpha): ${translate_s} s"
 echo "$test_set cased: $cased"

@@ -119,6 +119,93 @@ expect_err_line "over-long line" "tfm: stdin: line 1: longer than 67108864 bytes
 expect_exit 1 "/dev/zero as hyp" -- timeout 20 "$TFM" bleu /dev/zero "$T/ref1"
 expect_err_line "/dev/zero line" "tfm: /dev/zero: line 1: longer than 67108864 bytes"
 
+# ---- chrF and TER (-m), against sacreBLEU 2.6.0's results in tests/data/metrics ----
+M=tests/data/metrics/m30k
+expect_exit 0 "-m chrf" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf
+check "chrF line" test "$(cat "$T/out")" = "chrF2 = 86.98"
+check "chrF signature" grep -qx 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:tfm-[0-9.]*' "$T/err"
+expect_exit 0 "-m ter" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter
+check "TER line" test "$(cat "$T/out")" = "TER = 10.70"
+check "TER signature" grep -qx 'nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:tfm-[0-9.]*' "$T/err"
+expect_exit 0 "-m bleu chrf ter (sacreBLEU's form)" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter chrf bleu
+check "three lines, in sacreBLEU's order" test "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "BLEU chrF2 TER "
+check "three signatures, in the same order" test "$(cut -c1-20 "$T/err" | tr '\n' ' ')" = \
+    "nrefs:1|case:mixed|e nrefs:1|case:mixed|e nrefs:1|case:lc|tok: "
+cp "$T/out" "$T/three_metrics"
+expect_exit 0 "-m chrf -m ter -m bleu" -- "$TFM" bleu -m chrf -m ter -m bleu "$M/hyp.txt" "$M/ref1.txt"
+check "repeated -m gives the same" cmp -s "$T/out" "$T/three_metrics"
+expect_exit 0 "--metrics=bleu,chrf,ter" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" --metrics=bleu,chrf,ter
+check "comma list gives the same" cmp -s "$T/out" "$T/three_metrics"
+expect_exit 0 "chrF++" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf --chrf-word-order 2
+check "chrF++ line" test "$(cat "$T/out")" = "chrF2++ = 87.11"
+check "chrF++ signature" grep -q '|nw:2|' "$T/err"
+expect_exit 0 "chrF and TER, two references" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" tests/data/metrics/m30k/ref2.txt -m chrf ter
+check "two-reference lines" test "$(tr '\n' ' ' <"$T/out")" = "chrF2 = 86.98 TER = 10.88 "
+check "two-reference signatures" test "$(grep -c '^nrefs:2|' "$T/err")" = 2
+expect_exit 0 "-m chrf ter --json" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf ter --json
+check "one JSON object a metric" /usr/bin/python3 -c '
+import json, sys
+c, t = [json.loads(l) for l in open(sys.argv[1])]
+e = json.load(open(sys.argv[2]))["runs"]
+assert c["name"] == "chrF2" and abs(c["score"] - e["chrf"]["score"]) < 1e-9, c
+assert c["stats"] == e["chrf"]["stats"] and c["char_order"] == 6 and c["word_order"] == 0 and c["beta"] == 2
+assert c["signature"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:tfm-")
+assert t["name"] == "TER" and abs(t["score"] - e["ter"]["score"]) < 1e-9, t
+assert [t["num_edits"], t["ref_length"]] == e["ter"]["stats"], t
+' "$T/out" tests/data/metrics/m30k.json
+check "--json: nothing on stderr" test ! -s "$T/err"
+expect_exit 0 "-lc does not lowercase chrF (as sacreBLEU)" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf -lc
+check "-lc chrF line" test "$(cat "$T/out")" = "chrF2 = 86.98"
+expect_exit 0 "--chrf-lowercase" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf --chrf-lowercase
+check "--chrf-lowercase line and signature" test "$(cat "$T/out")" = "chrF2 = 88.58" -a -n "$(grep '|case:lc|' "$T/err")"
+expect_exit 0 "--ter-case-sensitive" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter --ter-case-sensitive
+check "--ter-case-sensitive line and signature" test "$(cat "$T/out")" = "TER = 12.24" -a -n "$(grep '|case:mixed|' "$T/err")"
+expect_exit 0 "TER --sentence" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter --sentence
+check "one TER a line" test "$(wc -l <"$T/out")" = 600
+expect_exit 0 "chrF of empty files" -- "$TFM" bleu "$T/empty1" "$T/empty2" -m chrf ter
+check "empty files: chrF and TER 0" test "$(tr '\n' ' ' <"$T/out")" = "chrF2 = 0.00 TER = 0.00 "
+expect_exit 2 "--sentence with two metrics" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf ter --sentence
+expect_err_line "--sentence one metric message" "tfm: bleu: --sentence takes one metric (as sacreBLEU)"
+expect_exit 2 "unknown metric" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m meteor
+expect_err_line "unknown metric message" "tfm: bleu: -m: expected bleu, chrf or ter, got 'meteor'"
+expect_exit 2 "-m without a value" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m
+expect_err_line "-m without a value message" "tfm: bleu: option '-m' needs a value"
+expect_exit 2 "bad --chrf-word-order" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf --chrf-word-order -1
+expect_err_line "bad --chrf-word-order message" "tfm: bleu: --chrf-word-order: expected an integer from 0 to 32, got '-1'"
+expect_exit 2 "bad --chrf-char-order" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m chrf --chrf-char-order=0
+expect_err_line "bad --chrf-char-order message" "tfm: bleu: --chrf-char-order: expected an integer from 1 to 32, got '0'"
+expect_exit 0 "help names the metrics" -- "$TFM" bleu --help
+check "help: -m and chrF/TER options" test -n "$(grep -e '-m, --metrics' "$T/out")" -a -n "$(grep -e '--chrf-word-order' "$T/out")" -a -n "$(grep -e '--ter-case-sensitive' "$T/out")"
+
+# Every run of every case in tests/data/metrics through the binary: the
+# printed corpus line, the signature (but its version) and, for the
+# single-reference cases, each --sentence line, against sacreBLEU.
+check "all sacreBLEU metric runs through tfm bleu" /usr/bin/python3 - "$TFM" <<'PY'
+import glob, json, subprocess, sys
+tfm, bad, n = sys.argv[1], [], 0
+for path in sorted(glob.glob("tests/data/metrics/*.json")):
+    case = json.load(open(path, encoding="utf-8"))
+    files = [case["hyp"]] + case["refs"]
+    for name, run in case["runs"].items():
+        if run["line"] is None:
+            continue
+        n += 1
+        p = subprocess.run([tfm, "bleu", *files, *run["tfm_options"]], capture_output=True, text=True)
+        sig = p.stderr.strip().rsplit("|version:", 1)[0]
+        if p.stdout.strip() != run["line"] or sig != run["signature"].rsplit("|version:", 1)[0]:
+            bad.append(f"{path} {name}: {p.stdout.strip()!r} {p.stderr.strip()!r} vs {run['line']!r}")
+        if len(case["refs"]) == 1 and case["n_lines"] <= 2000:
+            p = subprocess.run([tfm, "bleu", *files, *run["tfm_options"], "--sentence"],
+                               capture_output=True, text=True)
+            want = [f"{run['name']} = {s:.2f}" for s in run["sentence_scores"]]
+            if p.stdout.splitlines() != want:
+                bad.append(f"{path} {name} --sentence differs")
+print(f"{n} runs", file=sys.stderr)
+if bad or n < 180:
+    print("\n".join(bad[:20]) or f"only {n} runs", file=sys.stderr)
+    sys.exit(1)
+PY
+
 expect_exit 0 "--help" -- "$TFM" bleu --help
 check "help text on stdout" grep -q '^usage: tfm bleu HYP REF' "$T/out"
 expect_exit 0 "tfm help bleu" -- "$TFM" help bleu

@@ -19,14 +19,17 @@ expect_exit 0 "greedy" -- sh -c "\"$TFM\" translate -b 1 < in.txt"
 check "greedy gives a line per input" test "$(wc -l <"$T/out")" = 5
 expect_exit 0 "model from TFM_MODEL" -- sh -c "cd / && TFM_MODEL=\"$T/model.tfm\" \"$TFM\" translate --beam=2 < \"$T/in.txt\""
 
-# n-best: N lines per input line, "i ||| text ||| score", best first.
+# n-best: N lines per input line, Moses form "i ||| text ||| F0= logprob ||| score", best first.
 expect_exit 0 "nbest" -- sh -c "\"$TFM\" translate --nbest 3 -b 4 < in.txt"
 check "nbest line count" test "$(wc -l <"$T/out")" = 15
-check "nbest format" awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' "$T/out"
-check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$T/out"
+check "nbest format" awk -F' \\|\\|\\| ' 'NF != 4 || $1 !~ /^[0-9]+$/ || $3 !~ /^F0= -?[0-9.e+-]+$/ || $4 !~ /^-?[0-9.e+-]+$/ { bad = 1 } END { exit bad }' "$T/out"
+check "nbest sorted per sentence" awk -F' \\|\\|\\| ' '$1 == prev && $4 > last + 1e-6 { bad = 1 } { prev = $1; last = $4 } END { exit bad }' "$T/out"
+check "nbest empty line" grep -qx '1 |||  ||| F0= 0 ||| 0' "$T/out"
+expect_exit 0 "nbest at alpha 0" -- sh -c "\"$TFM\" translate -q --nbest 2 -b 2 --alpha 0 < in.txt"
+check "at alpha 0 the score is the log-probability" awk -F' \\|\\|\\| ' '{ sub(/^F0= /, "", $3) } $3 != $4 { bad = 1 } END { exit bad }' "$T/out"
 # At a large alpha the scores are tiny: still told apart, not all -0.000000.
 expect_exit 0 "nbest at alpha 10" -- sh -c "\"$TFM\" translate -q --nbest 2 -b 2 --alpha 10 --max-len-a 50 < in.txt"
-check "nbest scores at alpha 10 are not rounded to zero" test -z "$(grep -E '[^ ] \|\|\| -?0(\.0+)?$' "$T/out")"
+check "nbest scores at alpha 10 are not rounded to zero" test -z "$(grep -v '|||  |||' "$T/out" | grep -E ' \|\|\| -?0(\.0+)?$')"
 expect_exit 0 "nbest 1" -- sh -c "\"$TFM\" translate --nbest 1 < in.txt"
 check "--nbest 1 uses the n-best format" test "$(grep -c ' ||| ' "$T/out")" = 5
 head -n 20 "$MINI/valid.de" >twenty.de
@@ -64,7 +67,31 @@ expect_err_line "over-long line message" "tfm: stdin: line 2: longer than 671088
 check "the line before the over-long one is translated" test "$(wc -l <"$T/out")" = 1
 rm -f nonl.txt
 expect_exit 1 "missing model" -- sh -c "\"$TFM\" translate -m nope.tfm < in.txt"
-expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory"
+expect_err_line "missing model message" "tfm: nope.tfm: cannot open: No such file or directory (choose the model with -m MODEL or \$TFM_MODEL)"
+mkdir -p nomodel
+expect_exit 1 "no model.tfm in the current folder" -- sh -c "cd nomodel && env -u TFM_MODEL \"$TFM\" translate < ../in.txt"
+expect_err_line "default model message" "tfm: model.tfm: cannot open: No such file or directory (choose the model with -m MODEL or \$TFM_MODEL)"
+
+# -i / -o, the summary line, -q.
+expect_exit 0 "translate -i -o" -- "$TFM" translate -i in.txt -o io.txt
+check "-o gets what stdout gets" cmp -s first.txt io.txt
+check "-o: nothing on stdout" test ! -s "$T/out"
+check "summary line on stderr" grep -qE '^tfm: translated 5 lines \([0-9]+ source tokens, [0-9]+ output tokens\) in [0-9.]+ s, [0-9.]+ sentences/s$' "$T/err"
+expect_exit 0 "-q: no summary" -- "$TFM" translate -q -i in.txt -o -
+check "-o - is stdout" cmp -s first.txt "$T/out"
+check "-q: nothing on stderr" test ! -s "$T/err"
+expect_exit 0 "--input= --output=" -- "$TFM" translate --input=in.txt --output=io2.txt -q
+check "long options" cmp -s first.txt io2.txt
+echo "old content" >keep.txt
+expect_exit 1 "-o with an input error" -- "$TFM" translate -i bad.txt -o keep.txt
+expect_err_line "-i names the file" "tfm: bad.txt: line 2: invalid UTF-8 at byte 1"
+check "-o keeps the old file after an error" test "$(cat keep.txt)" = "old content"
+expect_exit 1 "-o new file with an input error" -- "$TFM" translate -i bad.txt -o new.txt
+check "-o leaves no file after an error" test ! -e new.txt
+check "-o leaves no temporary file" test -z "$(ls -a | grep -E '^\.?(keep|new)\.txt.+')"
+expect_exit 1 "-i missing" -- "$TFM" translate -i missing.txt
+expect_err_line "-i missing message" "tfm: missing.txt: cannot open: No such file or directory"
+expect_exit 1 "-o into a missing folder" -- "$TFM" translate -i in.txt -o nodir/out.txt
 mkfifo model.fifo
 expect_exit 1 "model is a FIFO" -- sh -c "timeout 20 \"$TFM\" translate -m model.fifo < in.txt"
 expect_err_line "model FIFO message" "tfm: model.fifo: not a regular file"

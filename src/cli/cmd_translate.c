@@ -1,7 +1,7 @@
-/* cmd_translate: `tfm translate [-m MODEL] [-b BEAM] ... < input > output`.
+/* cmd_translate: `tfm translate [-m MODEL] [-b BEAM] [-i IN] [-o OUT] ...`.
  * Reads raw lines, encodes them with the model's vocabulary, decodes a batch
  * at a time and writes detokenized lines in input order, flushing after each
- * batch so it works in a pipe. */
+ * batch so it works in a pipe. -o writes through atomic_file.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -9,37 +9,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/atomic_file.h"
+#include "base/text.h"
 #include "nn/blas.h"
 #include "model/ckpt.h"
-#include "cli/cmds.h"
 #include "model/decode.h"
-#include "base/text.h"
+#include "cli/cmds.h"
 
 static const char usage[] =
-    "usage: tfm translate [-m MODEL] [-b BEAM] [--alpha A] [--nbest N] [--batch-size N]\n"
-    "                     [--max-len-a A] [--max-len-b B] [--threads N] [-q] < input > output\n"
+    "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
+    "                     [--batch-size N] [--max-len-a A] [--max-len-b B] [--threads N]\n"
+    "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
-    "input line; an empty line gives an empty line.\n"
+    "input line; an empty line gives an empty line. At the end a summary line\n"
+    "(lines, tokens, seconds, sentences/s) goes to stderr.\n"
     "\n"
     "  -m, --model MODEL    model file (default: $TFM_MODEL, else model.tfm)\n"
+    "  -i, --input IN       read IN instead of stdin (\"-\": stdin)\n"
+    "  -o, --output OUT     write OUT instead of stdout (\"-\": stdout). OUT is written\n"
+    "                       to a temporary file in its folder and renamed into place\n"
+    "                       at the end: after an error OUT is unchanged and no half\n"
+    "                       file is left (a kill -9 can leave the temporary file)\n"
     "  -b, --beam N         beam size; 1 is greedy (default: the model's decode.beam)\n"
     "      --alpha A        length penalty ((5+len)/6)^A (default: decode.alpha)\n"
-    "      --nbest N        print N hypotheses a line as 'i ||| text ||| score'\n"
+    "      --nbest N        print N hypotheses a line, best first, in Moses form\n"
+    "                       'i ||| text ||| F0= LOGPROB ||| SCORE' (i from 0; LOGPROB\n"
+    "                       the summed log-probability, SCORE the length-normalized\n"
+    "                       score that ranks them)\n"
     "      --batch-size N   sentences decoded together (default 32)\n"
     "      --max-len-a A    output length limit A*source_len + B tokens, at least 1\n"
     "                       (default: decode.max_len_a)\n"
     "      --max-len-b B    (default: decode.max_len_b)\n"
     "      --threads N      threads (0: all cores, the default)\n"
-    "  -q, --quiet          no warnings about long lines\n"
+    "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
     "\n"
     "A line longer than the model's positions allow (max_len + 1 tokens, with\n"
     "max_len as tfm info shows it) is truncated, with a warning.\n";
 
 typedef struct {
-    const char *model;
+    const char *model, *input, *output;
     int beam, nbest, batch, max_len_b, threads;
     float alpha, max_len_a;
     bool have_beam, have_alpha, have_a, have_b, quiet;
@@ -72,6 +85,8 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
         {"beam", required_argument, NULL, 'b'},
         {"alpha", required_argument, NULL, OPT_ALPHA},
         {"nbest", required_argument, NULL, OPT_NBEST},
@@ -86,7 +101,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     optind = 0;
     opterr = 0;
     int c, longindex = -1;
-    while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, &longindex)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:i:o:b:qh", longopts, &longindex)) != -1) {
         char opt[32];
         option_name(longopts, longindex, c, opt, sizeof opt);
         longindex = -1;
@@ -97,6 +112,8 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         double flo = 0, fhi = 0;
         switch (c) {
         case 'm': o->model = optarg; break;
+        case 'i': o->input = optarg; break;
+        case 'o': o->output = optarg; break;
         case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
         case OPT_ALPHA: flt_out = &o->alpha; fhi = DECODE_MAX_ALPHA; o->have_alpha = true; break;
         case OPT_NBEST: int_out = &o->nbest; lo = 1; hi = DECODE_MAX_BEAM; break;
@@ -122,7 +139,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         }
     }
     if (optind < argc)
-        return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (input comes from stdin)",
+        return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (the input is stdin or -i FILE)",
                        argv[optind]);
     return TFM_OK;
 }
@@ -146,6 +163,9 @@ typedef struct {
     char *text;             /* detokenized output */
     size_t text_len, text_cap;
     long lines_done;        /* lines written so far */
+    FILE *out;              /* stdout, or -o's temporary file */
+    const char *out_name;
+    long long src_tokens, out_tokens;   /* for the summary line */
 } Translator;
 
 /* Makes t->text safe as one output line: each invalid UTF-8 byte becomes
@@ -185,12 +205,13 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
     TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
                               &t->text_cap, err);
     if (st != TFM_OK || (st = sanitize_output(t, err)) != TFM_OK) return st;
-    if (t->o.nbest > 0)      /* --nbest given: the n-best format */
+    if (t->o.nbest > 0)      /* --nbest given: Moses/Marian n-best format */
         /* %g: at a large --alpha the scores are tiny, and a fixed
          * 6 decimals would print them all as -0.000000 */
-        printf("%ld ||| %s ||| %.8g\n", line_no, t->text, h->score);
+        fprintf(t->out, "%ld ||| %s ||| F0= %.8g ||| %.8g\n", line_no, t->text, h->logprob,
+                h->score);
     else
-        printf("%s\n", t->text);
+        fprintf(t->out, "%s\n", t->text);
     return TFM_OK;
 }
 
@@ -213,23 +234,27 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
         long line_no = t->lines_done + i;
         if (t->lines[i].n == 0) {
             if (t->o.nbest > 0) {
-                for (int b = 0; b < nbest; b++) printf("%ld |||  ||| 0\n", line_no);
+                for (int b = 0; b < nbest; b++) fprintf(t->out, "%ld |||  ||| F0= 0 ||| 0\n", line_no);
             } else {
-                putchar('\n');
+                fputc('\n', t->out);
             }
             continue;
         }
         for (int b = 0; b < nbest; b++) {
             const Hypothesis *h = &t->hyps[(size_t)j * nbest + b];
             if (!h->tokens && b > 0) continue;    /* fewer finished than asked */
+            if (b == 0) {
+                t->src_tokens += t->lines[i].n;
+                t->out_tokens += h->len;
+            }
             TfmStatus st = write_hypothesis(t, line_no, h, err);
             if (st != TFM_OK) return st;
         }
         j++;
     }
     t->lines_done += count;
-    if (fflush(stdout) != 0 || ferror(stdout))
-        return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
+    if (fflush(t->out) != 0 || ferror(t->out))
+        return err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
     return TFM_OK;
 }
 
@@ -249,6 +274,10 @@ static bool input_waiting(FILE *f)
 static TfmStatus setup(Translator *t, TfmErr *err)
 {
     Options *o = &t->o;
+    /* the default model.tfm is easy to forget: say how to name another */
+    if (*o->model && access(o->model, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s (choose the model with -m MODEL or "
+                       "$TFM_MODEL)", o->model, strerror(ENOENT));
     TfmStatus st = ckpt_load(o->model, &t->mf, false, err);
     if (st != TFM_OK) return st;
     const DecodeConfig *dc = &t->mf.cfg.decode;
@@ -301,10 +330,20 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     if (!t.o.model) t.o.model = getenv("TFM_MODEL") && *getenv("TFM_MODEL") ? getenv("TFM_MODEL") : "model.tfm";
     blas_set_threads(t.o.threads);
     if ((st = blas_selftest(err)) != TFM_OK) return st;
-    if ((st = setup(&t, err)) != TFM_OK) goto done;
-
-    LineReader in;
-    text_reader_from_file(&in, stdin, "stdin");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    LineReader in = {0};
+    AtomicFile af = {0};
+    t.out = stdout;
+    t.out_name = "stdout";
+    if ((st = setup(&t, err)) != TFM_OK ||
+        (st = text_reader_open(&in, t.o.input ? t.o.input : "-", err)) != TFM_OK)
+        goto done;
+    if (t.o.output && strcmp(t.o.output, "-") != 0) {
+        if ((st = atomic_open(&af, t.o.output, err)) != TFM_OK) goto done;
+        t.out = af.f;
+        t.out_name = t.o.output;
+    }
     const int max_src = t.mf.model.cfg.max_len - 1;    /* room for </s> */
     int count = 0;
     for (;;) {
@@ -312,7 +351,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         size_t len;
         /* Nothing more to read right now (an interactive user, a pipe fed
          * line by line): translate what we have instead of waiting. */
-        if (count > 0 && !input_waiting(stdin)) {
+        if (count > 0 && !input_waiting(in.f)) {
             if ((st = translate_batch(&t, count, err)) != TFM_OK) break;
             count = 0;
         }
@@ -337,8 +376,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         if (strspn(line, " \t\r\v\f") == len) l->n = 0;
         if (l->n > max_src) {
             if (!t.o.quiet)
-                fprintf(stderr, "tfm: warning: stdin: line %ld: %d tokens, truncated to the "
-                        "model's limit of %d\n", in.line_no, l->n, max_src);
+                fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the "
+                        "model's limit of %d\n", in.name, in.line_no, l->n, max_src);
             l->n = max_src;
         }
         if (++count == t.o.batch) {
@@ -346,8 +385,20 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
             count = 0;
         }
     }
-    text_reader_close(&in);
+    if (st == TFM_OK && af.f) {
+        st = atomic_commit(&af, err);
+        t.out = stdout;
+    }
+    if (st == TFM_OK && !t.o.quiet) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        fprintf(stderr, "tfm: translated %ld lines (%lld source tokens, %lld output tokens) in "
+                "%.2f s, %.2f sentences/s\n", t.lines_done, t.src_tokens, t.out_tokens, secs,
+                secs > 0 ? (double)t.lines_done / secs : 0.0);
+    }
 done:
+    atomic_abort(&af);
+    text_reader_close(&in);
     teardown(&t);
     return st;
 }

@@ -38,24 +38,12 @@ static int ascii_space(unsigned char c)
     return c == ' ' || (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x1f);
 }
 
-/* The code point at s[0..n) (n >= 1) and its length: text_utf8_decode's,
- * except that a byte that does not start valid UTF-8 is one UNI_INVALID,
- * which the tokenizers copy through unchanged (as sacreBLEU sees no such
- * byte, any choice that keeps the bytes is as good). */
-static size_t decode_at(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    int len = text_utf8_decode(s, n, cp);
-    if (len > 0) return (size_t)len;
-    *cp = UNI_INVALID;
-    return 1;
-}
-
 /* Is the character at p[i] whitespace (str.split's notion)? *len gets its size. */
 static int space_at(const unsigned char *p, size_t n, size_t i, size_t *len)
 {
     if (p[i] < 0x80) { *len = 1; return ascii_space(p[i]); }
     uint32_t cp;
-    *len = decode_at(p + i, n - i, &cp);
+    *len = unicode_decode(p + i, n - i, &cp);
     return cp != UNI_INVALID && (unicode_props(cp) & UNI_SPACE);
 }
 
@@ -73,7 +61,7 @@ static size_t rstrip_len(const unsigned char *s, size_t n)
         size_t p = n - 1, back = 0;
         while (p > 0 && back < 3 && (s[p] & 0xC0) == 0x80) { p--; back++; }
         uint32_t cp;
-        size_t len = decode_at(s + p, n - p, &cp);
+        size_t len = unicode_decode(s + p, n - p, &cp);
         if (cp == UNI_INVALID || p + len != n || !(unicode_props(cp) & UNI_SPACE)) break;
         n = p;
     }
@@ -209,7 +197,7 @@ static unsigned props_at(const unsigned char *p, size_t n, size_t i, size_t *len
 {
     if (p[i] < 0x80) { *len = 1; return unicode_props(p[i]); }
     uint32_t cp;
-    *len = decode_at(p + i, n - i, &cp);
+    *len = unicode_decode(p + i, n - i, &cp);
     return cp == UNI_INVALID ? 0 : unicode_props(cp);
 }
 
@@ -296,7 +284,7 @@ static size_t pass_zh_chars(const unsigned char *in, size_t n, unsigned char *ou
     while (i < n) {
         if (in[i] < 0x80) { out[o++] = in[i++]; continue; }
         uint32_t cp;
-        size_t l = decode_at(in + i, n - i, &cp);
+        size_t l = unicode_decode(in + i, n - i, &cp);
         int zh = cp != UNI_INVALID && is_zh_char(cp);
         if (zh) out[o++] = ' ';
         memcpy(out + o, in + i, l);

@@ -14,6 +14,14 @@ typedef struct { uint32_t from; uint32_t to[3]; } UniLowerMulti;
 #define N_LOWER (sizeof uni_lower_pairs / sizeof *uni_lower_pairs)
 #define N_LOWER_MULTI (sizeof uni_lower_multi / sizeof *uni_lower_multi)
 
+size_t unicode_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    int len = text_utf8_decode(s, n, cp);
+    if (len > 0) return (size_t)len;
+    *cp = UNI_INVALID;
+    return 1;
+}
+
 size_t unicode_encode(uint32_t cp, unsigned char out[4])
 {
     if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }

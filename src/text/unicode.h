@@ -21,9 +21,14 @@ enum {
     UNI_IGNORABLE = 32  /* case-ignorable (CPython's sigma rule) */
 };
 
-/* Marks a byte that is not part of valid UTF-8: what decode_at in
- * bleu_tokenize.c gives for it (text_utf8_decode, base/text.h, decodes). */
+/* Marks a byte that is not part of valid UTF-8 (see unicode_decode). */
 #define UNI_INVALID 0xFFFFFFFFu
+
+/* The code point at s[0..n) (n >= 1) and its length in bytes (1..4), from
+ * text_utf8_decode (base/text.h, the one UTF-8 decoder), except that a byte
+ * that does not start valid UTF-8 gives *cp = UNI_INVALID and a length of 1,
+ * so that the metrics' tokenizers copy it through and always move on. */
+size_t unicode_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* Writes the UTF-8 encoding of cp (< 0x110000) to out; returns its length. */
 size_t unicode_encode(uint32_t cp, unsigned char out[4]);
