@@ -18,20 +18,24 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -f
 LDLIBS   = $(PKG_LIBS) -fopenmp -lm $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
-SRC      = $(wildcard src/*.c)
-LIB_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRC)))
+# One folder per layer (README.md, "Source map"); includes name the folder:
+# #include "nn/layers.h".
+LAYERS   = base nn text model train cli
+SRC      = $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+LIB_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(filter-out src/cli/%,$(SRC)))
+CLI_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(wildcard src/cli/*.c))
 TEST_OBJ = $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/*.c))
 BIN     ?= tfm
 
 # Build the binary (default).
 all: $(BIN)
 
-$(BIN): $(BUILD)/main.o $(LIB_OBJ) | deps
+$(BIN): $(CLI_OBJ) $(LIB_OBJ) | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c | deps
 	@mkdir -p $(dir $@)
@@ -50,8 +54,14 @@ data: $(DATA)
 data/%: data/%.gz
 	gzip -dc $< > $@.tmp && mv $@.tmp $@
 
+# The walls between the folders of src/ (scripts/check_walls.sh; README.md,
+# "Source map"): which way includes point, who may use cJSON and cblas.h,
+# who may end the process. Part of `make test`.
+walls:
+	@bash scripts/check_walls.sh src
+
 # Run every test; the last line is "N passed, N failed".
-test: $(BIN) $(BUILD)/run_tests data
+test: walls $(BIN) $(BUILD)/run_tests data
 	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests bash tests/run_all.sh
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -71,8 +81,8 @@ bench: $(BIN) data
 # The decoder-step product: packed-weight kernel vs sgemm (BENCHMARKS.md).
 THREADS ?= 1
 bench-kernel: $(BIN)
-	$(CC) $(ALL_CFLAGS) -o $(BUILD)/bench_packed_linear scripts/bench_packed_linear.c \
-	    $(BUILD)/packed_linear.o $(BUILD)/blas.o $(BUILD)/err.o $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Isrc -o $(BUILD)/bench_packed_linear scripts/bench_packed_linear.c \
+	    $(BUILD)/nn/packed_linear.o $(BUILD)/nn/blas.o $(BUILD)/base/err.o $(LDLIBS)
 	$(BUILD)/bench_packed_linear $(THREADS)
 
 # Regenerate the PyTorch reference dump and compare (needs python3-torch).
@@ -82,7 +92,7 @@ check-torch: $(BIN) $(BUILD)/run_tests
 
 # Static checks.
 lint:
-	cppcheck --quiet --enable=warning,performance,portability --std=c11 src
+	cppcheck --quiet --enable=warning,performance,portability --std=c11 -Isrc src
 
 # Install the binary under PREFIX.
 install: $(BIN)
@@ -93,5 +103,5 @@ install: $(BIN)
 clean:
 	rm -rf build build-asan tfm
 
-.PHONY: all deps data test asan demo bench bench-kernel check-torch lint install clean
--include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)
+.PHONY: all deps data walls test asan demo bench bench-kernel check-torch lint install clean
+-include $(wildcard $(BUILD)/*/*.d)

@@ -1,5 +1,5 @@
 /* bench_packed_linear: the decoder-step product y = x·wᵀ, tfm's packed-weight
- * kernel (src/packed_linear.c) against cblas_sgemm, at the row counts of
+ * kernel (src/nn/packed_linear.c) against cblas_sgemm, at the row counts of
  * decoding (1, 4, 64, 256) and the small and base model shapes. Eight
  * distinct weight matrices take turns, so caches behave as in a decoder
  * step that goes through many matrices.
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../src/blas.h"
-#include "../src/packed_linear.h"
+#include "nn/blas.h"
+#include "nn/packed_linear.h"
 
 static double now(void)
 {

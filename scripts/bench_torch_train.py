@@ -8,7 +8,7 @@ A step is forward + backward + Adam (dropout and label smoothing on). After
 tok/s counts source + target non-pad tokens (with </s> and <s>) per second.
 
 Batches: with --lengths (a file of "SRC_LEN TGT_LEN" lines, one per pair of
-the corpus, BPE tokens without </s> or <s>), the batches tfm's batcher makes (src/corpus.c): the corpus
+the corpus, BPE tokens without </s> or <s>), the batches tfm's batcher makes (src/train/corpus.c): the corpus
 sorted by (target, source) length, cut greedily so that n * (padded src_len
 + padded tgt_len) <= --batch-tokens, and shuffled, so both programs train
 on the same shapes and padding. --batching pools (or no --lengths:
@@ -96,7 +96,7 @@ def cut(pairs, args):
 
 
 def corpus_batches(table, args, rng):
-    """tfm's batcher (src/corpus.c, batcher_plan_epoch): the whole corpus
+    """tfm's batcher (src/train/corpus.c, batcher_plan_epoch): the whole corpus
     sorted by (target, source) length with random ties, cut greedily, the
     batches shuffled; epochs repeat until there are enough."""
     batches = []

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_unicode.py: writes src/unicode_tables.h from this Python's unicodedata.
+"""gen_unicode.py: writes src/text/unicode_tables.h from this Python's unicodedata.
 
 The tables let `tfm bleu` reproduce what sacreBLEU does in Python:
   - str.isspace()      (str.split() and str.rstrip() split/strip on these)
@@ -10,7 +10,7 @@ The tables let `tfm bleu` reproduce what sacreBLEU does in Python:
 The categories may come from a newer Unicode than this Python's: sacreBLEU
 matches them with the `regex` package, which follows Unicode closely (17.0
 since 2025), while str.split and str.lower follow the Python that runs it.
-Usage: /usr/bin/python3 scripts/gen_unicode.py [--categories FILE] > src/unicode_tables.h
+Usage: /usr/bin/python3 scripts/gen_unicode.py [--categories FILE] > src/text/unicode_tables.h
   FILE: lines "first last P|S|N" (hex), from scripts/ucd_categories.mjs.
 """
 import sys

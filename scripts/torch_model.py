@@ -1,4 +1,4 @@
-"""torch_model: a PyTorch twin of tfm's Transformer (src/model.h), written
+"""torch_model: a PyTorch twin of tfm's Transformer (src/model/model.h), written
 independently from the spec, for the reference dump (make_ref.py) and the
 speed comparisons (bench_torch_train.py, later decode benchmarks).
 

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "test.h"
 
 typedef double (*GcObjective)(void *ctx);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas.h"
-#include "rng.h"
+#include "nn/blas.h"
+#include "base/rng.h"
 #include "test.h"
 
 /* C (m,n) = alpha·op(A)·op(B) + beta·C in double, row-major. */

@@ -10,9 +10,9 @@
 
 #include <cJSON.h>
 
-#include "bleu.h"
-#include "text.h"
-#include "unicode.h"
+#include "text/bleu.h"
+#include "base/text.h"
+#include "text/unicode.h"
 
 static char *slurp(const char *path)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bpe.h"
+#include "text/bpe.h"
 #include "test.h"
 
 static const char tiny_corpus[] =

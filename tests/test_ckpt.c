@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bpe.h"
-#include "ckpt.h"
+#include "text/bpe.h"
+#include "model/ckpt.h"
 
 typedef struct {
     TfmConfig cfg;
@@ -44,7 +44,8 @@ static int fixture_init(Fixture *f)
     Rng rng;
     rng_seed(&rng, 3);
     model_init_weights(&f->model, &rng);
-    if (adam_init(&f->adam, f->model.n_params, &f->cfg.train, &err) != TFM_OK) return 0;
+    const AdamConfig ac = config_adam(&f->cfg.train);
+    if (adam_init(&f->adam, f->model.n_params, &ac, &err) != TFM_OK) return 0;
     for (size_t i = 0; i < f->adam.n; i++) {
         f->adam.m[i] = (float)i * 1e-3f;
         f->adam.v[i] = (float)i * 1e-6f;

@@ -3,7 +3,7 @@
  * files are written to a fresh mkdtemp folder, so the cwd does not matter
  * except for tests/data and configs/base.json. */
 #include "test.h"
-#include "config.h"
+#include "model/config.h"
 
 #include <ftw.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpe.h"
-#include "corpus.h"
+#include "text/bpe.h"
+#include "train/corpus.h"
 
 static Bpe *tiny_bpe(const char *src, const char *tgt)
 {

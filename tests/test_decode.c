@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
-#include "model.h"
-#include "optim.h"
+#include "model/decode.h"
+#include "model/model.h"
+#include "nn/optim.h"
 
 enum { V = 14, MAXLEN = 12, NSENT = 6 };
 
@@ -39,7 +39,7 @@ static int trained_model(Model *m, NormKind norm, bool share)
     Rng rng;
     rng_seed(&rng, 11 + norm + 2 * share);
     model_init_weights(m, &rng);
-    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
+    AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
     Adam adam;
     if (adam_init(&adam, m->n_params, &tc, &err)) return 0;
     int src[16 * MAXLEN], tin[16 * MAXLEN], lens[16];

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "layers.h"
-#include "model.h"
+#include "nn/layers.h"
+#include "model/model.h"
 #include "test.h"
 
 /* ---- linear ---- */

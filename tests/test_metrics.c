@@ -12,9 +12,9 @@
 
 #include <cJSON.h>
 
-#include "chrf.h"
-#include "ter.h"
-#include "text.h"
+#include "text/chrf.h"
+#include "text/ter.h"
+#include "base/text.h"
 
 static char *slurp(const char *path)
 {

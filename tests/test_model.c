@@ -6,10 +6,10 @@
 #include <time.h>
 #include <omp.h>
 
-#include "blas.h"
+#include "nn/blas.h"
 #include "gradcheck.h"
-#include "model.h"
-#include "optim.h"
+#include "model/model.h"
+#include "nn/optim.h"
 #include "test.h"
 
 static ModelConfig tiny_cfg(NormKind norm, bool share)
@@ -385,7 +385,7 @@ static void learn_task(int reverse)
     ModelConfig cfg = {.d_model = 32, .heads = 2, .enc_layers = 2, .dec_layers = 2, .d_ff = 64,
                        .norm = NORM_PRE, .share_embeddings = true, .vocab_size = LV,
                        .max_len = LMAXLEN};
-    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
+    AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
     LrConfig lc = {.schedule = LR_INVERSE_SQRT, .warmup = 100, .peak = 3e-3f};
     Model m;
     Adam adam;

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "layers.h"
-#include "loss.h"
+#include "nn/layers.h"
+#include "nn/loss.h"
 #include "test.h"
 
 TEST(dropout_mask_rate_scale_and_determinism)

@@ -2,7 +2,7 @@
  * example, decoupled weight decay, clipping. */
 #include "test.h"
 
-#include "optim.h"
+#include "nn/optim.h"
 
 TEST(test_lr_noam_known_steps)
 {
@@ -30,7 +30,7 @@ TEST(test_adam_hand_computed)
 {
     /* Two steps with b1 0.9, b2 0.999, eps 1e-8, lr 0.1; expected values from
      * the textbook formulas evaluated in double precision. */
-    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
     Adam a;
     CHECK(adam_init(&a, 2, &tc, NULL) == TFM_OK);
     float p[2] = {1.0f, -2.0f};
@@ -48,7 +48,7 @@ TEST(test_adam_hand_computed)
 TEST(test_adam_weight_decay_is_decoupled)
 {
     /* With a zero gradient Adam's own step is 0, so only lr * wd * p remains. */
-    TrainConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.5f};
+    AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.5f};
     Adam a;
     CHECK(adam_init(&a, 1, &tc, NULL) == TFM_OK);
     float p[1] = {2.0f}, g[1] = {0.0f};

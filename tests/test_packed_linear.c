@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/packed_linear.h"
-#include "../src/rng.h"
+#include "nn/packed_linear.h"
+#include "base/rng.h"
 #include "test.h"
 
 static void fill(float *a, long n, Rng *rng)

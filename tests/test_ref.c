@@ -27,10 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "decode.h"
-#include "model.h"
-#include "optim.h"
+#include "model/config.h"
+#include "model/decode.h"
+#include "model/model.h"
+#include "nn/optim.h"
 
 #define REF_RTOL 1e-4
 #define REF_MAX_RECORDS 100000
@@ -440,7 +440,7 @@ static void run_case(const RefFile *f, const char *cs)
     const RefRec *rlr = ref_get(f, cs, "lr", REF_F32, steps);
     const RefRec *rsl = ref_get(f, cs, "step_loss", REF_F32, steps);
     if (!rlr || !rsl) goto done;
-    TrainConfig tc;
+    AdamConfig tc;
     memset(&tc, 0, sizeof tc);
     tc.beta1 = hyper[1];
     tc.beta2 = hyper[2];

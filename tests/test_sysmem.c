@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "model.h"
-#include "sysmem.h"
+#include "model/model.h"
+#include "base/sysmem.h"
 #include "test.h"
 
 TEST(sysmem_available_is_known_here)

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "text.h"
+#include "base/text.h"
 
 /* Writes n bytes to a fresh temp file; returns its path (static buffer). */
 static const char *temp_file(const char *data, size_t n)

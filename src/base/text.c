@@ -1,0 +1,196 @@
+/* text: bounded line reading, UTF-8 validation (RFC 3629 table 3-7). */
+#include "base/text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
+{
+    memset(r, 0, sizeof *r);
+    r->check_utf8 = true;
+    r->max_line = TEXT_MAX_LINE;
+    if (strcmp(path, "-") == 0) {
+        r->f = stdin;
+        r->name = "stdin";
+        return TFM_OK;
+    }
+    r->name = path;
+    if (!*path) return err_set(err, TFM_ERR_IO, "input path is empty");
+    /* only regular files, as tfm train's config check requires */
+    if (!(r->f = text_open_regular(path, err))) return err->status;
+    r->owns_file = true;
+    return TFM_OK;
+}
+
+FILE *text_open_regular(const char *path, TfmErr *err)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
+     * refuse it (it changes nothing for a regular file) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+void text_reader_from_file(LineReader *r, FILE *f, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    r->check_utf8 = true;
+    r->max_line = TEXT_MAX_LINE;
+    r->f = f;
+    r->name = name;
+}
+
+/* Makes room for at least `need` bytes in r->buf, never beyond the most a
+ * line may take (max_line, a "\r" and the terminating NUL). */
+static bool grow(LineReader *r, size_t need, TfmErr *err)
+{
+    if (need <= r->cap) return true;
+    size_t most = r->max_line + 2, cap = r->cap ? r->cap : 256;
+    if (cap > most) cap = most;
+    while (cap < need) cap = cap > most / 2 ? most : cap * 2;
+    char *p = xrealloc(r->buf, cap, err);
+    if (!p) {
+        err_set(err, TFM_ERR_NOMEM, "%s: line %ld: out of memory", r->name, r->line_no + 1);
+        return false;
+    }
+    r->buf = p;
+    r->cap = cap;
+    return true;
+}
+
+int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
+{
+    /* Byte by byte rather than getline, so that a NUL or an over-long line
+     * is caught while reading, not after an unbounded line is in memory. */
+    const long no = r->line_no + 1;
+    size_t n = 0;
+    int c;
+    errno = 0;
+    while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+        if (c == '\0' && r->check_utf8) {
+            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
+                    r->name, no, n + 1);
+            return -1;
+        }
+        /* one byte over the limit is allowed for a "\r" before "\n" */
+        if (n > r->max_line) goto too_long;
+        if (n + 2 > r->cap && !grow(r, n + 2, err)) return -1;
+        r->buf[n++] = (char)c;
+    }
+    if (c == EOF && ferror(r->f)) {
+        err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    if (c == EOF && n == 0) return 0;
+    if (!grow(r, n + 1, err)) return -1;
+    r->line_no = no;
+    size_t m = n;
+    /* "\r\n" ends a line; a "\r" at the end of input without "\n" is text */
+    if (c == '\n' && m > 0 && r->buf[m - 1] == '\r') m--;
+    if (m > r->max_line) goto too_long;
+    r->buf[m] = '\0';
+    if (r->check_utf8) {
+        size_t bad;
+        if (!text_utf8_valid(r->buf, m, &bad)) {
+            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu",
+                    r->name, r->line_no, bad + 1);
+            return -1;
+        }
+    }
+    *line = r->buf;
+    *len = m;
+    return 1;
+too_long:
+    err_set(err, TFM_ERR_FORMAT, "%s: line %ld: longer than %zu bytes", r->name, no, r->max_line);
+    return -1;
+}
+
+void text_reader_close(LineReader *r)
+{
+    if (r->f && r->owns_file) fclose(r->f);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+/* Length of the sequence at s when it is well formed, else 0. The ranges of
+ * the second byte exclude overlongs (E0, F0), surrogates (ED) and > U+10FFFF (F4). */
+static int utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 0;
+    if ((size_t)len > n) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (int i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return len;
+}
+
+bool text_utf8_valid(const char *s, size_t n, size_t *bad_offset)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        /* ASCII fast path: 8 bytes at a time. */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, u + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        int len = utf8_seq_len(u + i, n - i);
+        if (!len) {
+            if (bad_offset) *bad_offset = i;
+            return false;
+        }
+        i += (size_t)len;
+    }
+    return true;
+}
+
+int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    int len = utf8_seq_len(s, n);
+    switch (len) {
+    case 1: *cp = s[0]; return 1;
+    case 2: *cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F); return 2;
+    case 3:
+        *cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        return 3;
+    case 4:
+        *cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+              ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        return 4;
+    default: return 0;
+    }
+}

@@ -1,0 +1,85 @@
+/* text: byte-level helpers for line-oriented UTF-8 text, shared by bpe, corpus,
+ * bleu and the translate I/O. Reads lines of any length, validates UTF-8 and
+ * rejects NUL bytes with "NAME: line N: ..." messages. It does not normalize
+ * text (no Unicode normalization, no whitespace folding): bytes in = bytes out.
+ *
+ * Line endings: a line ends at "\n"; one "\r" right before it (or before EOF)
+ * is stripped too, so CRLF files read like LF files. A "\r" anywhere else is
+ * kept as text. A last line without "\n" is still a line; an empty file has
+ * no lines.
+ *
+ * Bounds: a line may hold at most TEXT_MAX_LINE bytes (64 MiB, "\n" and "\r"
+ * not counted), and NUL bytes are refused as soon as they are read, so that
+ * endless input without a newline (/dev/zero, a runaway pipe) stops with an
+ * error instead of filling memory. */
+#ifndef TFM_TEXT_H
+#define TFM_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/err.h"
+
+/* The longest line accepted, in bytes: generous for any sentence (and for
+ * the pieces of a 10 MB line, which bpe encode spells out ~3x longer), yet it
+ * bounds the memory one line can take. */
+#define TEXT_MAX_LINE ((size_t)64 << 20)
+
+typedef struct {
+    FILE *f;
+    const char *name;   /* for messages: the path, or "stdin" for "-" */
+    long line_no;       /* 1-based number of the line last returned */
+    char *buf;          /* getline buffer, reused from line to line */
+    size_t cap;
+    bool owns_file;     /* false for stdin or text_reader_from_file */
+    bool check_utf8;    /* true after open: reject invalid UTF-8 and NUL bytes */
+    size_t max_line;    /* TEXT_MAX_LINE after open; tests may lower it */
+} LineReader;
+
+/* Opens path for reading ("-" means stdin). On failure returns TFM_ERR_IO
+ * with "PATH: cannot open: REASON", or "PATH: not a regular file" for a FIFO,
+ * device or folder (stdin may be a pipe: "-" is an explicit choice). The
+ * reader keeps a pointer to path, which must outlive it. Close with
+ * text_reader_close (also after a failed open). */
+TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err);
+
+/* Opens path (not "-") for reading when it is a regular file, without
+ * blocking on a FIFO. Returns NULL with TFM_ERR_IO "PATH: cannot open:
+ * REASON" or "PATH: not a regular file". Shared by every reader of a named
+ * input file (text, vocabularies, models), so none hangs on a FIFO or reads
+ * a device forever. */
+FILE *text_open_regular(const char *path, TfmErr *err);
+
+/* Wraps an already open stream (not closed by text_reader_close). */
+void text_reader_from_file(LineReader *r, FILE *f, const char *name);
+
+/* Reads the next line. Returns 1 with *line and *len set (the line without its
+ * "\n" or "\r\n", NUL-terminated, valid until the next call), 0 at
+ * end of input, or -1 with err set:
+ *   TFM_ERR_FORMAT "NAME: line N: invalid UTF-8 at byte B" (B counts from 1)
+ *   TFM_ERR_FORMAT "NAME: line N: contains a NUL byte at byte B"
+ *   TFM_ERR_FORMAT "NAME: line N: longer than MAX bytes" (MAX = r->max_line)
+ *   TFM_ERR_IO     "NAME: read error: REASON"
+ *   TFM_ERR_NOMEM  when the line does not fit in memory.
+ * With r->check_utf8 false, lines are returned unchecked (NUL bytes too), but
+ * the length limit holds. */
+int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err);
+
+/* Closes the file (unless stdin or borrowed) and frees the buffer. Safe on a
+ * zeroed or already closed reader. */
+void text_reader_close(LineReader *r);
+
+/* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates
+ * (U+D800..U+DFFF), nothing above U+10FFFF, no truncated sequences. NUL bytes
+ * are valid UTF-8 here (check them with memchr). On false, *bad_offset (if
+ * not NULL) is the 0-based offset of the first byte of the bad sequence. */
+bool text_utf8_valid(const char *s, size_t n, size_t *bad_offset);
+
+/* Decodes one code point at s (n > 0 bytes available): returns its length in
+ * bytes (1..4) and stores it in *cp, or returns 0 (cp untouched) when the
+ * bytes at s do not start a well-formed sequence. */
+int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+#endif

@@ -1,0 +1,238 @@
+/* cmd_bpe: `tfm bpe learn|encode|decode`. Option parsing and line I/O only;
+ * the algorithms are in bpe.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic_file.h"
+#include "text/bpe.h"
+#include "cli/cmds.h"
+#include "base/text.h"
+
+static const char help_text[] =
+    "usage: tfm bpe learn --vocab-size N -o VOCAB FILE [FILE ...]\n"
+    "       tfm bpe encode -v VOCAB [--ids] < text > pieces\n"
+    "       tfm bpe decode -v VOCAB [--ids] < pieces > text\n"
+    "\n"
+    "Joint byte-pair-encoding subwords, lossless: decode(encode(line)) == line.\n"
+    "\n"
+    "learn   learns at most N pieces (4 specials, 256 byte pieces and the word\n"
+    "        marker included, so N >= 261) from all lines of all FILEs ('-' is\n"
+    "        stdin) and writes the vocabulary file VOCAB (docs/vocab-format.md).\n"
+    "encode  one line in, one line out: the pieces separated by spaces (bytes\n"
+    "        <= 0x20, 0x7F and '\\' escaped as \\xHH); --ids prints ids instead.\n"
+    "decode  the reverse: pieces (or ids with --ids) to text; <pad>, <s> and\n"
+    "        </s> are dropped.\n"
+    "\n"
+    "A trailing \"\\r\" on an input line (CRLF files) is dropped; input must be\n"
+    "UTF-8 without NUL bytes.\n"
+    "\n"
+    "options:\n"
+    "  -s, --vocab-size N  vocabulary size (learn)\n"
+    "  -o, --output FILE   vocabulary to write (learn)\n"
+    "  -v, --vocab FILE    vocabulary to use (encode, decode)\n"
+    "      --ids           numeric ids instead of pieces (encode, decode)\n"
+    "  -h, --help          this help\n";
+
+static TfmStatus write_out(const char *s, size_t n, TfmErr *err)
+{
+    if (fwrite(s, 1, n, stdout) != n)
+        return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
+    return TFM_OK;
+}
+
+static TfmStatus run_learn(const char *out, int vocab_size, char **files, int n_files, TfmErr *err)
+{
+    Bpe *b = NULL;
+    TfmStatus st = bpe_learn(&b, (const char *const *)files, n_files, vocab_size, err);
+    if (st == TFM_OK) st = bpe_save(b, out, err);
+    bpe_free(b);
+    return st;
+}
+
+static TfmStatus run_encode(const Bpe *b, bool ids_out, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    int *ids = NULL, n = 0, cap = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        if ((st = bpe_encode(b, line, line_len, &ids, &n, &cap, err))) break;
+        /* Each piece is written followed by a space; the last space becomes
+         * the newline. Ids need no escaping; bpe_escape just copies them. */
+        len = 0;
+        for (int i = 0; i < n; i++) {
+            char num[16];
+            size_t pl;
+            const char *p = num;
+            if (ids_out) pl = (size_t)snprintf(num, sizeof num, "%d", ids[i]);
+            else p = bpe_piece(b, ids[i], &pl);
+            if ((st = bpe_escape(p, pl, &out, &len, &out_cap, err))) break;
+            out[len++] = ' ';       /* bpe_escape reserved room for its NUL */
+        }
+        if (st) break;
+        if (len > 0) len--;     /* the last separator */
+        if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    free(ids);
+    free(out);
+    return st;
+}
+
+/* Parses one space-separated token of a decode input line into an id. */
+static TfmStatus token_id(const Bpe *b, char *tok, size_t n, bool ids_in, long line_no, int *id,
+                          TfmErr *err)
+{
+    if (ids_in) {
+        long v = 0;
+        size_t i = 0;
+        for (; i < n && tok[i] >= '0' && tok[i] <= '9' && v <= INT_MAX; i++) v = v * 10 + (tok[i] - '0');
+        if (i != n || v >= bpe_vocab_size(b))
+            return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
+                           line_no, (int)(n > 40 ? 40 : n), tok, bpe_vocab_size(b));
+        *id = (int)v;
+        return TFM_OK;
+    }
+    /* the piece as written, for messages: unescaping works in place, and a
+     * "\x00" in it would end a quoted copy */
+    char shown[41];
+    snprintf(shown, sizeof shown, "%.*s", (int)(n > 40 ? 40 : n), tok);
+    if (!bpe_unescape(tok, &n))
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: bad escape or raw control byte "
+                       "in piece '%s' (pieces are separated by spaces)", line_no, shown);
+    *id = bpe_piece_id(b, tok, n);
+    if (*id < 0)
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: unknown piece '%s'", line_no, shown);
+    return TFM_OK;
+}
+
+static TfmStatus run_decode(const Bpe *b, bool ids_in, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    int *ids = NULL, n = 0, cap = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        n = 0;
+        for (size_t i = 0; i < line_len;) {
+            if (line[i] == ' ') { i++; continue; }
+            size_t j = i;
+            while (j < line_len && line[j] != ' ') j++;
+            if (n == cap) {
+                int c = cap ? 2 * cap : 256;
+                int *q = xrealloc(ids, (size_t)c * sizeof *q, err);
+                if (!q) { st = TFM_ERR_NOMEM; break; }
+                ids = q;
+                cap = c;
+            }
+            if ((st = token_id(b, line + i, j - i, ids_in, r.line_no, &ids[n++], err))) break;
+            i = j;
+        }
+        if (st) break;
+        if ((st = bpe_decode(b, ids, n, &out, &len, &out_cap, err))) break;
+        /* byte pieces can spell any byte; these two would break the one
+         * line out per line in that the other commands rely on */
+        const char *bad = memchr(out, '\n', len) ? "a newline" : memchr(out, '\0', len) ? "a NUL byte" : NULL;
+        if (bad) {
+            st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to %s, which "
+                         "one output line cannot hold", r.line_no, bad);
+            break;
+        }
+        if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    free(ids);
+    free(out);
+    return st;
+}
+
+TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
+{
+    if (cmd_wants_help(argc, argv)) {
+        fputs(help_text, stdout);
+        return TFM_OK;
+    }
+    if (argc < 2)
+        return err_set(err, TFM_ERR_USAGE, "bpe: expected learn, encode or decode (see tfm bpe --help)");
+    const char *sub = argv[1];
+    bool learn = strcmp(sub, "learn") == 0, encode = strcmp(sub, "encode") == 0,
+         decode = strcmp(sub, "decode") == 0;
+    if (!learn && !encode && !decode)
+        return err_set(err, TFM_ERR_USAGE, "bpe: unknown subcommand '%s' (expected learn, encode or decode)", sub);
+
+    enum { OPT_IDS = 256 };
+    static const struct option longopts[] = {
+        {"vocab-size", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'o'},
+        {"vocab", required_argument, NULL, 'v'},
+        {"ids", no_argument, NULL, OPT_IDS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *vocab = NULL, *size_arg = NULL;
+    bool ids = false;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    optind = 0;        /* GNU: re-initialize, the parser may have run before */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(sub_argc, sub_argv, ":s:o:v:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': size_arg = optarg; break;
+        case 'o': out = optarg; break;
+        case 'v': vocab = optarg; break;
+        case OPT_IDS: ids = true; break;
+        case ':':
+            return err_set(err, TFM_ERR_USAGE, "bpe %s: option '%s' needs a value", sub,
+                           sub_argv[optind - 1]);
+        default:
+            return err_set(err, TFM_ERR_USAGE, "bpe %s: unknown option '%s' (see tfm bpe --help)",
+                           sub, sub_argv[optind - 1]);
+        }
+    }
+    if (learn) {
+        if (vocab || ids)
+            return err_set(err, TFM_ERR_USAGE, "bpe learn: takes --vocab-size, -o and files only");
+        if (!size_arg) return err_set(err, TFM_ERR_USAGE, "bpe learn: --vocab-size N is required");
+        if (!out) return err_set(err, TFM_ERR_USAGE, "bpe learn: -o VOCAB is required");
+        if (optind >= sub_argc) return err_set(err, TFM_ERR_USAGE, "bpe learn: no input files");
+        long v;
+        if (!cmd_parse_long(size_arg, BPE_MIN_VOCAB, BPE_MAX_VOCAB, &v))
+            return err_set(err, TFM_ERR_USAGE,
+                           "bpe learn: --vocab-size must be an integer in [%d, %d] (4 specials + "
+                           "256 bytes + the word marker at least), got '%s'",
+                           BPE_MIN_VOCAB, BPE_MAX_VOCAB, size_arg);
+        for (int i = optind; i < sub_argc; i++)
+            if (atomic_same_file(out, sub_argv[i]))
+                return err_set(err, TFM_ERR_USAGE, "bpe learn: -o '%s' is also an input file; "
+                               "it would be overwritten", out);
+        return run_learn(out, (int)v, sub_argv + optind, sub_argc - optind, err);
+    }
+    if (size_arg || out)
+        return err_set(err, TFM_ERR_USAGE, "bpe %s: takes -v VOCAB and --ids only", sub);
+    if (!vocab) return err_set(err, TFM_ERR_USAGE, "bpe %s: -v VOCAB is required", sub);
+    if (optind < sub_argc)
+        return err_set(err, TFM_ERR_USAGE, "bpe %s: reads stdin; unexpected argument '%s'", sub,
+                       sub_argv[optind]);
+    Bpe *b = NULL;
+    TfmStatus st = bpe_load(&b, vocab, err);
+    if (st == TFM_OK) st = encode ? run_encode(b, ids, err) : run_decode(b, ids, err);
+    bpe_free(b);
+    return st;
+}

@@ -1,0 +1,60 @@
+/* cmd_info: `tfm info MODEL` — what a model file holds. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nn/blas.h"
+#include "model/ckpt.h"
+#include "cli/cmds.h"
+
+static const char usage[] =
+    "usage: tfm info MODEL\n"
+    "\n"
+    "Prints a model file's parameter count, vocabulary size, training step (not\n"
+    "recorded in averaged models), the BLAS kernel this machine would use, and its\n"
+    "config as JSON.\n";
+
+TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            return TFM_OK;
+        }
+        return err_set(err, TFM_ERR_USAGE, "info: unknown option '%s' (see tfm info --help)", argv[optind - 1]);
+    }
+    if (optind != argc - 1)
+        return err_set(err, TFM_ERR_USAGE, "info: expected one MODEL (see tfm info --help)");
+    const char *path = argv[optind];
+    ModelFile mf;
+    TfmStatus st = ckpt_load(path, &mf, false, err);
+    if (st != TFM_OK) return st;
+    const ModelConfig *mc = &mf.model.cfg;
+    printf("model:       %s\n", path);
+    printf("kind:        %s\n", mf.has_train_state ? "checkpoint (with optimizer state)" : "model");
+    printf("parameters:  %zu\n", mf.model.n_params);
+    printf("vocabulary:  %d tokens\n", mc->vocab_size);
+    printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm, %s embeddings\n",
+           mc->d_model, mc->heads, mc->enc_layers, mc->dec_layers, mc->d_ff,
+           mc->norm == NORM_PRE ? "pre" : "post", mc->share_embeddings ? "shared" : "separate");
+    if (mf.has_train_state)
+        printf("step:        %ld (epoch %ld, %.0f s of training)\n", mf.ts.step, mf.ts.epoch + 1,
+               mf.ts.elapsed_s);
+    else if (mf.has_step)
+        printf("step:        %ld (epoch %ld)\n", mf.ts.step, mf.ts.epoch + 1);
+    else
+        printf("step:        not recorded (averaged models have none)\n");
+    printf("blas kernel: %s (%s)\n", blas_kernel_name(), blas_kernel_source());
+    char *json = config_to_json(&mf.cfg);
+    if (json) printf("config:\n%s\n", json);
+    free(json);
+    ckpt_free(&mf);
+    return TFM_OK;
+}

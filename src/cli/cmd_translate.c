@@ -1,0 +1,404 @@
+/* cmd_translate: `tfm translate [-m MODEL] [-b BEAM] [-i IN] [-o OUT] ...`.
+ * Reads raw lines, encodes them with the model's vocabulary, decodes a batch
+ * at a time and writes detokenized lines in input order, flushing after each
+ * batch so it works in a pipe. -o writes through atomic_file.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/atomic_file.h"
+#include "base/text.h"
+#include "nn/blas.h"
+#include "model/ckpt.h"
+#include "model/decode.h"
+#include "cli/cmds.h"
+
+static const char usage[] =
+    "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
+    "                     [--batch-size N] [--max-len-a A] [--max-len-b B] [--threads N]\n"
+    "                     [-q] < input > output\n"
+    "\n"
+    "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
+    "input line; an empty line gives an empty line. At the end a summary line\n"
+    "(lines, tokens, seconds, sentences/s) goes to stderr.\n"
+    "\n"
+    "  -m, --model MODEL    model file (default: $TFM_MODEL, else model.tfm)\n"
+    "  -i, --input IN       read IN instead of stdin (\"-\": stdin)\n"
+    "  -o, --output OUT     write OUT instead of stdout (\"-\": stdout). OUT is written\n"
+    "                       to a temporary file in its folder and renamed into place\n"
+    "                       at the end: after an error OUT is unchanged and no half\n"
+    "                       file is left (a kill -9 can leave the temporary file)\n"
+    "  -b, --beam N         beam size; 1 is greedy (default: the model's decode.beam)\n"
+    "      --alpha A        length penalty ((5+len)/6)^A (default: decode.alpha)\n"
+    "      --nbest N        print N hypotheses a line, best first, in Moses form\n"
+    "                       'i ||| text ||| F0= LOGPROB ||| SCORE' (i from 0; LOGPROB\n"
+    "                       the summed log-probability, SCORE the length-normalized\n"
+    "                       score that ranks them)\n"
+    "      --batch-size N   sentences decoded together (default 32)\n"
+    "      --max-len-a A    output length limit A*source_len + B tokens, at least 1\n"
+    "                       (default: decode.max_len_a)\n"
+    "      --max-len-b B    (default: decode.max_len_b)\n"
+    "      --threads N      threads (0: all cores, the default)\n"
+    "  -q, --quiet          no warnings about long lines, no summary line\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "A line longer than the model's positions allow (max_len + 1 tokens, with\n"
+    "max_len as tfm info shows it) is truncated, with a warning.\n";
+
+typedef struct {
+    const char *model, *input, *output;
+    int beam, nbest, batch, max_len_b, threads;
+    float alpha, max_len_a;
+    bool have_beam, have_alpha, have_a, have_b, quiet;
+} Options;
+
+/* "--beam" or "-b" for the error message: argv[optind - 1] is the value
+ * when it came as a separate argument. */
+static const char *option_name(const struct option *longopts, int longindex, int c, char *buf,
+                               size_t size)
+{
+    if (longindex >= 0) snprintf(buf, size, "--%s", longopts[longindex].name);
+    else snprintf(buf, size, "-%c", c);
+    return buf;
+}
+
+static TfmStatus bad_int(const char *opt, const char *value, long lo, long hi, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected an integer in [%ld, %ld], got '%s'",
+                   opt, lo, hi, value);
+}
+
+static TfmStatus bad_number(const char *opt, const char *value, double lo, double hi, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected a number in [%g, %g], got '%s'",
+                   opt, lo, hi, value);
+}
+
+static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
+{
+    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
+        {"beam", required_argument, NULL, 'b'},
+        {"alpha", required_argument, NULL, OPT_ALPHA},
+        {"nbest", required_argument, NULL, OPT_NBEST},
+        {"batch-size", required_argument, NULL, OPT_BATCH},
+        {"max-len-a", required_argument, NULL, OPT_LEN_A},
+        {"max-len-b", required_argument, NULL, OPT_LEN_B},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 0;
+    opterr = 0;
+    int c, longindex = -1;
+    while ((c = getopt_long(argc, argv, ":m:i:o:b:qh", longopts, &longindex)) != -1) {
+        char opt[32];
+        option_name(longopts, longindex, c, opt, sizeof opt);
+        longindex = -1;
+        /* integer options: where the value goes, and its range */
+        int *int_out = NULL;
+        long lo = 0, hi = 0;
+        float *flt_out = NULL;
+        double flo = 0, fhi = 0;
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 'i': o->input = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
+        case OPT_ALPHA: flt_out = &o->alpha; fhi = DECODE_MAX_ALPHA; o->have_alpha = true; break;
+        case OPT_NBEST: int_out = &o->nbest; lo = 1; hi = DECODE_MAX_BEAM; break;
+        case OPT_BATCH: int_out = &o->batch; lo = 1; hi = 4096; break;
+        case OPT_LEN_A: flt_out = &o->max_len_a; fhi = DECODE_MAX_LEN_A; o->have_a = true; break;
+        case OPT_LEN_B: int_out = &o->max_len_b; hi = DECODE_MAX_LEN_B; o->have_b = true; break;
+        case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
+        case 'q': o->quiet = true; break;
+        case 'h': *help = true; return TFM_OK;
+        case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
+        default:
+            return err_set(err, TFM_ERR_USAGE, "translate: unknown option '%s' (see tfm translate --help)",
+                           argv[optind - 1]);
+        }
+        long v;
+        double d;
+        if (int_out) {
+            if (!cmd_parse_long(optarg, lo, hi, &v)) return bad_int(opt, optarg, lo, hi, err);
+            *int_out = (int)v;
+        } else if (flt_out) {
+            if (!cmd_parse_double(optarg, flo, fhi, &d)) return bad_number(opt, optarg, flo, fhi, err);
+            *flt_out = (float)d;
+        }
+    }
+    if (optind < argc)
+        return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (the input is stdin or -i FILE)",
+                       argv[optind]);
+    return TFM_OK;
+}
+
+/* One input line of a batch. */
+typedef struct {
+    int *ids;
+    int n, cap;
+} Line;
+
+typedef struct {
+    Options o;
+    ModelFile mf;
+    Decoder *dec;
+    DecodeOptions dopt;
+    Line *lines;
+    const int **sents;      /* (batch): the token ids of the lines to decode */
+    int *lens;              /* (batch) */
+    int *order;             /* decoded sentence -> line index */
+    Hypothesis *hyps;
+    char *text;             /* detokenized output */
+    size_t text_len, text_cap;
+    long lines_done;        /* lines written so far */
+    FILE *out;              /* stdout, or -o's temporary file */
+    const char *out_name;
+    long long src_tokens, out_tokens;   /* for the summary line */
+} Translator;
+
+/* Makes t->text safe as one output line: each invalid UTF-8 byte becomes
+ * U+FFFD and line breaks and NUL become spaces. A model can emit byte pieces
+ * that do not form whole characters, or the bytes of "\n". */
+static TfmStatus sanitize_output(Translator *t, TfmErr *err)
+{
+    for (size_t i = 0; i < t->text_len; i++)
+        if (t->text[i] == '\n' || t->text[i] == '\r' || t->text[i] == '\0') t->text[i] = ' ';
+    size_t bad;
+    if (text_utf8_valid(t->text, t->text_len, &bad)) return TFM_OK;
+    size_t n = t->text_len, cap = 3 * n + 1, o = 0;
+    char *clean = xmalloc(cap, err);
+    if (!clean) return TFM_ERR_NOMEM;
+    for (size_t i = 0; i < n;) {
+        size_t off;
+        if (text_utf8_valid(t->text + i, n - i, &off)) off = n - i;
+        memcpy(clean + o, t->text + i, off);
+        o += off;
+        i += off;
+        if (i < n) {
+            memcpy(clean + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    clean[o] = '\0';
+    free(t->text);
+    t->text = clean;
+    t->text_len = o;
+    t->text_cap = cap;
+    return TFM_OK;
+}
+
+static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis *h, TfmErr *err)
+{
+    TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
+                              &t->text_cap, err);
+    if (st != TFM_OK || (st = sanitize_output(t, err)) != TFM_OK) return st;
+    if (t->o.nbest > 0)      /* --nbest given: Moses/Marian n-best format */
+        /* %g: at a large --alpha the scores are tiny, and a fixed
+         * 6 decimals would print them all as -0.000000 */
+        fprintf(t->out, "%ld ||| %s ||| F0= %.8g ||| %.8g\n", line_no, t->text, h->logprob,
+                h->score);
+    else
+        fprintf(t->out, "%s\n", t->text);
+    return TFM_OK;
+}
+
+/* Translates lines[0..count) and writes them in order. */
+static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
+{
+    const int nbest = t->dopt.nbest;
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (t->lines[i].n > 0) t->order[n++] = i;
+    if (n > 0) {
+        for (int j = 0; j < n; j++) {
+            t->sents[j] = t->lines[t->order[j]].ids;
+            t->lens[j] = t->lines[t->order[j]].n;
+        }
+        TfmStatus st = decoder_translate(t->dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
+        if (st != TFM_OK) return st;
+    }
+    for (int i = 0, j = 0; i < count; i++) {
+        long line_no = t->lines_done + i;
+        if (t->lines[i].n == 0) {
+            if (t->o.nbest > 0) {
+                for (int b = 0; b < nbest; b++) fprintf(t->out, "%ld |||  ||| F0= 0 ||| 0\n", line_no);
+            } else {
+                fputc('\n', t->out);
+            }
+            continue;
+        }
+        for (int b = 0; b < nbest; b++) {
+            const Hypothesis *h = &t->hyps[(size_t)j * nbest + b];
+            if (!h->tokens && b > 0) continue;    /* fewer finished than asked */
+            if (b == 0) {
+                t->src_tokens += t->lines[i].n;
+                t->out_tokens += h->len;
+            }
+            TfmStatus st = write_hypothesis(t, line_no, h, err);
+            if (st != TFM_OK) return st;
+        }
+        j++;
+    }
+    t->lines_done += count;
+    if (fflush(t->out) != 0 || ferror(t->out))
+        return err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
+    return TFM_OK;
+}
+
+/* True when a read from f would not block: bytes in its stdio buffer, or
+ * data (or end of file) on the descriptor. */
+static bool input_waiting(FILE *f)
+{
+#ifdef __GLIBC__
+    if (f->_IO_read_ptr < f->_IO_read_end) return true;
+#else
+    return true;        /* no way to look into the buffer: keep batching */
+#endif
+    struct pollfd p = {.fd = fileno(f), .events = POLLIN};
+    return poll(&p, 1, 0) != 0;
+}
+
+static TfmStatus setup(Translator *t, TfmErr *err)
+{
+    Options *o = &t->o;
+    /* the default model.tfm is easy to forget: say how to name another */
+    if (*o->model && access(o->model, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s (choose the model with -m MODEL or "
+                       "$TFM_MODEL)", o->model, strerror(ENOENT));
+    TfmStatus st = ckpt_load(o->model, &t->mf, false, err);
+    if (st != TFM_OK) return st;
+    const DecodeConfig *dc = &t->mf.cfg.decode;
+    t->dopt.beam = o->have_beam ? o->beam : dc->beam;
+    /* a model written before decode.* had these limits may hold more */
+    t->dopt.alpha = o->have_alpha ? o->alpha : fminf(dc->alpha, (float)DECODE_MAX_ALPHA);
+    t->dopt.max_len_a = o->have_a ? o->max_len_a : fminf(dc->max_len_a, (float)DECODE_MAX_LEN_A);
+    t->dopt.max_len_b = o->have_b ? o->max_len_b
+                                  : (dc->max_len_b < DECODE_MAX_LEN_B ? dc->max_len_b : DECODE_MAX_LEN_B);
+    t->dopt.nbest = o->nbest > 0 ? o->nbest : 1;
+    if (t->dopt.nbest > t->dopt.beam)
+        return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
+                       t->dopt.nbest, t->dopt.beam);
+    if ((st = decoder_init(&t->dec, &t->mf.model, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
+    t->lines = xcalloc((size_t)o->batch, sizeof *t->lines, err);
+    t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
+    t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
+    t->order = xcalloc((size_t)o->batch, sizeof(int), err);
+    t->hyps = xcalloc((size_t)o->batch * t->dopt.nbest, sizeof(Hypothesis), err);
+    if (!t->lines || !t->sents || !t->lens || !t->order || !t->hyps) return TFM_ERR_NOMEM;
+    return TFM_OK;
+}
+
+static void teardown(Translator *t)
+{
+    if (t->lines)
+        for (int i = 0; i < t->o.batch; i++) free(t->lines[i].ids);
+    free(t->lines);
+    free(t->sents);
+    free(t->lens);
+    free(t->order);
+    free(t->hyps);
+    free(t->text);
+    decoder_free(t->dec);
+    ckpt_free(&t->mf);
+}
+
+TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
+{
+    Translator t;
+    memset(&t, 0, sizeof t);
+    t.o.batch = 32;
+    bool help = false;
+    TfmStatus st = parse_options(argc, argv, &t.o, &help, err);
+    if (st != TFM_OK) return st;
+    if (help) {
+        fputs(usage, stdout);
+        return TFM_OK;
+    }
+    if (!t.o.model) t.o.model = getenv("TFM_MODEL") && *getenv("TFM_MODEL") ? getenv("TFM_MODEL") : "model.tfm";
+    blas_set_threads(t.o.threads);
+    if ((st = blas_selftest(err)) != TFM_OK) return st;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    LineReader in = {0};
+    AtomicFile af = {0};
+    t.out = stdout;
+    t.out_name = "stdout";
+    if ((st = setup(&t, err)) != TFM_OK ||
+        (st = text_reader_open(&in, t.o.input ? t.o.input : "-", err)) != TFM_OK)
+        goto done;
+    if (t.o.output && strcmp(t.o.output, "-") != 0) {
+        if ((st = atomic_open(&af, t.o.output, err)) != TFM_OK) goto done;
+        t.out = af.f;
+        t.out_name = t.o.output;
+    }
+    const int max_src = t.mf.model.cfg.max_len - 1;    /* room for </s> */
+    int count = 0;
+    for (;;) {
+        char *line;
+        size_t len;
+        /* Nothing more to read right now (an interactive user, a pipe fed
+         * line by line): translate what we have instead of waiting. */
+        if (count > 0 && !input_waiting(in.f)) {
+            if ((st = translate_batch(&t, count, err)) != TFM_OK) break;
+            count = 0;
+        }
+        int got = text_read_line(&in, &line, &len, err);
+        if (got < 0) {
+            /* translate what came before the bad line, then report it */
+            TfmErr keep = *err;
+            if (count > 0 && translate_batch(&t, count, err) != TFM_OK) { st = err->status; break; }
+            *err = keep;
+            st = keep.status;
+            break;
+        }
+        if (got == 0) {
+            if (count > 0) st = translate_batch(&t, count, err);
+            break;
+        }
+        Line *l = &t.lines[count];
+        if ((st = bpe_encode(t.mf.bpe, line, len, &l->ids, &l->n, &l->cap, err)) != TFM_OK) break;
+        /* A blank line (spaces, tabs) has nothing to translate: it gives an
+         * empty line, like an empty one, not whatever the model makes of
+         * its markers. */
+        if (strspn(line, " \t\r\v\f") == len) l->n = 0;
+        if (l->n > max_src) {
+            if (!t.o.quiet)
+                fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the "
+                        "model's limit of %d\n", in.name, in.line_no, l->n, max_src);
+            l->n = max_src;
+        }
+        if (++count == t.o.batch) {
+            if ((st = translate_batch(&t, count, err)) != TFM_OK) break;
+            count = 0;
+        }
+    }
+    if (st == TFM_OK && af.f) {
+        st = atomic_commit(&af, err);
+        t.out = stdout;
+    }
+    if (st == TFM_OK && !t.o.quiet) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        fprintf(stderr, "tfm: translated %ld lines (%lld source tokens, %lld output tokens) in "
+                "%.2f s, %.2f sentences/s\n", t.lines_done, t.src_tokens, t.out_tokens, secs,
+                secs > 0 ? (double)t.lines_done / secs : 0.0);
+    }
+done:
+    atomic_abort(&af);
+    text_reader_close(&in);
+    teardown(&t);
+    return st;
+}

@@ -1,0 +1,213 @@
+/* main: looks up the subcommand, runs it, prints the one "tfm: " error line
+ * and maps the status to the exit code (0 ok, 1 runtime error, 2 usage,
+ * 128+signal when interrupted). The only place that prints errors, exits or
+ * re-executes the process, and so also the home of the signal handlers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nn/blas.h"
+#include "cli/cmds.h"
+#include "nn/packed_linear.h"
+#include "base/text.h"
+#include "base/version.h"
+
+/* ---- signals: a stop request for `tfm train` ---- */
+
+static TrainStop train_stop;                 /* what the handler asks of `tfm train` */
+static bool announce_stop = false;          /* set before the handlers are installed */
+static bool stderr_tty = false;             /* so is this: a live progress line may be open */
+
+static void say(const char *msg, size_t len)
+{
+    /* below the live progress line, not glued to its end */
+    if (stderr_tty && write(STDERR_FILENO, "\n", 1) < 0) return;
+    if (write(STDERR_FILENO, msg, len) < 0) { /* nothing to do in a handler */ }
+}
+
+/* SIGINT, SIGTERM, SIGHUP. Only async-signal-safe calls in here. */
+static void on_signal(int sig)
+{
+    int saved_errno = errno;        /* write may fail; the interrupted code reads errno */
+    if (!train_stop.started) {
+        /* set-up (vocabulary, data, loading): nothing to save, and BPE
+         * learning on a big corpus may take minutes; temp files left in
+         * out_dir are removed by the next run */
+        static const char msg[] = "tfm: interrupted before the first step; nothing was saved\n";
+        say(msg, sizeof msg - 1);
+        _exit(128 + sig);
+    }
+    if (train_stop.signo && sig == SIGINT) {
+        /* Ctrl-C twice. Only SIGINT: `timeout` and service managers may
+         * send one SIGTERM to the process and again to its group. */
+        static const char msg[] = "tfm: stopped at once, without saving\n";
+        say(msg, sizeof msg - 1);
+        _exit(128 + sig);
+    }
+    if (!train_stop.signo) {
+        /* said at once: the step may take seconds */
+        static const char msg[] = "tfm: stopping: finishing this step, then saving last.tfm "
+                                  "(Ctrl-C again stops at once, without saving)\n";
+        if (announce_stop) say(msg, sizeof msg - 1);
+        train_stop.signo = sig;
+    }
+    errno = saved_errno;
+}
+
+TrainStop *cli_stop_on_signals(bool announce)
+{
+    announce_stop = announce;
+    stderr_tty = isatty(STDERR_FILENO);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);        /* one handler at a time */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);   /* a closed terminal: save, as for SIGTERM */
+    /* a progress reader that goes away (`| head`) must not kill the run:
+     * writes to it fail quietly instead */
+    signal(SIGPIPE, SIG_IGN);
+    return &train_stop;
+}
+
+typedef struct {
+    const char *name;
+    TfmStatus (*run)(int argc, char **argv, TfmErr *err);
+    const char *summary;
+} Command;
+
+static const Command commands[] = {
+    {"train",     cmd_train,     "train a model from a JSON config"},
+    {"translate", cmd_translate, "translate stdin to stdout (greedy or beam search)"},
+    {"bleu",      cmd_bleu,      "corpus BLEU, identical to sacreBLEU"},
+    {"bpe",       cmd_bpe,       "learn, encode and decode BPE subwords"},
+    {"average",   cmd_average,   "average the parameters of checkpoints"},
+    {"info",      cmd_info,      "show a model's config, vocabulary and parameter count"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof *commands };
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: tfm COMMAND [OPTIONS]\n\n"
+                 "Transformer machine translation: train, translate, score.\n\n"
+                 "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n  tfm help COMMAND     help for one command (same as tfm COMMAND --help)\n"
+                 "  tfm --version        version and the BLAS kernel in use\n");
+}
+
+static const Command *find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+/* One line of valid UTF-8 on stderr, whatever the message quotes (a file
+ * name, an option, a piece of input): control bytes, the line breaks NEL,
+ * U+2028 and U+2029, and bytes that are not UTF-8 are shown as \xNN. */
+static void print_error(const char *msg)
+{
+    fputs("tfm: ", stderr);
+    const unsigned char *p = (const unsigned char *)msg;
+    size_t n = strlen(msg);
+    while (n > 0) {
+        uint32_t cp;
+        int len = *p < 0x80 ? 1 : text_utf8_decode(p, n, &cp);
+        bool line_break = len > 1 && (cp == 0x85 || cp == 0x2028 || cp == 0x2029);
+        if (line_break) {
+            for (int i = 0; i < len; i++) fprintf(stderr, "\\x%02X", p[i]);
+        } else if (len == 0 || *p < 0x20 || *p == 0x7f) {
+            fprintf(stderr, "\\x%02X", *p);
+            len = 1;
+        } else {
+            fwrite(p, 1, (size_t)len, stderr);
+        }
+        p += len;
+        n -= (size_t)len;
+    }
+    fputc('\n', stderr);
+}
+
+static int report(TfmStatus status, const TfmErr *err)
+{
+    if (status == TFM_OK) return 0;
+    if (status == TFM_INTERRUPTED) {
+        if (err->msg[0]) print_error(err->msg);
+        return 128 + err->signo;
+    }
+    print_error(err->msg[0] ? err->msg : "unknown error");
+    return status == TFM_ERR_USAGE ? 2 : 1;
+}
+
+/* A closed descriptor 0, 1 or 2 would be reused by the next open(): progress
+ * notes would land in a checkpoint, a reference file be read as stdin. Each
+ * closed one gets /dev/null opened the wrong way round, so that reading or
+ * writing it still fails with EBADF, as it would closed. */
+static void occupy_closed_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) {
+            dup2(got, fd);
+            close(got);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    occupy_closed_std_fds();
+    /* OpenBLAS reads its core type only when it loads: when tfm picks a
+     * better one, the program starts again with it (nn/blas.h) */
+    if (blas_select_kernel()) {
+        execv("/proc/self/exe", argv);
+        blas_reexec_failed();
+    }
+    TfmErr err = {0};
+    if (argc < 2)
+        return report(err_set(&err, TFM_ERR_USAGE, "missing COMMAND (see tfm --help)"), &err);
+    const char *name = argv[1];
+    bool top_option = strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+                      strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0;
+    if (top_option && argc > 2)
+        return report(err_set(&err, TFM_ERR_USAGE, "%s: unexpected argument '%s'", name, argv[2]),
+                      &err);
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n",
+               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa());
+        return 0;
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            print_usage(stdout);
+            return 0;
+        }
+        const Command *c = find_command(argv[2]);
+        if (!c) return report(err_set(&err, TFM_ERR_USAGE, "unknown command '%s' (see tfm --help)", argv[2]), &err);
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return report(c->run(2, help_argv, &err), &err);
+    }
+    const Command *c = find_command(name);
+    if (!c) {
+        const char *what = name[0] == '-' ? "option" : "command";
+        return report(err_set(&err, TFM_ERR_USAGE, "unknown %s '%s' (see tfm --help)", what, name), &err);
+    }
+    /* The command sees argv[0] = its own name, as getopt expects. */
+    TfmStatus st = c->run(argc - 1, argv + 1, &err);
+    if (fflush(stdout) != 0 && st == TFM_OK)
+        st = err_set(&err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
+    return report(st, &err);
+}

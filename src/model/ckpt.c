@@ -1,0 +1,517 @@
+/* ckpt: model files. Layout (all integers little-endian; see docs/model-format.md):
+ *   "TFMMODEL" u32 version u32 flags
+ *   sections: char tag[4], u64 length, payload
+ *     "CONF" config JSON   "VOCB" vocabulary file   "TENS" named tensors
+ *     "ADAM" optimizer moments (checkpoints)   "TRST" trainer state (checkpoints)
+ *     "END " u64 FNV-1a-64 of every byte before this section
+ * Readers check the checksum before parsing anything else. */
+#include "model/ckpt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/atomic_file.h"
+#include "base/text.h"
+
+#define MAGIC "TFMMODEL"
+enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12, MAX_SECTIONS = 64 };
+/* TRST: step, epoch, batch, rng[4], best, flags, bad validations, elapsed
+ * (80 bytes), then (since 2026-11-23) the log sums; files without them are
+ * read too */
+enum { TRST_SIZE_V1 = 8 * 3 + 8 * 4 + 8 + 4 + 4 + 8, TRST_SIZE = TRST_SIZE_V1 + 8 * 5 };
+enum { TRST_HAS_BEST = 1, TRST_VALIDATED = 2 };
+static const uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL, FNV_PRIME = 0x100000001b3ULL;
+
+/* ---- writing ---- */
+
+typedef struct {
+    FILE *f;
+    uint64_t hash;
+    int failed;
+} Writer;
+
+static void put(Writer *w, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = w->hash;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * FNV_PRIME;
+    w->hash = h;
+    if (n && fwrite(data, 1, n, w->f) != n) w->failed = 1;
+}
+
+static void put_u32(Writer *w, uint32_t v)
+{
+    unsigned char b[4] = {v, v >> 8, v >> 16, v >> 24};
+    put(w, b, 4);
+}
+
+static void put_u64(Writer *w, uint64_t v)
+{
+    put_u32(w, (uint32_t)v);
+    put_u32(w, (uint32_t)(v >> 32));
+}
+
+static void put_f64(Writer *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put_u64(w, v);
+}
+
+static void put_section(Writer *w, const char tag[4], uint64_t len)
+{
+    put(w, tag, 4);
+    put_u64(w, len);
+}
+
+static uint64_t tensors_payload_size(const Model *m)
+{
+    uint64_t n = 4;
+    for (int i = 0; i < m->n_tensors; i++)
+        n += 12 + strlen(m->tensors[i].name) +
+             4ull * m->tensors[i].rows * m->tensors[i].cols;
+    return n;
+}
+
+TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
+                    const Model *model, const Adam *adam, const TrainState *ts,
+                    TfmErr *err)
+{
+    char *json = config_to_json(cfg);
+    size_t vocab_len = 0;
+    char *vocab = bpe_serialize(bpe, &vocab_len);
+    AtomicFile af = {0};
+    TfmStatus st = TFM_OK;
+    if (!json || !vocab) {
+        st = err_set(err, TFM_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    if ((st = atomic_open(&af, path, err)) != TFM_OK) goto done;
+    setvbuf(af.f, NULL, _IOFBF, 1 << 20);
+    Writer w = {af.f, FNV_OFFSET, 0};
+    bool train = adam && ts;
+    put(&w, MAGIC, 8);
+    put_u32(&w, FORMAT_VERSION);
+    put_u32(&w, train ? 1 : 0);
+
+    put_section(&w, "CONF", strlen(json));
+    put(&w, json, strlen(json));
+    put_section(&w, "VOCB", vocab_len);
+    put(&w, vocab, vocab_len);
+
+    put_section(&w, "TENS", tensors_payload_size(model));
+    put_u32(&w, (uint32_t)model->n_tensors);
+    for (int i = 0; i < model->n_tensors; i++) {
+        const TensorInfo *t = &model->tensors[i];
+        size_t name_len = strlen(t->name);
+        put_u32(&w, (uint32_t)name_len);
+        put(&w, t->name, name_len);
+        put_u32(&w, (uint32_t)t->rows);
+        put_u32(&w, (uint32_t)t->cols);
+        put(&w, model->params + t->offset, sizeof(float) * (size_t)t->rows * t->cols);
+    }
+    if (train) {
+        put_section(&w, "ADAM", 16 + 8ull * adam->n);
+        put_u64(&w, (uint64_t)adam->step);
+        put_u64(&w, adam->n);
+        put(&w, adam->m, sizeof(float) * adam->n);
+        put(&w, adam->v, sizeof(float) * adam->n);
+    }
+    /* a model (no ADAM) keeps the trainer state too: `tfm info` shows its step */
+    if (ts) {
+        put_section(&w, "TRST", TRST_SIZE);
+        put_u64(&w, (uint64_t)ts->step);
+        put_u64(&w, (uint64_t)ts->epoch);
+        put_u64(&w, (uint64_t)ts->batch_in_epoch);
+        for (int i = 0; i < 4; i++) put_u64(&w, ts->dropout_rng.s[i]);
+        put_f64(&w, ts->best_metric);
+        put_u32(&w, (ts->has_best ? TRST_HAS_BEST : 0) | (ts->validated ? TRST_VALIDATED : 0));
+        put_u32(&w, (uint32_t)ts->bad_validations);
+        put_f64(&w, ts->elapsed_s);
+        put_f64(&w, ts->log_loss);
+        put_f64(&w, ts->log_nll);
+        put_f64(&w, ts->log_step_s);
+        put_u64(&w, (uint64_t)ts->log_tokens);
+        put_u64(&w, (uint64_t)ts->log_real_tokens);
+    }
+    uint64_t sum = w.hash;
+    put_section(&w, "END ", 8);
+    put_u64(&w, sum);
+    if (w.failed) {
+        st = err_set(err, TFM_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        atomic_abort(&af);
+        goto done;
+    }
+    st = atomic_commit(&af, err);
+done:
+    free(json);
+    free(vocab);
+    return st;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const unsigned char *p;
+    size_t len, pos;
+    int short_read;
+} Reader;
+
+static const unsigned char *take(Reader *r, size_t n)
+{
+    if (r->short_read || n > r->len - r->pos) {
+        r->short_read = 1;
+        return NULL;
+    }
+    const unsigned char *p = r->p + r->pos;
+    r->pos += n;
+    return p;
+}
+
+static uint32_t get_u32(Reader *r)
+{
+    const unsigned char *b = take(r, 4);
+    return b ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
+}
+
+static uint64_t get_u64(Reader *r)
+{
+    uint64_t lo = get_u32(r);
+    return lo | (uint64_t)get_u32(r) << 32;
+}
+
+static double get_f64(Reader *r)
+{
+    uint64_t v = get_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static uint64_t le_u64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
+    return v;
+}
+
+/* Checks the magic, the version and that the section lengths chain up to an
+ * END section that ends the file, reading only the heads: a large file that
+ * is not a model fails here, before its size in memory is asked for. */
+static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *err)
+{
+    unsigned char head[HEADER_SIZE];
+    size_t got = size < HEADER_SIZE ? fread(head, 1, (size_t)size, f)
+                                    : fread(head, 1, HEADER_SIZE, f);
+    if (got == 0 || memcmp(head, MAGIC, got < 8 ? got : 8) != 0)
+        return err_set(err, TFM_ERR_FORMAT, "%s: not a tfm model file (bad magic)", path);
+    if (got < HEADER_SIZE) return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+    uint32_t version = (uint32_t)le_u64(head + 8), flags = (uint32_t)(le_u64(head + 8) >> 32);
+    if (version != FORMAT_VERSION)
+        return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
+                       path, version, FORMAT_VERSION);
+    if (flags > 1)      /* 1: training state; nothing else is defined */
+        return err_set(err, TFM_ERR_FORMAT, "%s: unknown header flags 0x%X (damaged file)", path,
+                       flags);
+    uint64_t pos = HEADER_SIZE;
+    for (int count = 0;; count++) {
+        /* a writer makes six; zero-length ones must not walk a huge file */
+        if (count == MAX_SECTIONS)
+            return err_set(err, TFM_ERR_FORMAT, "%s: more than %d sections (damaged file)", path,
+                           MAX_SECTIONS);
+        unsigned char sec[SECTION_HEAD];
+        if (size - pos < SECTION_HEAD || fseeko(f, (off_t)pos, SEEK_SET) != 0 ||
+            fread(sec, 1, SECTION_HEAD, f) != SECTION_HEAD)
+            return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+        uint64_t n = le_u64(sec + 4);
+        pos += SECTION_HEAD;
+        if (n > size - pos) return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+        pos += n;
+        if (memcmp(sec, "END ", 4) == 0) break;
+    }
+    if (pos != size) return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the end", path);
+    if (fseeko(f, 0, SEEK_SET) != 0)
+        return err_set(err, TFM_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    return TFM_OK;
+}
+
+static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *len, TfmErr *err)
+{
+    /* "tfm: : cannot open" would not say what is wrong */
+    if (!*path) return err_set(err, TFM_ERR_IO, "model path is empty");
+    FILE *f = text_open_regular(path, err);    /* no wait on a FIFO */
+    if (!f) return err->status;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        fclose(f);
+        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    TfmStatus st = check_layout(f, (uint64_t)sb.st_size, path, err);
+    if (st != TFM_OK) {
+        fclose(f);
+        return st;
+    }
+    size_t n = (size_t)sb.st_size;
+    unsigned char *buf = xmalloc(n, err);
+    if (!buf) {
+        fclose(f);
+        err_prefix(err, "%s: ", path);
+        return TFM_ERR_NOMEM;
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        fclose(f);
+        free(buf);
+        return err_set(err, TFM_ERR_IO, "%s: read failed", path);
+    }
+    fclose(f);
+    *out = buf;
+    *len = n;
+    return TFM_OK;
+}
+
+/* Finds the sections; checks the checksum. */
+typedef struct {
+    Reader conf, vocb, tens, adam, trst;
+    bool has_adam, has_trst;
+} Sections;
+
+static TfmStatus split_sections(const unsigned char *buf, size_t len, const char *path,
+                                Sections *s, TfmErr *err)
+{
+    memset(s, 0, sizeof *s);
+    /* the header was checked by check_layout */
+    Reader r = {buf, len, HEADER_SIZE, 0};
+    bool seen_end = false, seen_conf = false, seen_vocb = false, seen_tens = false;
+    while (!seen_end) {
+        size_t start = r.pos;
+        const unsigned char *tag = take(&r, 4);
+        uint64_t n = get_u64(&r);
+        if (r.short_read || n > r.len - r.pos)
+            return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
+        Reader body = {r.p + r.pos, (size_t)n, 0, 0};
+        r.pos += (size_t)n;
+        if (memcmp(tag, "END ", 4) == 0) {
+            uint64_t h = FNV_OFFSET;
+            for (size_t i = 0; i < start; i++) h = (h ^ buf[i]) * FNV_PRIME;
+            if (n != 8 || get_u64(&body) != h)
+                return err_set(err, TFM_ERR_FORMAT, "%s: checksum mismatch (corrupted file)", path);
+            if (r.pos != r.len)
+                return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the end", path);
+            seen_end = true;
+            continue;
+        }
+        Reader *dst = NULL;
+        bool *seen = NULL;
+        if (memcmp(tag, "CONF", 4) == 0) { dst = &s->conf; seen = &seen_conf; }
+        else if (memcmp(tag, "VOCB", 4) == 0) { dst = &s->vocb; seen = &seen_vocb; }
+        else if (memcmp(tag, "TENS", 4) == 0) { dst = &s->tens; seen = &seen_tens; }
+        else if (memcmp(tag, "ADAM", 4) == 0) { dst = &s->adam; seen = &s->has_adam; }
+        else if (memcmp(tag, "TRST", 4) == 0) { dst = &s->trst; seen = &s->has_trst; }
+        /* unknown sections are skipped: newer writers may add some */
+        if (!dst) continue;
+        /* two of one section: which one is meant is anyone's guess */
+        if (*seen)
+            return err_set(err, TFM_ERR_FORMAT, "%s: duplicate %.4s section", path, (const char *)tag);
+        *dst = body;
+        *seen = true;
+    }
+    if (!seen_conf || !seen_vocb || !seen_tens)
+        return err_set(err, TFM_ERR_FORMAT, "%s: missing %s section", path,
+                       !seen_conf ? "config" : !seen_vocb ? "vocabulary" : "tensor");
+    return TFM_OK;
+}
+
+static TfmStatus read_tensors(Reader *r, Model *m, const char *path, TfmErr *err)
+{
+    uint32_t count = get_u32(r);
+    if (r->short_read || count != (uint32_t)m->n_tensors)
+        return err_set(err, TFM_ERR_FORMAT, "%s: has %u tensors, the config needs %d",
+                       path, count, m->n_tensors);
+    char *seen = xcalloc((size_t)m->n_tensors, 1, err);
+    if (!seen) return TFM_ERR_NOMEM;
+    TfmStatus st = TFM_OK;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t name_len = get_u32(r);
+        const unsigned char *name = take(r, name_len);
+        uint32_t rows = get_u32(r), cols = get_u32(r);
+        if (r->short_read || name_len >= sizeof m->tensors[0].name) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: malformed tensor table", path);
+            goto done;
+        }
+        char nm[sizeof m->tensors[0].name];
+        memcpy(nm, name, name_len);
+        nm[name_len] = '\0';
+        const TensorInfo *t = model_tensor(m, nm);
+        if (!t || seen[t - m->tensors]) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: %s tensor '%s'", path,
+                         t ? "duplicate" : "unexpected", nm);
+            goto done;
+        }
+        if ((int)rows != t->rows || (int)cols != t->cols) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' is %ux%u, the config needs %dx%d",
+                         path, nm, rows, cols, t->rows, t->cols);
+            goto done;
+        }
+        size_t nv = (size_t)rows * cols;
+        const unsigned char *data = take(r, nv * sizeof(float));
+        if (!data) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: truncated tensor '%s'", path, nm);
+            goto done;
+        }
+        float *dst = m->params + t->offset;
+        memcpy(dst, data, nv * sizeof(float));
+        for (size_t k = 0; k < nv; k++)
+            if (!isfinite(dst[k])) {
+                st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
+                goto done;
+            }
+        seen[t - m->tensors] = 1;
+    }
+    if (r->pos != r->len)
+        st = err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the last tensor", path);
+done:
+    free(seen);
+    return st;
+}
+
+static TfmStatus read_trainer_state(const Sections *s, ModelFile *mf, const char *path, TfmErr *err)
+{
+    Reader tr = s->trst;
+    TrainState *ts = &mf->ts;
+    ts->step = (long)get_u64(&tr);
+    ts->epoch = (long)get_u64(&tr);
+    ts->batch_in_epoch = (long)get_u64(&tr);
+    for (int i = 0; i < 4; i++) ts->dropout_rng.s[i] = get_u64(&tr);
+    ts->best_metric = get_f64(&tr);
+    uint32_t flags = get_u32(&tr);
+    ts->has_best = flags & TRST_HAS_BEST;
+    ts->validated = flags & TRST_VALIDATED;
+    ts->bad_validations = (int)get_u32(&tr);
+    ts->elapsed_s = get_f64(&tr);
+    if (tr.len == TRST_SIZE) {      /* files before the log sums have none */
+        ts->log_loss = get_f64(&tr);
+        ts->log_nll = get_f64(&tr);
+        ts->log_step_s = get_f64(&tr);
+        ts->log_tokens = (long)get_u64(&tr);
+        ts->log_real_tokens = (long)get_u64(&tr);
+    }
+    bool rng_zero = !(ts->dropout_rng.s[0] | ts->dropout_rng.s[1] | ts->dropout_rng.s[2] |
+                      ts->dropout_rng.s[3]);    /* xoshiro would stay at zero */
+    if (tr.short_read || tr.pos != tr.len || ts->step < 0 || ts->epoch < 0 ||
+        ts->batch_in_epoch < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
+        ts->elapsed_s < 0 || (flags & ~(uint32_t)(TRST_HAS_BEST | TRST_VALIDATED)) || rng_zero ||
+        !isfinite(ts->log_loss) || !isfinite(ts->log_nll) || !isfinite(ts->log_step_s) ||
+        ts->log_step_s < 0 || ts->log_tokens < 0 || ts->log_real_tokens < 0)
+        return err_set(err, TFM_ERR_FORMAT, "%s: malformed trainer state", path);
+    mf->has_step = true;
+    return TFM_OK;
+}
+
+static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const char *path, TfmErr *err)
+{
+    Reader ar = s->adam;
+    long step = (long)get_u64(&ar);
+    uint64_t n = get_u64(&ar);
+    if (ar.short_read || n != mf->model.n_params || ar.len - ar.pos != 8 * n)
+        return err_set(err, TFM_ERR_FORMAT, "%s: optimizer state does not match the model", path);
+    const AdamConfig ac = config_adam(&mf->cfg.train);
+    TfmStatus st = adam_init(&mf->adam, mf->model.n_params, &ac, err);
+    if (st != TFM_OK) return st;
+    mf->adam.step = step;
+    memcpy(mf->adam.m, take(&ar, 4 * n), 4 * n);
+    memcpy(mf->adam.v, take(&ar, 4 * n), 4 * n);
+    return TFM_OK;
+}
+
+TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmErr *err)
+{
+    memset(mf, 0, sizeof *mf);
+    config_defaults(&mf->cfg);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    char *json = NULL;
+    TfmStatus st = read_whole_file(path, &buf, &len, err);
+    if (st != TFM_OK) goto fail;
+    Sections s;
+    if ((st = split_sections(buf, len, path, &s, err)) != TFM_OK) goto fail;
+
+    json = xmalloc(s.conf.len + 1, err);
+    if (!json) { st = TFM_ERR_NOMEM; goto fail; }
+    memcpy(json, s.conf.p, s.conf.len);
+    json[s.conf.len] = '\0';
+    config_free(&mf->cfg);
+    if ((st = config_parse(&mf->cfg, json, NULL, false, err)) != TFM_OK) {
+        err_prefix(err, "%s: embedded config: ", path);
+        st = TFM_ERR_FORMAT;
+        goto fail;
+    }
+    if ((st = bpe_deserialize(&mf->bpe, (const char *)s.vocb.p, s.vocb.len, path, err)) != TFM_OK)
+        goto fail;
+    mf->cfg.model.vocab_size = bpe_vocab_size(mf->bpe);
+    mf->cfg.model.max_len = config_positions(mf->cfg.data.max_len);
+    /* the tensors must be in the file before their memory is asked for */
+    size_t want = model_param_count(&mf->cfg.model);
+    if (want == 0 || want > s.tens.len / sizeof(float)) {
+        st = err_set(err, TFM_ERR_FORMAT, "%s: the config needs %zu parameters, the file holds "
+                     "fewer", path, want);
+        goto fail;
+    }
+    if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
+    if ((st = read_tensors(&s.tens, &mf->model, path, err)) != TFM_OK) goto fail;
+    if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
+    if (s.has_trst && s.has_adam) {
+        mf->has_train_state = true;
+        if (want_train_state && (st = read_optimizer_state(&s, mf, path, err)) != TFM_OK) goto fail;
+    }
+    free(json);
+    free(buf);
+    return TFM_OK;
+fail:
+    free(json);
+    free(buf);
+    ckpt_free(mf);
+    return st;
+}
+
+void ckpt_free(ModelFile *mf)
+{
+    config_free(&mf->cfg);
+    if (mf->bpe) bpe_free(mf->bpe);
+    model_free(&mf->model);
+    adam_free(&mf->adam);
+    memset(mf, 0, sizeof *mf);
+}
+
+TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    TfmStatus st = read_whole_file(from, &buf, &len, err);
+    if (st != TFM_OK) return st;
+    /* a damaged source is an error here, not a damaged copy found later */
+    Sections s;
+    if ((st = split_sections(buf, len, from, &s, err)) != TFM_OK) {
+        free(buf);
+        return st;
+    }
+    AtomicFile af;
+    if ((st = atomic_open(&af, to, err)) == TFM_OK) {
+        if (fwrite(buf, 1, len, af.f) != len) {
+            atomic_abort(&af);
+            st = err_set(err, TFM_ERR_IO, "%s: write failed: %s", to, strerror(errno));
+        } else {
+            st = atomic_commit(&af, err);
+        }
+    }
+    free(buf);
+    return st;
+}
+
+TfmStatus ckpt_check_replaceable(const char *path, TfmErr *err)
+{
+    return atomic_check_own_kind(path, MAGIC, "tfm model", err);
+}

@@ -1,0 +1,774 @@
+/* config: JSON config -> TfmConfig through one schema table. Every key the
+ * config knows is a row (JSON path, type, struct offset, range, default); the
+ * parser, the defaults, the range checks, the freeing and the JSON writer all
+ * walk that table. It does not know what the keys mean: that is train's and
+ * decode's business (docs/config.md documents both). */
+#include "model/config.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/path.h"
+#include "model/json_strict.h"
+#include "text/bpe.h"
+
+/* Enum fields are written through an int pointer. */
+_Static_assert(sizeof(NormKind) == sizeof(int), "NormKind must be int-sized");
+_Static_assert(sizeof(LrSchedule) == sizeof(int), "LrSchedule must be int-sized");
+
+enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text; refuse /dev/zero */
+
+typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NULL, K_ENUM } KeyType;
+
+enum {
+    F_REQUIRED = 1,      /* missing key is an error */
+    F_INPUT = 2,         /* a path relative to the config's folder */
+    F_MUST_EXIST = 4,    /* with check_files: a readable regular file (unless null) */
+};
+
+typedef struct {
+    const char *path;            /* JSON path, e.g. "train.lr.warmup" */
+    KeyType type;
+    size_t offset;               /* of the field in TfmConfig */
+    double min, max;             /* numbers: the allowed range */
+    bool min_open, max_open;     /* exclusive bounds */
+    double def;                  /* numbers, bools, enums (index into names) */
+    const char *def_str;         /* strings; NULL for none */
+    const char *const *names;    /* enums: NULL-terminated, index = value */
+    unsigned flags;
+} KeySpec;
+
+static const char *const norm_names[] = {"post", "pre", NULL};
+static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", NULL};
+
+#define OFF(field) offsetof(TfmConfig, field)
+#define JMAX ((double)CONFIG_MAX_JSON_INT)
+#define INT_(p, f, lo, hi, d)   {p, K_INT, OFF(f), lo, hi, false, false, d, NULL, NULL, 0}
+#define LONG_(p, f, lo, d)      {p, K_LONG, OFF(f), lo, JMAX, false, false, d, NULL, NULL, 0}
+#define FLT_(p, f, lo, lo_open, hi, hi_open, d) \
+    {p, K_FLOAT, OFF(f), lo, hi, lo_open, hi_open, d, NULL, NULL, 0}
+#define PROB_(p, f, d)          FLT_(p, f, 0, false, 1, true, d)      /* [0, 1) */
+#define NONNEG_(p, f, d)        FLT_(p, f, 0, false, FLT_MAX, false, d)
+#define POS_(p, f, d)           FLT_(p, f, 0, true, FLT_MAX, false, d)
+#define BOOL_(p, f, d)          {p, K_BOOL, OFF(f), 0, 1, false, false, d, NULL, NULL, 0}
+#define ENUM_(p, f, names, d)   {p, K_ENUM, OFF(f), 0, 0, false, false, d, NULL, names, 0}
+#define STR_(p, f, d, flags)    {p, K_STR, OFF(f), 0, 0, false, false, 0, d, NULL, flags}
+
+/* The schema, in the order config_to_json writes it. Defaults: SPEC.md. */
+static const KeySpec schema[] = {
+    STR_("data.train_src", data.train_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
+    STR_("data.train_tgt", data.train_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
+    STR_("data.valid_src", data.valid_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
+    STR_("data.valid_tgt", data.valid_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
+    {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
+    /* the range bpe_learn accepts, so a config that passes trains */
+    INT_("data.vocab_size", data.vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB, 8000),
+    INT_("data.max_len", data.max_len, 1, 65536, 128),
+
+    INT_("model.d_model", model.d_model, 1, 65536, 512),
+    INT_("model.heads", model.heads, 1, 4096, 8),
+    INT_("model.enc_layers", model.enc_layers, 1, 1024, 6),
+    INT_("model.dec_layers", model.dec_layers, 1, 1024, 6),
+    INT_("model.d_ff", model.d_ff, 1, 1 << 20, 2048),
+    PROB_("model.dropout", model.dropout, 0.1),
+    PROB_("model.attn_dropout", model.attn_dropout, 0.0),
+    PROB_("model.relu_dropout", model.relu_dropout, 0.0),
+    ENUM_("model.norm", model.norm, norm_names, NORM_POST),
+    BOOL_("model.share_embeddings", model.share_embeddings, 1),
+
+    {"train.seed", K_U64, OFF(train.seed), 0, JMAX, false, false, 1, NULL, NULL, 0},
+    INT_("train.batch_tokens", train.batch_tokens, 1, 1 << 24, 4096),
+    LONG_("train.max_steps", train.max_steps, 0, 100000),
+    LONG_("train.max_epochs", train.max_epochs, 0, 0),
+    {"train.max_time_s", K_DOUBLE, OFF(train.max_time_s), 0, DBL_MAX, false, false, 0, NULL, NULL, 0},
+    PROB_("train.label_smoothing", train.label_smoothing, 0.1),
+    NONNEG_("train.clip_norm", train.clip_norm, 0.0),
+    NONNEG_("train.weight_decay", train.weight_decay, 0.0),
+    ENUM_("train.lr.schedule", train.lr.schedule, schedule_names, LR_NOAM),
+    INT_("train.lr.warmup", train.lr.warmup, 1, INT_MAX, 4000),
+    POS_("train.lr.factor", train.lr.factor, 1.0),
+    POS_("train.lr.peak", train.lr.peak, 0.0005),
+    PROB_("train.adam.beta1", train.beta1, 0.9),
+    PROB_("train.adam.beta2", train.beta2, 0.98),
+    POS_("train.adam.eps", train.eps, 1e-9),
+    LONG_("train.valid_every", train.valid_every, 1, 1000),
+    LONG_("train.save_every", train.save_every, 1, 1000),
+    BOOL_("train.valid_bleu", train.valid_bleu, 0),
+    INT_("train.patience", train.patience, 0, INT_MAX, 0),
+    STR_("train.out_dir", train.out_dir, "checkpoints", 0),
+    INT_("train.keep", train.keep, 1, INT_MAX, 5),
+    INT_("train.average_last", train.average_last, 0, INT_MAX, 0),
+    STR_("train.model", train.model, "model.tfm", 0),
+    INT_("train.threads", train.threads, 0, 1024, 0),
+
+    INT_("decode.beam", decode.beam, 1, DECODE_MAX_BEAM, 4),
+    /* a user's config is held to tfm translate's ranges too (check_decode);
+     * these looser ones are for configs inside models written before them */
+    NONNEG_("decode.alpha", decode.alpha, 0.6),
+    NONNEG_("decode.max_len_a", decode.max_len_a, 1.0),
+    INT_("decode.max_len_b", decode.max_len_b, 0, INT_MAX, 50),
+};
+enum { N_KEYS = sizeof schema / sizeof *schema };
+
+static void *field(TfmConfig *cfg, const KeySpec *k) { return (char *)cfg + k->offset; }
+static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
+{
+    return (const char *)cfg + k->offset;
+}
+
+/* ---- small helpers ---- */
+
+/* Shortest "%.Ng" that reads back as the same double (or float); whole
+ * numbers as integers ("260", not "2.6e+02"). */
+static void fmt_double(char *buf, size_t n, double v)
+{
+    if (v == floor(v) && fabs(v) < 1e17) {
+        snprintf(buf, n, "%.0f", v);
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+static void fmt_float(char *buf, size_t n, float v)
+{
+    if (v == floorf(v) && fabsf(v) < 1e9f) {
+        snprintf(buf, n, "%.0f", (double)v);
+        return;
+    }
+    /* Parsed back as cJSON does it: strtod, then narrowed to float. */
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, n, "%.*g", p, (double)v);
+        if ((float)strtod(buf, NULL) == v) return;
+    }
+}
+
+/* Appends s as a JSON string literal, cut after `limit` bytes ("...") when
+ * limit > 0, so that error messages stay one short line. */
+static void quote(char *buf, size_t n, const char *s, size_t limit)
+{
+    size_t o = 0;
+    if (n < 8) { if (n) buf[0] = '\0'; return; }
+    buf[o++] = '"';
+    for (size_t i = 0; s[i]; i++) {
+        if (o + 12 >= n || (limit && i >= limit)) {
+            /* Cutting inside a UTF-8 sequence: drop its copied part too. */
+            if (((unsigned char)s[i] & 0xC0) == 0x80) {
+                while (o > 1 && ((unsigned char)buf[o - 1] & 0xC0) == 0x80) o--;
+                if (o > 1 && (unsigned char)buf[o - 1] >= 0xC0) o--;
+            }
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') { buf[o++] = '\\'; buf[o++] = (char)c; }
+        else if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(buf + o, n - o, "\\u%04x", c);
+        else buf[o++] = (char)c;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+}
+
+/* What the user wrote, for "got ...": 5, 1e+300, "512", null, an object. */
+static void describe_value(char *buf, size_t n, const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) {
+        if (isfinite(v->valuedouble)) fmt_double(buf, n, v->valuedouble);
+        else snprintf(buf, n, "a number out of range");
+    } else if (cJSON_IsString(v)) quote(buf, n, v->valuestring, 40);
+    else if (cJSON_IsTrue(v)) snprintf(buf, n, "true");
+    else if (cJSON_IsFalse(v)) snprintf(buf, n, "false");
+    else if (cJSON_IsNull(v)) snprintf(buf, n, "null");
+    else if (cJSON_IsArray(v)) snprintf(buf, n, "an array");
+    else if (cJSON_IsObject(v)) snprintf(buf, n, "an object");
+    else snprintf(buf, n, "an invalid value");
+}
+
+/* The natural upper bound of a type: ranges that reach it are described as
+ * "a positive integer" rather than with the number. */
+static double natural_max(KeyType t)
+{
+    switch (t) {
+    case K_INT: return INT_MAX;
+    case K_LONG: case K_U64: return JMAX;
+    case K_FLOAT: return FLT_MAX;
+    default: return DBL_MAX;
+    }
+}
+
+/* "a positive integer", "a number in [0, 1)", "one of "post", "pre"", ... */
+static void describe_key(char *buf, size_t n, const KeySpec *k)
+{
+    char lo[32], hi[32];
+    fmt_double(lo, sizeof lo, k->min);
+    fmt_double(hi, sizeof hi, k->max);
+    bool natural = k->max == natural_max(k->type);
+    switch (k->type) {
+    case K_INT: case K_LONG: case K_U64:
+        if (natural && k->min == 1) snprintf(buf, n, "a positive integer");
+        else if (natural && k->min == 0) snprintf(buf, n, "a non-negative integer");
+        else if (natural) snprintf(buf, n, "an integer >= %s", lo);
+        else snprintf(buf, n, "an integer in [%s, %s]", lo, hi);
+        break;
+    case K_FLOAT: case K_DOUBLE:
+        if (natural && k->min == 0) snprintf(buf, n, k->min_open ? "a positive number" : "a non-negative number");
+        else snprintf(buf, n, "a number in %c%s, %s%c", k->min_open ? '(' : '[', lo, hi,
+                      k->max_open ? ')' : ']');
+        break;
+    case K_BOOL: snprintf(buf, n, "true or false"); break;
+    case K_STR: snprintf(buf, n, "a non-empty string"); break;
+    case K_STR_NULL: snprintf(buf, n, "null or a non-empty string"); break;
+    case K_ENUM: {
+        size_t o = (size_t)snprintf(buf, n, "one of ");
+        for (int i = 0; k->names[i] && o < n; i++)
+            o += (size_t)snprintf(buf + o, n - o, "%s\"%s\"", i ? ", " : "", k->names[i]);
+        break;
+    }
+    }
+}
+
+/* Range check of a number already narrowed to the field's type. */
+static bool in_range(const KeySpec *k, double v)
+{
+    if (!isfinite(v)) return false;
+    if (k->min_open ? v <= k->min : v < k->min) return false;
+    if (k->max_open ? v >= k->max : v > k->max) return false;
+    return true;
+}
+
+static TfmStatus bad_value(const KeySpec *k, const char *got, bool too_big, TfmErr *err)
+{
+    char want[96], hi[32];
+    describe_key(want, sizeof want, k);
+    if (k->type == K_FLOAT) fmt_float(hi, sizeof hi, (float)k->max);
+    else fmt_double(hi, sizeof hi, k->max);
+    /* "a positive integer" is no help when the value is too large. */
+    bool say_max = too_big && k->max == natural_max(k->type) && k->type != K_DOUBLE;
+    return err_set(err, TFM_ERR_CONFIG, "%s: expected %s%s%s, got %s", k->path, want,
+                   say_max ? " up to " : "", say_max ? hi : "", got);
+}
+
+/* ---- defaults, free ---- */
+
+void config_defaults(TfmConfig *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &schema[i];
+        void *f = field(cfg, k);
+        switch (k->type) {
+        case K_INT: case K_ENUM: *(int *)f = (int)k->def; break;
+        case K_LONG: *(long *)f = (long)k->def; break;
+        case K_U64: *(unsigned long long *)f = (unsigned long long)k->def; break;
+        case K_FLOAT: *(float *)f = (float)k->def; break;
+        case K_DOUBLE: *(double *)f = k->def; break;
+        case K_BOOL: *(bool *)f = k->def != 0; break;
+        case K_STR: case K_STR_NULL: {
+            char *s = k->def_str ? xmalloc(strlen(k->def_str) + 1, NULL) : NULL;
+            if (s) strcpy(s, k->def_str);
+            *(char **)f = s;
+            break;
+        }
+        }
+    }
+    cfg->model.vocab_size = 0;
+    cfg->model.max_len = config_positions(cfg->data.max_len);
+}
+
+void config_free(TfmConfig *cfg)
+{
+    if (!cfg) return;
+    for (int i = 0; i < N_KEYS; i++) {
+        if (schema[i].type != K_STR && schema[i].type != K_STR_NULL) continue;
+        char **s = field(cfg, &schema[i]);
+        free(*s);
+        *s = NULL;
+    }
+}
+
+/* ---- one value ---- */
+
+/* Stores JSON value v into the field of k, after checking type and range. */
+static TfmStatus set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err)
+{
+    char got[96];
+    describe_value(got, sizeof got, v);
+    void *f = field(cfg, k);
+    switch (k->type) {
+    case K_INT: case K_LONG: case K_U64: {
+        if (!cJSON_IsNumber(v)) return bad_value(k, got, false, err);
+        double d = v->valuedouble;
+        if (!isfinite(d) || d != floor(d) || !in_range(k, d))
+            return bad_value(k, got, d > k->max, err);
+        if (k->type == K_INT) *(int *)f = (int)d;
+        else if (k->type == K_LONG) *(long *)f = (long)d;
+        else *(unsigned long long *)f = (unsigned long long)d;
+        return TFM_OK;
+    }
+    case K_FLOAT: case K_DOUBLE: {
+        if (!cJSON_IsNumber(v)) return bad_value(k, got, false, err);
+        double d = v->valuedouble;
+        /* Check what will be stored: 0.99999999999 becomes 1.0f, 1e-50 becomes 0. */
+        double stored = k->type == K_FLOAT && fabs(d) <= FLT_MAX ? (double)(float)d : d;
+        if (!in_range(k, stored)) return bad_value(k, got, d > k->max, err);
+        if (k->type == K_FLOAT) *(float *)f = (float)stored;
+        else *(double *)f = stored;
+        return TFM_OK;
+    }
+    case K_BOOL:
+        if (!cJSON_IsBool(v)) return bad_value(k, got, false, err);
+        *(bool *)f = cJSON_IsTrue(v);
+        return TFM_OK;
+    case K_ENUM:
+        if (cJSON_IsString(v))
+            for (int i = 0; k->names[i]; i++)
+                if (strcmp(v->valuestring, k->names[i]) == 0) {
+                    *(int *)f = i;
+                    return TFM_OK;
+                }
+        return bad_value(k, got, false, err);
+    case K_STR: case K_STR_NULL: {
+        char **s = f;
+        if (k->type == K_STR_NULL && cJSON_IsNull(v)) {
+            free(*s);
+            *s = NULL;
+            return TFM_OK;
+        }
+        if (!cJSON_IsString(v) || v->valuestring[0] == '\0') return bad_value(k, got, false, err);
+        char *copy = xmalloc(strlen(v->valuestring) + 1, err);
+        if (!copy) return TFM_ERR_NOMEM;
+        strcpy(copy, v->valuestring);
+        free(*s);
+        *s = copy;
+        return TFM_OK;
+    }
+    }
+    return TFM_OK;
+}
+
+/* ---- walking the JSON tree ---- */
+
+static int spec_find(const char *path)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(schema[i].path, path) == 0) return i;
+    return -1;
+}
+
+/* A section is a path that prefixes some key: "train", "train.lr". */
+static bool is_section(const char *path)
+{
+    size_t n = strlen(path);
+    for (int i = 0; i < N_KEYS; i++)
+        if (strncmp(schema[i].path, path, n) == 0 && schema[i].path[n] == '.') return true;
+    return false;
+}
+
+/* Keys are shown bare when they are plain words, else as JSON strings, so a
+ * key with a newline or a dot cannot break or fake the error line. */
+static bool plain_key(const char *key)
+{
+    size_t n = strlen(key);
+    if (n == 0 || n > 64) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(key[i] == '_' || (key[i] >= 'a' && key[i] <= 'z') || (key[i] >= 'A' && key[i] <= 'Z') ||
+              (key[i] >= '0' && key[i] <= '9')))
+            return false;
+    return true;
+}
+
+static void child_path(char *buf, size_t n, const char *prefix, const char *key)
+{
+    char shown[96];
+    if (plain_key(key)) snprintf(shown, sizeof shown, "%s", key);
+    else quote(shown, sizeof shown, key, 40);
+    snprintf(buf, n, "%s%s%s", prefix, prefix[0] ? "." : "", shown);
+}
+
+static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool *seen, TfmErr *err)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        char path[192];
+        child_path(path, sizeof path, prefix, c->string);
+        for (const cJSON *p = obj->child; p != c; p = p->next)
+            if (strcmp(p->string, c->string) == 0)
+                return err_set(err, TFM_ERR_CONFIG, "%s: duplicate key", path);
+        /* Non-plain keys can never match the schema (no key has a dot). */
+        int i = plain_key(c->string) ? spec_find(path) : -1;
+        if (i >= 0) {
+            TfmStatus st = set_value(cfg, &schema[i], c, err);
+            if (st != TFM_OK) return st;
+            seen[i] = true;
+        } else if (plain_key(c->string) && is_section(path)) {
+            if (!cJSON_IsObject(c)) {
+                char got[96];
+                describe_value(got, sizeof got, c);
+                return err_set(err, TFM_ERR_CONFIG, "%s: expected an object, got %s", path, got);
+            }
+            TfmStatus st = walk(cfg, c, path, seen, err);
+            if (st != TFM_OK) return st;
+        } else {
+            return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", path);
+        }
+    }
+    return TFM_OK;
+}
+
+/* ---- paths ---- */
+
+/* A readable regular file (O_NONBLOCK: a FIFO must not hang us). */
+static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        return err_set(err, TFM_ERR_IO, "%s: cannot open %s: %s", k->path, path, strerror(errno));
+    }
+    struct stat st;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    close(fd);
+    if (!regular) return err_set(err, TFM_ERR_IO, "%s: %s: not a regular file", k->path, path);
+    return TFM_OK;
+}
+
+/* ---- parse, load, check ---- */
+
+static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
+{
+    if (cfg->model.d_model % cfg->model.heads != 0)
+        return err_set(err, TFM_ERR_CONFIG, "model.heads: %d heads do not divide model.d_model %d",
+                       cfg->model.heads, cfg->model.d_model);
+    /* pruning would delete the checkpoints the average needs */
+    if (cfg->train.average_last > cfg->train.keep)
+        return err_set(err, TFM_ERR_CONFIG, "train.average_last: %d checkpoints to average need "
+                       "train.keep >= %d, got %d", cfg->train.average_last,
+                       cfg->train.average_last, cfg->train.keep);
+    return TFM_OK;
+}
+
+/* A user's decode.* within tfm translate's option ranges: beyond alpha 10
+ * every score rounds to zero and n-best lists lose their order. Not asked of
+ * the config inside a model (older models may hold more; translate clamps). */
+static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
+{
+    const DecodeConfig *d = &cfg->decode;
+    char got[32];
+    if (d->alpha > DECODE_MAX_ALPHA || d->max_len_a > DECODE_MAX_LEN_A) {
+        bool alpha = d->alpha > DECODE_MAX_ALPHA;
+        fmt_float(got, sizeof got, alpha ? d->alpha : d->max_len_a);
+        return err_set(err, TFM_ERR_CONFIG, "decode.%s: expected a number in [0, %g], got %s",
+                       alpha ? "alpha" : "max_len_a", alpha ? DECODE_MAX_ALPHA : DECODE_MAX_LEN_A,
+                       got);
+    }
+    if (d->max_len_b > DECODE_MAX_LEN_B)
+        return err_set(err, TFM_ERR_CONFIG, "decode.max_len_b: expected an integer in [0, %d], "
+                       "got %d", DECODE_MAX_LEN_B, d->max_len_b);
+    return TFM_OK;
+}
+
+/* text[0..len) is the whole document (it may contain NUL bytes, which are
+ * an error; text[len] must be '\0'). */
+static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const char *base_dir,
+                            bool check_files, TfmErr *err)
+{
+    cJSON *root = NULL;
+    TfmStatus st = TFM_OK;
+    bool seen[N_KEYS] = {false};
+    config_defaults(cfg);
+    for (int i = 0; i < N_KEYS; i++)
+        if (schema[i].def_str && !*(char **)field(cfg, &schema[i])) {
+            st = err_set(err, TFM_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+
+    if ((st = json_strict_parse(text, len, &root, err)) != TFM_OK) goto fail;
+    if (!cJSON_IsObject(root)) {
+        char got[96];
+        describe_value(got, sizeof got, root);
+        st = err_set(err, TFM_ERR_CONFIG, "expected a JSON object at the top level, got %s", got);
+        goto fail;
+    }
+    if ((st = walk(cfg, root, "", seen, err)) != TFM_OK) goto fail;
+    for (int i = 0; i < N_KEYS; i++)
+        if ((schema[i].flags & F_REQUIRED) && !seen[i]) {
+            st = err_set(err, TFM_ERR_CONFIG, "%s: required key missing", schema[i].path);
+            goto fail;
+        }
+    if ((st = check_cross(cfg, err)) != TFM_OK) goto fail;
+    cfg->model.max_len = config_positions(cfg->data.max_len);
+
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &schema[i];
+        char **s = field(cfg, k);
+        if (!(k->flags & F_INPUT) || !*s) continue;
+        char *resolved = path_join(base_dir, *s, err);
+        if (!resolved) { st = TFM_ERR_NOMEM; goto fail; }
+        free(*s);
+        *s = resolved;
+        if (check_files && (k->flags & F_MUST_EXIST) && (st = check_input(k, *s, err)) != TFM_OK)
+            goto fail;
+    }
+    cJSON_Delete(root);
+    return TFM_OK;
+fail:
+    cJSON_Delete(root);
+    config_free(cfg);
+    return st;
+}
+
+TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
+                       bool check_files, TfmErr *err)
+{
+    return parse_text(cfg, json, strlen(json), base_dir, check_files, err);
+}
+
+/* Reads at most CONFIG_MAX_FILE bytes plus a terminating NUL. */
+static TfmStatus read_file(const char *path, char **out, size_t *out_len, TfmErr *err)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = NULL;
+    TfmStatus st = TFM_ERR_NOMEM;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return err_set(err, TFM_ERR_IO, "cannot open: %s", strerror(errno));
+    if (!(buf = xmalloc(cap, err))) goto fail;
+    for (;;) {
+        if (len > CONFIG_MAX_FILE) {
+            st = err_set(err, TFM_ERR_CONFIG, "file too large (a config is at most %d bytes)",
+                         CONFIG_MAX_FILE);
+            goto fail;
+        }
+        if (len + 1 == cap) {
+            char *nb = xrealloc(buf, cap * 2, err);
+            if (!nb) goto fail;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            st = err_set(err, TFM_ERR_IO, "cannot read: %s", strerror(errno));
+            goto fail;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return TFM_OK;
+fail:
+    close(fd);
+    free(buf);
+    return st;
+}
+
+TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
+{
+    char *text = NULL, *dir = NULL;
+    size_t len = 0;
+    TfmStatus st;
+    memset(cfg, 0, sizeof *cfg);   /* the contract: nothing to free on error */
+    if ((st = read_file(path, &text, &len, err)) != TFM_OK) goto fail;
+    /* Data paths are relative to the config's folder; "x.json" has none. */
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (!(dir = xmalloc(n + 1, err))) { st = TFM_ERR_NOMEM; goto fail; }
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    st = parse_text(cfg, text, len, dir, true, err);
+    if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) config_free(cfg);
+fail:
+    if (st != TFM_OK) err_prefix(err, "%s: ", path);
+    free(text);
+    free(dir);
+    return st;
+}
+
+TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeySpec *k = &schema[i];
+        const void *f = cfield(cfg, k);
+        double v;
+        char got[96];
+        switch (k->type) {
+        case K_INT: v = *(const int *)f; break;
+        case K_LONG: v = (double)*(const long *)f; break;
+        case K_U64: v = (double)*(const unsigned long long *)f; break;
+        case K_FLOAT: v = *(const float *)f; break;
+        case K_DOUBLE: v = *(const double *)f; break;
+        case K_ENUM: {
+            int e = *(const int *)f, n = 0;
+            while (k->names[n]) n++;
+            if (e < 0 || e >= n) {
+                snprintf(got, sizeof got, "enum value %d", e);
+                return bad_value(k, got, false, err);
+            }
+            continue;
+        }
+        case K_STR: {
+            const char *s = *(char *const *)f;
+            if ((!s && (k->flags & F_REQUIRED)) || (s && !s[0]) || (!s && k->def_str))
+                return bad_value(k, s ? "\"\"" : "null", false, err);
+            continue;
+        }
+        case K_STR_NULL: {
+            const char *s = *(char *const *)f;
+            if (s && !s[0]) return bad_value(k, "\"\"", false, err);
+            continue;
+        }
+        default: continue;
+        }
+        /* Exact for every integer up to 2^53; a u64 above that is out of range. */
+        if (k->type == K_U64 && *(const unsigned long long *)f > (unsigned long long)CONFIG_MAX_JSON_INT) {
+            snprintf(got, sizeof got, "%llu", *(const unsigned long long *)f);
+            return bad_value(k, got, true, err);
+        }
+        if (!in_range(k, v)) {
+            if (k->type == K_FLOAT) fmt_float(got, sizeof got, (float)v);
+            else fmt_double(got, sizeof got, v);
+            return bad_value(k, got, v > k->max, err);
+        }
+    }
+    TfmStatus st = check_cross(cfg, err);
+    return st == TFM_OK ? check_decode(cfg, err) : st;
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} Buf;
+
+static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(Buf *b, const char *fmt, ...)
+{
+    if (b->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->failed = true; return; }
+        if ((size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *p = xrealloc(b->p, cap, NULL);
+        if (!p) { b->failed = true; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+static void buf_string(Buf *b, const char *s)
+{
+    buf_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
+        else if (c == '\n') buf_printf(b, "\\n");
+        else if (c == '\t') buf_printf(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
+        else buf_printf(b, "%c", c);
+    }
+    buf_printf(b, "\"");
+}
+
+static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
+{
+    const void *f = cfield(cfg, k);
+    char num[40];
+    switch (k->type) {
+    case K_INT: buf_printf(b, "%d", *(const int *)f); break;
+    case K_LONG: buf_printf(b, "%ld", *(const long *)f); break;
+    case K_U64: buf_printf(b, "%llu", *(const unsigned long long *)f); break;
+    case K_FLOAT: case K_DOUBLE:
+        if (k->type == K_FLOAT) fmt_float(num, sizeof num, *(const float *)f);
+        else fmt_double(num, sizeof num, *(const double *)f);
+        /* "1.0", not "1": the key holds a real number. */
+        buf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
+        break;
+    case K_BOOL: buf_printf(b, "%s", *(const bool *)f ? "true" : "false"); break;
+    case K_ENUM: {
+        int e = *(const int *)f, n = 0;
+        while (k->names[n]) n++;
+        buf_string(b, e >= 0 && e < n ? k->names[e] : "?");
+        break;
+    }
+    case K_STR: case K_STR_NULL: {
+        const char *s = *(char *const *)f;
+        if (s) buf_string(b, s);
+        else buf_printf(b, "null");
+        break;
+    }
+    }
+}
+
+/* Splits "train.lr.warmup" into at most 4 components of at most 31 chars. */
+static int split_path(const char *path, char comp[4][32])
+{
+    int n = 0;
+    while (n < 4) {
+        size_t l = strcspn(path, ".");
+        snprintf(comp[n++], 32, "%.*s", (int)l, path);
+        if (!path[l]) break;
+        path += l + 1;
+    }
+    return n;
+}
+
+char *config_to_json(const TfmConfig *cfg)
+{
+    Buf b = {NULL, 0, 0, false};
+    if (!(b.p = xmalloc(2048, NULL))) return NULL;
+    b.cap = 2048;
+    char open_[4][32] = {{0}};   /* the objects currently open, below the root */
+    int depth = 0;
+    bool comma[5] = {false};     /* does level d already hold a member? */
+    buf_printf(&b, "{");
+    for (int i = 0; i < N_KEYS; i++) {
+        char comp[4][32];
+        int n = split_path(schema[i].path, comp), parents = n - 1;
+        int common = 0;
+        while (common < depth && common < parents && strcmp(open_[common], comp[common]) == 0)
+            common++;
+        for (; depth > common; depth--)
+            buf_printf(&b, "\n%*s}", 2 * depth, "");
+        for (; depth < parents; depth++) {
+            buf_printf(&b, "%s\n%*s\"%s\": {", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[depth]);
+            comma[depth] = true;
+            comma[depth + 1] = false;
+            memcpy(open_[depth], comp[depth], 32);
+        }
+        buf_printf(&b, "%s\n%*s\"%s\": ", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[n - 1]);
+        write_value(&b, cfg, &schema[i]);
+        comma[depth] = true;
+    }
+    for (; depth > 0; depth--)
+        buf_printf(&b, "\n%*s}", 2 * depth, "");
+    buf_printf(&b, "\n}\n");
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,124 @@
+/* config: the training config (JSON, see SPEC.md) as one typed struct.
+ * Parsing checks every key: unknown keys, wrong types and out-of-range values
+ * are errors that name the JSON path. Defaults are the paper's base model. */
+#ifndef TFM_CONFIG_H
+#define TFM_CONFIG_H
+
+#include <stdbool.h>
+#include "base/err.h"
+#include "nn/optim.h"
+
+/* Largest integer a JSON number (an IEEE double) holds exactly: the upper
+ * bound of train.seed and the step counts, so that they survive to_json. */
+#define CONFIG_MAX_JSON_INT 9007199254740991LL
+
+typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
+
+typedef struct {
+    char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
+    char *vocab;            /* NULL: learn one (saved as out_dir/vocab.txt); else an existing file */
+    int vocab_size;         /* 8000; includes the 4 special tokens */
+    int max_len;            /* 128; max BPE tokens per side, longer pairs skipped */
+} DataConfig;
+
+typedef struct {
+    int d_model, heads, enc_layers, dec_layers, d_ff;
+    float dropout, attn_dropout, relu_dropout;
+    NormKind norm;
+    bool share_embeddings;
+    int vocab_size;         /* not a JSON key: 0 until set from the vocabulary */
+    int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */
+} ModelConfig;
+
+/* The one place that counts positions: a sentence of up to data.max_len
+ * tokens takes a row of config_row_len ids in a batch (its tokens and one
+ * special: </s> ending a source or target-output row, <s> starting a
+ * target-input row), and a model has config_positions of them
+ * (ModelConfig.max_len: the tokens, <s> and </s>). */
+static inline int config_row_len(int data_max_len) { return data_max_len + 1; }
+static inline int config_positions(int data_max_len) { return data_max_len + 2; }
+
+typedef struct {
+    unsigned long long seed;
+    int batch_tokens;
+    long max_steps, max_epochs;
+    double max_time_s;
+    float label_smoothing, clip_norm, weight_decay;
+    LrConfig lr;
+    float beta1, beta2, eps;
+    long valid_every, save_every;
+    bool valid_bleu;
+    int patience;
+    char *out_dir, *model;  /* owned */
+    int keep;
+    int average_last;       /* 0: train.model is best.tfm */
+    int threads;            /* 0: all cores */
+} TrainConfig;
+
+/* The optimizer's settings of a training config. */
+static inline AdamConfig config_adam(const TrainConfig *tc)
+{
+    return (AdamConfig){tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
+}
+
+/* Ranges shared by decode.* and tfm translate's options. */
+#define DECODE_MAX_BEAM 1024
+#define DECODE_MAX_ALPHA 10.0
+#define DECODE_MAX_LEN_A 1000.0
+#define DECODE_MAX_LEN_B 1000000
+
+typedef struct {
+    int beam;
+    float alpha, max_len_a;
+    int max_len_b;
+} DecodeConfig;
+
+typedef struct {
+    DataConfig data;
+    ModelConfig model;
+    TrainConfig train;
+    DecodeConfig decode;
+} TfmConfig;
+
+/* Fills every field with its default (strings: out_dir "checkpoints",
+ * model "model.tfm", data paths and vocab NULL; model.vocab_size 0,
+ * model.max_len = data.max_len + 2). The strings are malloc'd (free with
+ * config_free); they are NULL if that allocation failed. */
+void config_defaults(TfmConfig *cfg);
+
+/* Reads and validates a config file (docs/config.md lists the keys). Data
+ * paths are resolved against the file's folder; data.train_src, train_tgt,
+ * valid_src, valid_tgt and (unless null) data.vocab must be readable regular
+ * files.
+ * Errors, each prefixed with "path.json: ":
+ *   TFM_ERR_IO      "cannot open: ...", "cannot read: ...", a data file that
+ *                   is missing or unreadable ("data.train_src: cannot open ...");
+ *   TFM_ERR_CONFIG  "train.lr.warmup: expected a positive integer, got -5",
+ *                   "model.foo: unknown key", syntax errors as
+ *                   "line L column C: invalid JSON near '...'";
+ *   TFM_ERR_NOMEM.
+ * On error *cfg holds nothing to free (config_free is harmless). */
+TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err);
+
+/* Parses JSON text (as written by config_to_json), with the checks of
+ * config_load but no file-name prefix. base_dir resolves relative data paths
+ * (NULL: keep them as given); check_files: require the data files to exist. */
+TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
+                       bool check_files, TfmErr *err);
+
+/* Checks the values already in *cfg against the same ranges as the parser
+ * (for callers that override fields, e.g. `--threads`, `--seed`) and the
+ * cross-key rules (heads divide d_model). Errors: TFM_ERR_CONFIG naming the
+ * JSON path, e.g. "train.seed: expected a non-negative integer up to ...". */
+TfmStatus config_check(const TfmConfig *cfg, TfmErr *err);
+
+/* The full config as pretty JSON (2-space indent), every key present, null
+ * for unset paths; floats printed shortest-exact so that config_parse of the
+ * result gives the same struct (model.vocab_size, which is no JSON key, comes
+ * back as 0). Returns a malloc'd string, NULL on allocation failure. */
+char *config_to_json(const TfmConfig *cfg);
+
+/* Frees the owned strings; the struct may be reused after config_defaults. */
+void config_free(TfmConfig *cfg);
+
+#endif

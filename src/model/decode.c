@@ -1,0 +1,633 @@
+/* decode: incremental decoder and beam search (see decode.h). */
+#include "model/decode.h"
+
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/blas.h"
+#include "nn/layers.h"
+#include "nn/packed_linear.h"
+#include "base/sysmem.h"
+#include "model/sublayer.h"
+
+typedef struct {
+    DecLayerWeights w;          /* views into the model's parameters */
+    float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
+    float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
+    PackedLinear pk[7];         /* the products over packed weights (LP_*) */
+} DecLayer;
+
+/* A layer's products: self-attention QKV and output, cross-attention query,
+ * output and K | V (of the encoder output, once per batch), FFN. */
+enum { LP_QKV, LP_O, LP_CQ, LP_CO, LP_CKV, LP_F1, LP_F2, LP_COUNT };
+
+typedef struct { const float *w, *b; int in, out; } Product;
+
+static Product layer_product(const DecLayer *l, int i, int D, int F)
+{
+    const Product p[LP_COUNT] = {
+        [LP_QKV] = {l->w.wqkv, l->w.bqkv, D, 3 * D}, [LP_O] = {l->w.wo, l->w.bo, D, D},
+        [LP_CQ] = {l->w.cwq, l->w.cbq, D, D},        [LP_CO] = {l->w.cwo, l->w.cbo, D, D},
+        [LP_CKV] = {l->w.cwkv, l->w.cbkv, D, 2 * D}, [LP_F1] = {l->w.w1, l->w.b1, D, F},
+        [LP_F2] = {l->w.w2, l->w.b2, F, D},
+    };
+    return p[i];
+}
+
+typedef struct { float score; int row, tok; } Cand;
+
+/* Beam search's state (decoder_run), apart from the cache state that
+ * decoder_begin/decoder_step keep in Decoder. Rows: sentence b's are
+ * b·k .. b·k + k - 1. */
+typedef struct {
+    float *score;                        /* (rows): log-probability so far */
+    int *prev, *hist, *hist_next, *parent;
+    Cand *cand;                          /* 2k candidates per sentence */
+    /* finished hypotheses: up to 2k per sentence */
+    int *fin_tok, *fin_len, *fin_count;
+    float *fin_score, *fin_lp;
+    /* per sentence of the current (compacted) batch */
+    int *limit;                          /* output length limit */
+    char *done;
+    int *orig;                           /* index in the caller's batch (fin_* use it) */
+} Beam;
+
+/* Sentences encoded together: sorted by length and taken 16 at a time, a
+ * batch of mixed lengths pads far less than as one (n, S) block. */
+enum { ENC_GROUP = 16 };
+
+struct Decoder {
+    const Model *m;
+    int max_sents, max_beam, rows, T, S, D, H, F, V;
+    DecLayer *layer;
+    const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
+    PackedLinear p_out;                  /* output projection to the vocabulary */
+    EncoderPack *enc_pack;               /* the encoder's weights, packed */
+    /* encoding in groups of similar length (encode_batch) */
+    float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
+    float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
+    int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */
+    int *enc_len;                        /* (n): source length with </s>, compacted
+                                            with the batch (cross-attention keys) */
+    float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
+    Beam beam;                           /* decoder_run's search over the cache */
+    int *src_buf;                        /* (n, S) source rows, compacted with the batch */
+    int *padded;                         /* (n, S): decoder_translate's rows */
+    /* the batch of the last decoder_begin */
+    const int *cur_src;
+    int cur_n, cur_S, cur_k;
+    int cur_rows;           /* rows whose caches hold the last step */
+};
+
+void decoder_free(Decoder *d)
+{
+    if (!d) return;
+    if (d->layer)
+        for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+            free(d->layer[i].cache);
+            free(d->layer[i].cache_next);
+            free(d->layer[i].cross_kv);
+            for (int j = 0; j < LP_COUNT; j++) packed_linear_free(&d->layer[i].pk[j]);
+        }
+    packed_linear_free(&d->p_out);
+    encoder_pack_free(d->enc_pack);
+    free(d->layer);
+    void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
+                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
+                    d->beam.fin_tok, d->beam.fin_len, d->beam.fin_count, d->beam.fin_score, d->beam.fin_lp, d->beam.limit,
+                    d->beam.done, d->beam.orig, d->src_buf, d->padded};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(d);
+}
+
+/* Allocates count * size bytes or records failure in *ok. */
+static void *alloc(size_t count, size_t size, TfmErr *err, int *ok)
+{
+    void *p = xcalloc(count ? count : 1, size, err);
+    if (!p) *ok = 0;
+    return p;
+}
+
+TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err)
+{
+    *out = NULL;
+    const ModelConfig *c = &m->cfg;
+    if (max_sents < 1 || max_beam < 1)
+        return err_set(err, TFM_ERR_USAGE, "decoder needs at least one sentence and beam 1");
+    /* The caches are sized for the worst case: refuse a request this
+     * machine cannot hold instead of being killed halfway through. */
+    double rows = (double)max_sents * max_beam, floats =
+        rows * c->max_len * 4.0 * c->d_model * c->dec_layers +          /* self K|V, 2 copies */
+        (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
+        rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model) +
+        ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
+         (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers +
+         (double)c->vocab_size * c->d_model);
+    char what[96];
+    snprintf(what, sizeof what, "decoding %d sentences at once with beam %d", max_sents, max_beam);
+    TfmStatus st = sysmem_check(floats * sizeof(float), what, "lower --batch-size or --beam", err);
+    if (st != TFM_OK) return st;
+    Decoder *d = xcalloc(1, sizeof *d, err);
+    if (!d) return TFM_ERR_NOMEM;
+    d->m = m;
+    d->max_sents = max_sents;
+    d->max_beam = max_beam;
+    d->rows = max_sents * max_beam;
+    d->T = c->max_len;
+    d->S = c->max_len;
+    d->D = c->d_model;
+    d->H = c->heads;
+    d->F = c->d_ff;
+    d->V = c->vocab_size;
+    const size_t R = (size_t)d->rows, D = (size_t)d->D, T = (size_t)d->T, S = (size_t)d->S;
+    const size_t n = (size_t)max_sents, k2 = 2 * (size_t)max_beam;
+    int ok = 1;
+    d->layer = alloc((size_t)c->dec_layers, sizeof *d->layer, err, &ok);
+    for (int i = 0; ok && i < c->dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        l->w = model_dec_layer_weights(m, i);
+        l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
+        l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
+        l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
+        for (int j = 0; ok && j < LP_COUNT; j++) {
+            const Product p = layer_product(l, j, d->D, d->F);
+            if (packed_linear_init(&l->pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK) ok = 0;
+        }
+    }
+    if (ok && (packed_linear_init(&d->p_out, m->out_proj, NULL, d->D, d->V, err) != TFM_OK ||
+               encoder_pack_new(&d->enc_pack, m, err) != TFM_OK))
+        ok = 0;
+    model_dec_final_ln(m, &d->fin_g, &d->fin_b);
+    size_t att = R * (size_t)d->H * T;
+    if (n * (size_t)d->H * max_beam * S > att) att = n * (size_t)d->H * max_beam * S;
+    const size_t grp = n < ENC_GROUP ? n : ENC_GROUP;
+    d->enc_out = alloc(grp * S, D * sizeof(float), err, &ok);
+    d->kv_tmp = alloc(grp * S, 2 * D * sizeof(float), err, &ok);
+    d->grp_src = alloc(grp * S, sizeof(int), err, &ok);
+    d->enc_len = alloc(n, sizeof(int), err, &ok);
+    d->enc_order = alloc(n, sizeof(int), err, &ok);
+    d->x = alloc(R, D * sizeof(float), err, &ok);
+    d->in = alloc(R, D * sizeof(float), err, &ok);
+    d->qkv = alloc(R, 3 * D * sizeof(float), err, &ok);
+    d->ctx = alloc(R, D * sizeof(float), err, &ok);
+    d->y = alloc(R, D * sizeof(float), err, &ok);
+    d->q = alloc(R, D * sizeof(float), err, &ok);
+    d->h = alloc(R, (size_t)d->F * sizeof(float), err, &ok);
+    d->att = alloc(att, sizeof(float), err, &ok);
+    d->logits = alloc(R, (size_t)d->V * sizeof(float), err, &ok);
+    d->beam.score = alloc(R, sizeof(float), err, &ok);
+    d->beam.prev = alloc(R, sizeof(int), err, &ok);
+    d->beam.parent = alloc(R, sizeof(int), err, &ok);
+    d->beam.hist = alloc(R * T, sizeof(int), err, &ok);
+    d->beam.hist_next = alloc(R * T, sizeof(int), err, &ok);
+    d->beam.cand = alloc(n * k2, sizeof(Cand), err, &ok);
+    d->beam.fin_tok = alloc(n * k2 * T, sizeof(int), err, &ok);
+    d->beam.fin_len = alloc(n * k2, sizeof(int), err, &ok);
+    d->beam.fin_count = alloc(n, sizeof(int), err, &ok);
+    d->beam.fin_score = alloc(n * k2, sizeof(float), err, &ok);
+    d->beam.fin_lp = alloc(n * k2, sizeof(float), err, &ok);
+    d->beam.limit = alloc(n, sizeof(int), err, &ok);
+    d->beam.done = alloc(n, 1, err, &ok);
+    d->beam.orig = alloc(n, sizeof(int), err, &ok);
+    d->src_buf = alloc(n * S, sizeof(int), err, &ok);
+    d->padded = alloc(n * S, sizeof(int), err, &ok);
+    if (!ok) {
+        decoder_free(d);
+        return TFM_ERR_NOMEM;
+    }
+    *out = d;
+    return TFM_OK;
+}
+
+/* ---- one decoder step for all rows ---- */
+
+/* Sublayer input: pre-norm LN(x), post-norm x. */
+static const float *sub_in(Decoder *d, const float *x, const float *g, const float *b, int R)
+{
+    return sublayer_input(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
+}
+
+/* x = post-norm LN(x + y), pre-norm x + y. */
+static void sub_out(Decoder *d, float *x, const float *y, const float *g, const float *b, int R)
+{
+    const long nd = (long)R * d->D;
+    add_inplace(x, y, nd);
+    const float *out = sublayer_output(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
+    if (out != x) memcpy(x, out, (size_t)nd * sizeof(float));
+}
+
+/* Computes log-probabilities (R, V) of the next token for every row from
+ * its previous token d->beam.prev at position t; appends K/V at t to the caches. */
+static void step(Decoder *d, int n, int k, int S, const int *src, int t)
+{
+    const Model *m = d->m;
+    const int R = n * k, D = d->D, T = d->T;
+    embed_forward(d->x, d->beam.prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D));
+    const AttnShape self = {
+        .n = R, .heads = d->H, .dh = D / d->H, .tq = 1, .tk = t + 1,
+        .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
+        .q_stride = 3 * D, .k_stride = (long)T * 2 * D, .v_stride = (long)T * 2 * D,
+        .o_stride = D,
+    };
+    /* cross-attention: the k rows of a sentence are k queries on its source */
+    const AttnShape cross = {
+        .n = n, .heads = d->H, .dh = D / d->H, .tq = k, .tk = S,
+        .ldq = D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
+        .q_stride = (long)k * D, .k_stride = (long)S * 2 * D, .v_stride = (long)S * 2 * D,
+        .o_stride = (long)k * D, .key_tok = src, .key_tok_stride = S, .key_pad = TOK_PAD,
+        .key_len = d->enc_len,
+    };
+    for (int i = 0; i < m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+        const float *in = sub_in(d, d->x, l->w.ln1_g, l->w.ln1_b, R);
+        packed_linear_forward(&l->pk[LP_QKV], d->qkv, in, R, 0);
+        for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
+            memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
+                   2 * D * sizeof(float));
+        attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
+        packed_linear_forward(&l->pk[LP_O], d->y, d->ctx, R, 0);
+        sub_out(d, d->x, d->y, l->w.ln1_g, l->w.ln1_b, R);
+
+        in = sub_in(d, d->x, l->w.ln2_g, l->w.ln2_b, R);
+        packed_linear_forward(&l->pk[LP_CQ], d->q, in, R, 0);
+        attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross,
+                          0, 0);
+        packed_linear_forward(&l->pk[LP_CO], d->y, d->ctx, R, 0);
+        sub_out(d, d->x, d->y, l->w.ln2_g, l->w.ln2_b, R);
+
+        in = sub_in(d, d->x, l->w.ln3_g, l->w.ln3_b, R);
+        packed_linear_forward(&l->pk[LP_F1], d->h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
+        packed_linear_forward(&l->pk[LP_F2], d->y, d->h, R, 0);
+        sub_out(d, d->x, d->y, l->w.ln3_g, l->w.ln3_b, R);
+    }
+    const float *top = d->x;
+    if (m->cfg.norm == NORM_PRE) {
+        layernorm_forward(d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
+        top = d->in;
+    }
+    packed_linear_forward(&d->p_out, d->logits, top, R, 0);
+    logsoftmax_rows(d->logits, R, d->V);
+}
+
+/* ---- beam bookkeeping ---- */
+
+static float length_penalty(int len, float alpha)
+{
+    return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
+}
+
+/* Keeps the best `want` candidates in c[0..*have), sorted by score desc. */
+static void offer(Cand *c, int *have, int want, float score, int row, int tok)
+{
+    if (*have == want && score <= c[want - 1].score) return;
+    int i = *have < want ? (*have)++ : want - 1;
+    while (i > 0 && c[i - 1].score < score) {
+        c[i] = c[i - 1];
+        i--;
+    }
+    c[i] = (Cand){score, row, tok};
+}
+
+static void finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
+                   int out_len, float alpha)
+{
+    const int o = d->beam.orig[b];
+    int slot = o * 2 * k + d->beam.fin_count[o]++;
+    memcpy(d->beam.fin_tok + (size_t)slot * d->T, tokens, (size_t)len * sizeof(int));
+    d->beam.fin_len[slot] = len;
+    d->beam.fin_lp[slot] = logprob;
+    d->beam.fin_score[slot] = logprob / length_penalty(out_len, alpha);
+}
+
+enum { CHUNK = 32 };
+
+/* max of p[0..CHUNK): eight lanes, so the compiler makes vector max of it */
+static inline float chunk_max(const float *p)
+{
+    float m[8];
+    for (int i = 0; i < 8; i++) m[i] = p[i];
+    for (int j = 8; j < CHUNK; j += 8)
+        for (int i = 0; i < 8; i++) m[i] = p[j + i] > m[i] ? p[j + i] : m[i];
+    float mx = m[0];
+    for (int i = 1; i < 8; i++) mx = m[i] > mx ? m[i] : mx;
+    return mx;
+}
+
+/* Advances sentence b after the step at position t; rows of the next step
+ * are written to parent/prev/score at the same row indices. */
+static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
+{
+    const int V = d->V, T = d->T, base = b * k;
+    Cand *c = d->beam.cand + (size_t)b * 2 * k;
+    int have = 0;
+    for (int r = base; r < base + k; r++) {
+        const float s = d->beam.score[r];
+        if (s == -INFINITY) continue;
+        const float *lp = d->logits + (size_t)r * V;
+        for (int v = 0; v < V; v++) {
+            if (v == TOK_PAD || v == TOK_BOS) continue;
+            /* Once 2k candidates are kept, a chunk whose best cannot beat
+             * the worst kept one is skipped whole (s + x is monotonic in
+             * x, so this drops only what offer would reject). */
+            if (v % CHUNK == 0 && have == 2 * k && v + CHUNK <= V) {
+                if (s + chunk_max(lp + v) <= c[have - 1].score) {
+                    v += CHUNK - 1;
+                    continue;
+                }
+            }
+            offer(c, &have, 2 * k, s + lp[v], r, v);
+        }
+    }
+    const bool last = t + 1 >= d->beam.limit[b];
+    int live = 0;
+    for (int i = 0; i < have; i++) {
+        const int *h = d->beam.hist + (size_t)c[i].row * T;
+        if (c[i].tok == TOK_EOS) {
+            if (i < k) finish(d, b, k, h, t, c[i].score, t + 1, alpha);
+            continue;
+        }
+        if (live == k) continue;
+        if (last) {
+            /* out of length: this continuation ends here without </s> */
+            if (d->beam.fin_count[d->beam.orig[b]] < 2 * k) {
+                int *tmp = d->beam.hist_next + (size_t)(base + live) * T;
+                memcpy(tmp, h, (size_t)t * sizeof(int));
+                tmp[t] = c[i].tok;
+                finish(d, b, k, tmp, t + 1, c[i].score, t + 1, alpha);
+            }
+            live++;
+            continue;
+        }
+        int r = base + live++;
+        d->beam.parent[r] = c[i].row;
+        d->beam.prev[r] = c[i].tok;
+        d->beam.score[r] = c[i].score;
+    }
+    if (last) live = 0;
+    for (int r = base + live; r < base + k; r++) {
+        d->beam.parent[r] = r;
+        d->beam.prev[r] = TOK_PAD;
+        d->beam.score[r] = -INFINITY;
+    }
+    /* done: k finished, or no live hypothesis can beat the nbest-th best
+     * finished one (a log-probability only falls; the penalty divides it by
+     * at most lp(limit) for alpha >= 0), so the n-best list is final */
+    const int o = d->beam.orig[b];
+    float nth_fin = -INFINITY;
+    if (d->beam.fin_count[o] >= nbest) {
+        float top[2 * 1024];
+        int cnt = d->beam.fin_count[o];
+        memcpy(top, d->beam.fin_score + o * 2 * k, sizeof(float) * cnt);
+        for (int i = 0; i < nbest; i++) {          /* partial selection sort */
+            int best = i;
+            for (int j = i + 1; j < cnt; j++)
+                if (top[j] > top[best]) best = j;
+            float tmp = top[i];
+            top[i] = top[best];
+            top[best] = tmp;
+        }
+        nth_fin = top[nbest - 1];
+    }
+    float best_live = -INFINITY;
+    for (int r = base; r < base + live; r++) {
+        float bound = alpha >= 0 ? d->beam.score[r] / length_penalty(d->beam.limit[b], alpha)
+                                 : d->beam.score[r] / length_penalty(t + 2, alpha);
+        best_live = fmaxf(best_live, bound);
+    }
+    if (last || live == 0 || d->beam.fin_count[o] >= k || nth_fin >= best_live) d->beam.done[b] = 1;
+}
+
+/* Moves histories (through position t) to the new rows' parents. */
+static void reorder_history(Decoder *d, int R, int t)
+{
+    const int T = d->T;
+    for (int r = 0; r < R; r++) {
+        int p = d->beam.parent[r];
+        memcpy(d->beam.hist_next + (size_t)r * T, d->beam.hist + (size_t)p * T, (size_t)t * sizeof(int));
+        d->beam.hist_next[(size_t)r * T + t] = d->beam.prev[r];
+    }
+    int *h = d->beam.hist;
+    d->beam.hist = d->beam.hist_next;
+    d->beam.hist_next = h;
+}
+
+/* Moves every layer's self-attention cache (positions < t) to the parents. */
+static void reorder_cache(Decoder *d, const int *parent, int R, int t)
+{
+    const int T = d->T, D2 = 2 * d->D;
+    for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+        DecLayer *l = &d->layer[i];
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < R; r++)
+            memcpy(l->cache_next + (size_t)r * T * D2, l->cache + (size_t)parent[r] * T * D2,
+                   (size_t)t * D2 * sizeof(float));
+        float *tmp = l->cache;
+        l->cache = l->cache_next;
+        l->cache_next = tmp;
+    }
+}
+
+void decoder_update_weights(Decoder *d)
+{
+    const Model *m = d->m;
+    for (int i = 0; i < m->cfg.dec_layers; i++)
+        for (int j = 0; j < LP_COUNT; j++) {
+            const Product p = layer_product(&d->layer[i], j, d->D, d->F);
+            packed_linear_update(&d->layer[i].pk[j], p.w, p.b);
+        }
+    packed_linear_update(&d->p_out, m->out_proj, NULL);
+    encoder_pack_update(d->enc_pack, m);
+}
+
+/* Encodes src (n, S) and fills every layer's cross-attention K | V (n, S,
+ * 2D) up to each sentence's length (d->enc_len, where cross-attention
+ * stops). Sentences go through the encoder ENC_GROUP at a time in order of
+ * length, each group padded only to its own longest. A sentence's encoding
+ * does not depend on its group (see model_encode). */
+static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *err)
+{
+    const int D2 = 2 * d->D;
+    int *len = d->enc_len, *order = d->enc_order;
+    for (int b = 0; b < n; b++) {
+        const int l = len[b] = model_src_len(src + (size_t)b * S, S);
+        int i = b;                      /* insertion sort by length, stable */
+        while (i > 0 && len[order[i - 1]] > l) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = b;
+    }
+    for (int g0 = 0; g0 < n; g0 += ENC_GROUP) {
+        const int ng = n - g0 < ENC_GROUP ? n - g0 : ENC_GROUP;
+        int Sg = 1;
+        for (int i = 0; i < ng; i++)
+            if (len[order[g0 + i]] > Sg) Sg = len[order[g0 + i]];
+        for (int i = 0; i < ng; i++)
+            memcpy(d->grp_src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
+                   (size_t)Sg * sizeof(int));
+        TfmStatus st = model_encode((Model *)d->m, d->enc_pack, d->grp_src, ng, Sg, d->enc_out,
+                                    err);
+        if (st != TFM_OK) return st;
+        for (int l = 0; l < d->m->cfg.dec_layers; l++) {
+            packed_linear_forward(&d->layer[l].pk[LP_CKV], d->kv_tmp, d->enc_out, ng * Sg, 0);
+            for (int i = 0; i < ng; i++) {
+                float *dst = d->layer[l].cross_kv + (size_t)order[g0 + i] * S * D2;
+                memcpy(dst, d->kv_tmp + (size_t)i * Sg * D2, (size_t)Sg * D2 * sizeof(float));
+            }
+        }
+    }
+    return TFM_OK;
+}
+
+TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
+{
+    if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->S)
+        return err_set(err, TFM_ERR_USAGE, "decoder: cannot take %d sentences of length %d "
+                       "with beam %d", n, S, k);
+    TfmStatus st = encode_batch(d, src, n, S, err);
+    if (st != TFM_OK) return st;
+    d->cur_src = src;
+    d->cur_n = n;
+    d->cur_S = S;
+    d->cur_k = k;
+    d->cur_rows = n * k;
+    return TFM_OK;
+}
+
+const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
+{
+    const int R = d->cur_n * d->cur_k;
+    if (parent && t > 0) reorder_cache(d, parent, R, t);
+    if (prev != d->beam.prev) memcpy(d->beam.prev, prev, (size_t)R * sizeof(int));
+    step(d, d->cur_n, d->cur_k, d->cur_S, d->cur_src, t);
+    return d->logits;
+}
+
+/* Removes finished sentences from the batch: the live ones move down to
+ * indices 0.. in order. Rows are not moved here: parent[] of a new row
+ * names its old row, and the next step's reorder moves histories and
+ * caches (a copy beam search makes anyway). */
+static void compact(Decoder *d, int k)
+{
+    const int S = d->cur_S, D2 = 2 * d->D;
+    int j = 0;
+    for (int b = 0; b < d->cur_n; b++) {
+        if (d->beam.done[b]) continue;
+        if (j != b) {
+            memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
+            for (int i = 0; i < d->m->cfg.dec_layers; i++) {
+                float *kv = d->layer[i].cross_kv;
+                memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
+            }
+            d->beam.limit[j] = d->beam.limit[b];
+            d->enc_len[j] = d->enc_len[b];
+            d->beam.orig[j] = d->beam.orig[b];
+            d->beam.done[j] = 0;
+            for (int jj = 0; jj < k; jj++) {
+                d->beam.parent[j * k + jj] = d->beam.parent[b * k + jj];
+                d->beam.prev[j * k + jj] = d->beam.prev[b * k + jj];
+                d->beam.score[j * k + jj] = d->beam.score[b * k + jj];
+            }
+        }
+        j++;
+    }
+    d->cur_n = j;
+}
+
+static int cmp_hyp(const void *a, const void *b)
+{
+    const Hypothesis *x = a, *y = b;
+    return x->score > y->score ? -1 : x->score < y->score;
+}
+
+TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOptions *opt,
+                      Hypothesis *out, TfmErr *err)
+{
+    const int k = opt->beam;
+    if (opt->nbest < 1 || opt->nbest > k)
+        return err_set(err, TFM_ERR_USAGE, "decoder: nbest %d must be in [1, beam %d]",
+                       opt->nbest, k);
+    TfmStatus st = decoder_begin(d, src, n, S, k, err);
+    if (st != TFM_OK) return st;
+    int max_limit = 0;
+    memcpy(d->src_buf, src, sizeof(int) * (size_t)n * S);
+    d->cur_src = d->src_buf;
+    for (int b = 0; b < n; b++) {
+        int len = 0;
+        while (len < S && src[(size_t)b * S + len] != TOK_PAD && src[(size_t)b * S + len] != TOK_EOS)
+            len++;
+        double lim = (double)opt->max_len_a * len + opt->max_len_b;
+        d->beam.limit[b] = lim < 1 ? 1 : lim > d->T ? d->T : (int)lim;
+        if (d->beam.limit[b] > max_limit) max_limit = d->beam.limit[b];
+        d->beam.done[b] = 0;
+        d->beam.orig[b] = b;
+        d->beam.fin_count[b] = 0;
+        for (int j = 0; j < k; j++) {
+            int r = b * k + j;
+            d->beam.score[r] = j == 0 ? 0.0f : -INFINITY;   /* one live start per sentence */
+            d->beam.prev[r] = TOK_BOS;
+            d->beam.parent[r] = r;
+        }
+    }
+    bool moved = false;         /* rows changed places since the last step */
+    for (int t = 0; t < max_limit; t++) {
+        decoder_step(d, d->beam.prev, moved ? d->beam.parent : NULL, t);
+        int active = 0;
+        for (int b = 0; b < d->cur_n; b++) {
+            if (d->beam.done[b]) {       /* waiting for compaction: rows stay idle */
+                for (int r = b * k; r < (b + 1) * k; r++) {
+                    d->beam.parent[r] = r;
+                    d->beam.prev[r] = TOK_PAD;
+                    d->beam.score[r] = -INFINITY;
+                }
+                continue;
+            }
+            advance(d, b, k, opt->nbest, t, opt->alpha);
+            active += !d->beam.done[b];
+        }
+        if (!active) break;
+        /* Drop finished sentences once a quarter of the batch is done, so
+         * the copies of their cross-attention keys stay linear overall. */
+        if (active * 4 <= d->cur_n * 3) compact(d, k);
+        moved = k > 1 || d->cur_n * k != d->cur_rows;
+        reorder_history(d, d->cur_n * k, t);
+        d->cur_rows = d->cur_n * k;
+    }
+    for (int b = 0; b < n; b++) {
+        Hypothesis *h = out + (size_t)b * opt->nbest;
+        int cnt = d->beam.fin_count[b];
+        Hypothesis all[2 * 1024];
+        for (int i = 0; i < cnt; i++) {
+            int slot = b * 2 * k + i;
+            all[i] = (Hypothesis){d->beam.fin_tok + (size_t)slot * d->T, d->beam.fin_len[slot],
+                                  d->beam.fin_score[slot], d->beam.fin_lp[slot]};
+        }
+        qsort(all, (size_t)cnt, sizeof *all, cmp_hyp);
+        for (int i = 0; i < opt->nbest; i++)
+            h[i] = i < cnt ? all[i] : (Hypothesis){NULL, 0, -INFINITY, -INFINITY};
+    }
+    return TFM_OK;
+}
+
+TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,
+                            const DecodeOptions *opt, Hypothesis *out, TfmErr *err)
+{
+    if (n < 1 || n > d->max_sents)
+        return err_set(err, TFM_ERR_USAGE, "decoder: %d sentences (at most %d at once)", n,
+                       d->max_sents);
+    int S = 1;
+    for (int b = 0; b < n; b++) {
+        if (lens[b] < 0 || lens[b] + 1 > d->S)
+            return err_set(err, TFM_ERR_FORMAT, "decoder: a sentence of %d tokens (at most %d)",
+                           lens[b], d->S - 1);
+        if (lens[b] + 1 > S) S = lens[b] + 1;
+    }
+    memset(d->padded, 0, sizeof(int) * (size_t)n * S);      /* TOK_PAD */
+    for (int b = 0; b < n; b++) {
+        memcpy(d->padded + (size_t)b * S, sents[b], sizeof(int) * (size_t)lens[b]);
+        d->padded[(size_t)b * S + lens[b]] = TOK_EOS;
+    }
+    return decoder_run(d, d->padded, n, S, opt, out, err);
+}

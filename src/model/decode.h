@@ -1,0 +1,70 @@
+/* decode: translation with the trained model — greedy and beam search over
+ * an incremental decoder. The source is encoded once per batch; each
+ * decoder layer caches its self-attention keys and values, and the
+ * cross-attention keys and values of the encoder output are computed once,
+ * so each output token costs one decoder step. Beams reorder the cache by
+ * parent after each step. All buffers are allocated by decoder_init for the
+ * largest batch: decoding allocates nothing per step.
+ *
+ * Beam search (beam k): each step takes the 2k best continuations of the
+ * live hypotheses; an </s> among the first k finishes a hypothesis, the
+ * best k others stay live. A sentence is done when k hypotheses finished,
+ * or no live one can beat the n-th best finished (n = nbest), or the limit
+ * max_len_a·src_len + max_len_b is reached. Scores are log-probabilities
+ * divided by the length penalty ((5 + len) / 6)^alpha (Wu et al. 2016), len
+ * counting </s>. With k = 1 this is greedy decoding. */
+#ifndef TFM_DECODE_H
+#define TFM_DECODE_H
+
+#include "base/err.h"
+#include "model/model.h"
+
+typedef struct {
+    int beam;           /* >= 1; 1 is greedy */
+    float alpha;        /* length penalty exponent */
+    float max_len_a;    /* output length limit: a · src_len + b */
+    int max_len_b;
+    int nbest;          /* hypotheses returned per sentence, 1..beam */
+} DecodeOptions;
+
+typedef struct {
+    int *tokens;        /* output ids without <s> and </s>; owned by the decoder */
+    int len;
+    float score;        /* logprob / length penalty */
+    float logprob;      /* sum of token log-probabilities, </s> included */
+} Hypothesis;
+
+typedef struct Decoder Decoder;
+
+/* Prepares decoding of up to max_sents sentences at once with beams up to
+ * max_beam. The decoder keeps packed copies of the model's weights: the
+ * model must stay alive, and after its weights change (training) call
+ * decoder_update_weights before decoding again. */
+TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err);
+void decoder_update_weights(Decoder *d);
+
+/* Translates n sentences: src (n, src_len) ids ending with </s>, padded with
+ * <pad>. Writes n · opt->nbest hypotheses to out, best first per sentence;
+ * their token arrays stay valid until the next decoder_run. */
+TfmStatus decoder_run(Decoder *d, const int *src, int n, int src_len,
+                      const DecodeOptions *opt, Hypothesis *out, TfmErr *err);
+
+/* decoder_run over ragged sentences: sents[b] holds lens[b] token ids (no
+ * </s>, lens[b] + 1 <= the model's max_len; lens[b] >= 0). The decoder adds
+ * </s> and the padding itself. The way in for translation and validation. */
+TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,
+                            const DecodeOptions *opt, Hypothesis *out, TfmErr *err);
+
+/* The scorer interface under decoder_run, for forced decoding and tests:
+ * decoder_begin encodes n sentences (as decoder_run) for k rows each (row
+ * b·k + j belongs to sentence b); decoder_step then feeds token prev[r] at
+ * position t (0, 1, ... in order) to every row r and returns the
+ * log-probabilities (n·k, V) of the next token, valid until the next call.
+ * parent (n·k, or NULL) first moves row parent[r]'s cached history to row r,
+ * as beam search does after choosing continuations. */
+TfmStatus decoder_begin(Decoder *d, const int *src, int n, int src_len, int k, TfmErr *err);
+const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t);
+
+void decoder_free(Decoder *d);
+
+#endif

@@ -1,0 +1,745 @@
+/* model: the encoder-decoder forward and backward over a batch, and the
+ * inference encoder, built from the kernels of nn/layers.h over the
+ * parameter layout of params.c (model/layout.h).
+ *
+ * Activations are (tokens, D) row-major with padding rows included (every
+ * sentence of a batch has the same length); heads are column blocks of D.
+ * Padding rows compute garbage that nothing reads: padded keys are masked,
+ * and the loss only looks at non-pad targets.
+ */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/blas.h"
+#include "nn/layers.h"
+#include "nn/loss.h"
+#include "nn/packed_linear.h"
+#include "model/layout.h"
+#include "model/sublayer.h"
+
+/* ---- workspace ---- */
+
+/* One sublayer's residual + LayerNorm wrapper (see sub_input / sub_output). */
+typedef struct {
+    float *ln;          /* (N, D) LN output: pre-norm the sublayer input, post-norm its output */
+    float *mean, *rstd; /* (N) */
+    float *r;           /* (N, D) x + drop(y): post-norm the LN input, pre-norm the output */
+} ResAct;
+
+typedef struct {
+    ResAct res1, res2;
+    float *qkv;         /* (N, 3D) */
+    float *att, *att_d; /* (n, H, S, S); att_d == att without attention dropout */
+    float *ctx;         /* (N, D) attention output before W_O */
+    float *h;           /* (N, F) FFN hidden, after ReLU and dropout */
+} EncAct;
+
+typedef struct {
+    ResAct res1, res2, res3;
+    float *qkv, *att, *att_d, *ctx;            /* self: (N,3D), (n,H,T,T), (N,D) */
+    float *q, *kv, *catt, *catt_d, *cctx;      /* cross: (N,D), (Ns,2D), (n,H,T,S), (N,D) */
+    float *h;
+} DecAct;
+
+struct ModelWork {
+    int max_tokens, max_len;
+    int training;
+    float *block;       /* every float buffer below points into this */
+    EncAct *enc;
+    DecAct *dec;
+    float *enc_x0, *dec_x0;     /* (N, D) embeddings + positions, after dropout */
+    float *enc_fin, *dec_fin;   /* (N, D) final LN outputs (pre-norm) */
+    float *enc_fmean, *enc_frstd, *dec_fmean, *dec_frstd;
+    float *y;                   /* (N, D) a sublayer's output before dropout */
+    /* output layer */
+    int *rows, *targets;        /* (max_tokens) non-pad target positions, ids */
+    int *src_len;               /* (max_tokens) inference: sentence lengths with </s> */
+    double *row_loss;           /* (3 max_tokens) */
+    float *hc;                  /* (M, D) decoder outputs at non-pad targets */
+    float *logits;              /* (M, V) logits, then d(loss/n)/d(logits) */
+    /* backward scratch */
+    float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
+    float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */
+    float *dh;                  /* (N, F) */
+    float *datt;                /* (n, H, Tq, Tk) */
+    /* state of the last forward, for backward */
+    int m_rows;
+    float p_drop, p_att, p_relu;
+    uint64_t seed;
+};
+
+typedef struct {
+    float *base;
+    size_t used;
+} Carver;
+
+static float *carve(Carver *c, size_t n)
+{
+    float *p = c->base ? c->base + c->used : NULL;
+    /* keep every buffer 64-byte aligned */
+    c->used += (n + 15) & ~(size_t)15;
+    return p;
+}
+
+static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
+{
+    r->ln = carve(c, nd);
+    r->mean = carve(c, n);
+    r->rstd = carve(c, n);
+    r->r = carve(c, nd);
+}
+
+/* Assigns every buffer (c->base NULL: only counts; then w->enc and w->dec
+ * may be NULL too). */
+static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
+{
+    const size_t N = (size_t)w->max_tokens, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
+    const size_t A = (size_t)cfg->heads * N * (size_t)w->max_len;
+    const size_t V = (size_t)cfg->vocab_size;
+    const int attd = w->training && cfg->attn_dropout > 0;
+    EncAct enc_count = {0};     /* counting without w->enc (model_work_bytes) */
+    DecAct dec_count = {0};
+    for (int i = 0; i < cfg->enc_layers; i++) {
+        EncAct *e = w->enc ? &w->enc[i] : &enc_count;
+        carve_res(c, &e->res1, N * D, N);
+        carve_res(c, &e->res2, N * D, N);
+        e->qkv = carve(c, 3 * N * D);
+        e->att = carve(c, A);
+        e->att_d = attd ? carve(c, A) : e->att;
+        e->ctx = carve(c, N * D);
+        e->h = carve(c, N * F);
+    }
+    w->enc_x0 = carve(c, N * D);
+    w->enc_fin = carve(c, N * D);
+    w->enc_fmean = carve(c, N);
+    w->enc_frstd = carve(c, N);
+    w->y = carve(c, N * D);
+    if (!w->training) return;
+    for (int i = 0; i < cfg->dec_layers; i++) {
+        DecAct *e = w->dec ? &w->dec[i] : &dec_count;
+        carve_res(c, &e->res1, N * D, N);
+        carve_res(c, &e->res2, N * D, N);
+        carve_res(c, &e->res3, N * D, N);
+        e->qkv = carve(c, 3 * N * D);
+        e->att = carve(c, A);
+        e->att_d = attd ? carve(c, A) : e->att;
+        e->ctx = carve(c, N * D);
+        e->q = carve(c, N * D);
+        e->kv = carve(c, 2 * N * D);
+        e->catt = carve(c, A);
+        e->catt_d = attd ? carve(c, A) : e->catt;
+        e->cctx = carve(c, N * D);
+        e->h = carve(c, N * F);
+    }
+    w->dec_x0 = carve(c, N * D);
+    w->dec_fin = carve(c, N * D);
+    w->dec_fmean = carve(c, N);
+    w->dec_frstd = carve(c, N);
+    w->hc = carve(c, N * D);
+    w->logits = carve(c, N * V);
+    w->dA = carve(c, N * D);
+    w->dB = carve(c, N * D);
+    w->dt = carve(c, N * D);
+    w->dy = carve(c, N * D);
+    w->dctx = carve(c, N * D);
+    w->dq = carve(c, N * D);
+    w->denc = carve(c, N * D);
+    w->dhc = carve(c, N * D);
+    w->dqkv = carve(c, 3 * N * D);
+    w->dh = carve(c, N * F);
+    w->datt = carve(c, A);
+}
+
+static void work_free(ModelWork *w)
+{
+    if (!w) return;
+    free(w->block);
+    free(w->enc);
+    free(w->dec);
+    free(w->rows);
+    free(w->src_len);
+    free(w->targets);
+    free(w->row_loss);
+    free(w);
+}
+
+/* False when the workspace's sizes could overflow size_t: all factors are
+ * positive ints, and the largest buffer is heads · max_tokens · max_len or
+ * max_tokens · V. */
+static bool work_size_ok(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    double biggest = (double)cfg->heads * max_tokens * max_len;
+    double logits = (double)max_tokens * cfg->vocab_size;
+    if (biggest < logits) biggest = logits;
+    return biggest * 64.0 * (cfg->enc_layers + cfg->dec_layers + 4) <= (double)SIZE_MAX / 8;
+}
+
+double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    if (!work_size_ok(cfg, max_tokens, max_len)) return INFINITY;
+    /* the same carving as work_alloc, so the estimate cannot drift from it */
+    ModelWork w = {.max_tokens = max_tokens, .max_len = max_len, .training = 1};
+    Carver c = {0};
+    carve_work(&c, &w, cfg);
+    return (double)c.used * sizeof(float) + 64 +
+           (double)max_tokens * (2 * sizeof(int) + 3 * sizeof(double));  /* rows, targets, row_loss */
+}
+
+/* training 0: only the encoder's buffers (model_encode). */
+static ModelWork *work_alloc(const ModelConfig *cfg, int max_tokens, int max_len,
+                             int training, TfmErr *err)
+{
+    /* Bound the sizes before any size_t product. */
+    if (!work_size_ok(cfg, max_tokens, max_len)) {
+        err_set(err, TFM_ERR_NOMEM, "workspace for %d tokens is too large", max_tokens);
+        return NULL;
+    }
+    ModelWork *w = xcalloc(1, sizeof *w, err);
+    if (!w) return NULL;
+    w->max_tokens = max_tokens;
+    w->max_len = max_len;
+    w->training = training;
+    w->enc = xcalloc((size_t)cfg->enc_layers, sizeof *w->enc, err);
+    w->dec = xcalloc((size_t)cfg->dec_layers, sizeof *w->dec, err);
+    if (!w->enc || !w->dec) goto fail;
+    Carver c = {0};
+    carve_work(&c, w, cfg);
+    w->block = xmalloc(c.used * sizeof(float) + 64, err);
+    if (!w->block) goto fail;
+    /* align the block start to 64 bytes */
+    c = (Carver){.base = (float *)(((uintptr_t)w->block + 63) & ~(uintptr_t)63)};
+    carve_work(&c, w, cfg);
+    if (!training && !(w->src_len = xmalloc((size_t)max_tokens * sizeof(int), err))) goto fail;
+    if (training) {
+        w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
+        w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
+        w->row_loss = xmalloc((size_t)max_tokens * 3 * sizeof(double), err);
+        if (!w->rows || !w->targets || !w->row_loss) goto fail;
+    }
+    return w;
+fail:
+    work_free(w);
+    return NULL;
+}
+
+TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err)
+{
+    if (max_tokens <= 0 || max_len <= 0 || max_len > m->cfg.max_len)
+        return err_set(err, TFM_ERR_CONFIG, "bad workspace size (%d tokens, length %d, "
+                       "model max_len %d)", max_tokens, max_len, m->cfg.max_len);
+    work_free(m->work);
+    m->work = NULL;
+    if (!m->grads) {
+        m->grads = xcalloc(m->n_params, sizeof(float), err);
+        if (!m->grads) return TFM_ERR_NOMEM;
+    }
+    m->work = work_alloc(&m->cfg, max_tokens, max_len, 1, err);
+    return m->work ? TFM_OK : TFM_ERR_NOMEM;
+}
+
+void model_free(Model *m)
+{
+    if (!m) return;
+    free(m->params);
+    free(m->grads);
+    free(m->tensors);
+    if (m->layout) {
+        free(m->layout->enc);
+        free(m->layout->dec);
+        free(m->layout);
+    }
+    free(m->pos_table);
+    work_free(m->work);
+    work_free(m->enc_work);
+    *m = (Model){0};
+}
+
+/* ---- forward and backward ---- */
+
+#define P(off) (m->params + (off))
+#define G(off) (m->grads + (off))
+
+/* Dropout sites: one seed each per step, so no two sites share a mask. */
+enum { SITE_EMB_SRC = 1, SITE_EMB_TGT = 2, SITE_ENC = 100, SITE_DEC = 10000 };
+static uint64_t site(const ModelWork *w, int id) { return dropout_site_seed(w->seed, (uint64_t)id); }
+
+static AttnShape attn_shape(const Model *m, int n, int tq, int tk, int ldq, int ldkv,
+                            const int *key_tok, int causal)
+{
+    const int D = m->cfg.d_model;
+    return (AttnShape){
+        .n = n, .heads = m->cfg.heads, .dh = D / m->cfg.heads, .tq = tq, .tk = tk,
+        .ldq = ldq, .ldk = ldkv, .ldv = ldkv, .ldo = D,
+        .q_stride = (long)tq * ldq, .k_stride = (long)tk * ldkv, .v_stride = (long)tk * ldkv,
+        .o_stride = (long)tq * D, .key_tok = key_tok, .key_tok_stride = tk, .key_pad = TOK_PAD,
+        .causal = causal,
+    };
+}
+
+/* The input of a sublayer's function F: pre-norm LN(x), post-norm x. */
+static const float *sub_input(Model *m, ResAct *r, const float *x, LnP ln, int N)
+{
+    return sublayer_input(m->cfg.norm, r->ln, r->mean, r->rstd, x, P(ln.g), P(ln.b), N,
+                          m->cfg.d_model);
+}
+
+/* The sublayer's output from x and y = F(...): pre-norm x + drop(y),
+ * post-norm LN(x + drop(y)). */
+static const float *sub_output(Model *m, ResAct *r, const float *x, const float *y, LnP ln,
+                               int N, float p, uint64_t seed)
+{
+    const int D = m->cfg.d_model;
+    residual_dropout_forward(r->r, x, y, (long)N * D, p, seed);
+    return sublayer_output(m->cfg.norm, r->ln, r->mean, r->rstd, r->r, P(ln.g), P(ln.b), N, D);
+}
+
+static const float *sub_result(const Model *m, const ResAct *r)
+{
+    return m->cfg.norm == NORM_PRE ? r->r : r->ln;
+}
+
+/* Backward of sub_output from dout: dx (zeroed by the caller) += the residual
+ * path, w->dy = d(loss)/dy. Returns where F's backward must accumulate the
+ * gradient of its input: dx itself (post-norm) or w->dt, zeroed (pre-norm,
+ * finished by sub_input_backward).
+ * forward post: r = x + drop(y), out = LN(r): dr = LN'(dout), dx += dr, dy = drop(dr)
+ * forward pre:  out = x + drop(y):            dx += dout,     dy = drop(dout) */
+static float *sub_output_backward(Model *m, ResAct *r, LnP ln, const float *dout, float *dx,
+                                  int N, float p, uint64_t seed)
+{
+    ModelWork *w = m->work;
+    const int D = m->cfg.d_model;
+    const long nd = (long)N * D;
+    if (m->cfg.norm == NORM_POST) {
+        memset(w->dt, 0, (size_t)nd * sizeof(float));
+        layernorm_backward(w->dt, G(ln.g), G(ln.b), dout, r->r, r->mean, r->rstd, P(ln.g), N, D);
+        add_inplace(dx, w->dt, nd);
+        dropout_apply(w->dy, w->dt, nd, p, seed);
+        return dx;
+    }
+    add_inplace(dx, dout, nd);
+    dropout_apply(w->dy, dout, nd, p, seed);
+    memset(w->dt, 0, (size_t)nd * sizeof(float));
+    return w->dt;
+}
+
+/* forward pre: s = LN(x), so dx += LN'(ds) with ds in w->dt. */
+static void sub_input_backward(Model *m, ResAct *r, LnP ln, const float *x, float *dx, int N)
+{
+    if (m->cfg.norm == NORM_POST) return;
+    layernorm_backward(dx, G(ln.g), G(ln.b), m->work->dt, x, r->mean, r->rstd, P(ln.g), N,
+                       m->cfg.d_model);
+}
+
+/* Self-attention F: qkv = x·Wqkvᵀ + b, ctx = attention, w->y = ctx·Woᵀ + bo.
+ * pk (inference only, or NULL): packed Wqkv and Wo. */
+static void self_attn_forward(Model *m, AttnP a, const PackedLinear *pk, float *qkv,
+                              float *att, float *att_d, float *ctx, const float *x,
+                              const AttnShape *sh, int N, float p_att, uint64_t seed)
+{
+    const int D = m->cfg.d_model;
+    if (pk) packed_linear_forward(&pk[0], qkv, x, N, 0);
+    else linear_forward(qkv, x, P(a.w), P(a.b), N, D, 3 * D);
+    attention_forward(ctx, att, att_d, qkv, qkv + D, qkv + 2 * D, sh, p_att, seed);
+    if (pk) packed_linear_forward(&pk[1], m->work->y, ctx, N, 0);
+    else linear_forward(m->work->y, ctx, P(a.wo), P(a.bo), N, D, D);
+}
+
+/* Backward of self_attn_forward from w->dy; dx += d/dx. */
+static void self_attn_backward(Model *m, AttnP a, const float *qkv, const float *att,
+                               const float *att_d, const float *ctx, const float *x,
+                               float *dx, const AttnShape *sh, int N, float p_att)
+{
+    ModelWork *w = m->work;
+    const int D = m->cfg.d_model;
+    memset(w->dctx, 0, (size_t)N * D * sizeof(float));
+    linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, ctx, P(a.wo), N, D, D);
+    memset(w->dqkv, 0, (size_t)N * 3 * D * sizeof(float));
+    attention_backward(w->dqkv, w->dqkv + D, w->dqkv + 2 * D, w->datt, w->dctx, att, att_d,
+                       qkv, qkv + D, qkv + 2 * D, sh, p_att);
+    linear_backward(dx, G(a.w), G(a.b), w->dqkv, x, P(a.w), N, D, 3 * D);
+}
+
+/* Packed encoder weights per layer: qkv, self out, FFN w1, FFN w2. */
+enum { PK_QKV, PK_O, PK_F1, PK_F2, PK_PER_LAYER };
+struct EncoderPack {
+    int layers;
+    PackedLinear *lin;      /* layers × PK_PER_LAYER */
+};
+
+/* Runs the encoder stack on w's buffers; returns its output (N, D). pk
+ * (evaluation only, or NULL): packed weights to use instead of sgemm. */
+static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *pk,
+                                    const int *src, int n, int S, float p, float p_att,
+                                    float p_relu)
+{
+    const ModelConfig *c = &m->cfg;
+    const ModelLayout *L = m->layout;
+    const int D = c->d_model, N = n * S;
+    embed_forward(w->enc_x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D));
+    dropout_apply(w->enc_x0, w->enc_x0, (long)N * D, p, site(w, SITE_EMB_SRC));
+    AttnShape sh = attn_shape(m, n, S, S, 3 * D, 3 * D, src, 0);
+    if (pk) {
+        /* Inference: attention stops at each sentence's end, so its encoding
+         * does not depend on the batch's padding (the other products are
+         * row-independent already). */
+        for (int b = 0; b < n; b++) w->src_len[b] = model_src_len(src + (size_t)b * S, S);
+        sh.key_len = w->src_len;
+        sh.query_pad = 1;
+    }
+    const float *x = w->enc_x0;
+    for (int i = 0; i < c->enc_layers; i++) {
+        EncAct *e = &w->enc[i];
+        const EncP *lp = &L->enc[i];
+        const int s0 = SITE_ENC + 8 * i;
+        const float *in = sub_input(m, &e->res1, x, lp->ln1, N);
+        const PackedLinear *lpk = pk ? pk->lin + (size_t)i * PK_PER_LAYER : NULL;
+        self_attn_forward(m, lp->self, lpk, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N,
+                          p_att, site(w, s0));
+        x = sub_output(m, &e->res1, x, w->y, lp->ln1, N, p, site(w, s0 + 1));
+        in = sub_input(m, &e->res2, x, lp->ln2, N);
+        if (lpk) {
+            packed_linear_forward(&lpk[PK_F1], e->h, in, N, 1);
+            packed_linear_forward(&lpk[PK_F2], w->y, e->h, N, 0);
+        } else {
+            ffn_forward(w->y, e->h, in, P(lp->ffn.w1), P(lp->ffn.b1), P(lp->ffn.w2),
+                        P(lp->ffn.b2), N, D, c->d_ff, p_relu, site(w, s0 + 2));
+        }
+        x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
+    }
+    if (c->norm == NORM_PRE) {
+        layernorm_forward(w->enc_fin, w->enc_fmean, w->enc_frstd, x, P(L->enc_ln.g),
+                          P(L->enc_ln.b), N, D);
+        return w->enc_fin;
+    }
+    return x;
+}
+
+static const float *decoder_forward(Model *m, const float *enc_out, const Batch *b,
+                                    float p, float p_att, float p_relu)
+{
+    ModelWork *w = m->work;
+    const ModelConfig *c = &m->cfg;
+    const ModelLayout *L = m->layout;
+    const int D = c->d_model, n = b->n, T = b->tgt_len, S = b->src_len;
+    const int N = n * T, Ns = n * S;
+    embed_forward(w->dec_x0, b->tgt_in, n, T, m->emb_tgt, m->pos_table, 0, D, sqrtf((float)D));
+    dropout_apply(w->dec_x0, w->dec_x0, (long)N * D, p, site(w, SITE_EMB_TGT));
+    /* The causal mask alone hides every pad key from the non-pad queries
+     * (padding is at the end); the padding mask also keeps pad queries finite. */
+    const AttnShape sh = attn_shape(m, n, T, T, 3 * D, 3 * D, b->tgt_in, 1);
+    AttnShape csh = attn_shape(m, n, T, S, D, 2 * D, b->src, 0);
+    const float *x = w->dec_x0;
+    for (int i = 0; i < c->dec_layers; i++) {
+        DecAct *e = &w->dec[i];
+        const DecP *lp = &L->dec[i];
+        const int s0 = SITE_DEC + 8 * i;
+        const float *in = sub_input(m, &e->res1, x, lp->ln1, N);
+        self_attn_forward(m, lp->self, NULL, e->qkv, e->att, e->att_d, e->ctx, in, &sh, N, p_att,
+                          site(w, s0));
+        x = sub_output(m, &e->res1, x, w->y, lp->ln1, N, p, site(w, s0 + 1));
+        /* cross-attention: q from the decoder, k/v from the encoder output */
+        in = sub_input(m, &e->res2, x, lp->ln2, N);
+        const AttnP a = lp->cross;
+        linear_forward(e->q, in, P(a.w), P(a.b), N, D, D);
+        linear_forward(e->kv, enc_out, P(a.w) + (size_t)D * D, P(a.b) + D, Ns, D, 2 * D);
+        attention_forward(e->cctx, e->catt, e->catt_d, e->q, e->kv, e->kv + D, &csh, p_att,
+                          site(w, s0 + 2));
+        linear_forward(w->y, e->cctx, P(a.wo), P(a.bo), N, D, D);
+        x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
+        in = sub_input(m, &e->res3, x, lp->ln3, N);
+        ffn_forward(w->y, e->h, in, P(lp->ffn.w1), P(lp->ffn.b1), P(lp->ffn.w2),
+                    P(lp->ffn.b2), N, D, c->d_ff, p_relu, site(w, s0 + 4));
+        x = sub_output(m, &e->res3, x, w->y, lp->ln3, N, p, site(w, s0 + 5));
+    }
+    if (c->norm == NORM_PRE) {
+        layernorm_forward(w->dec_fin, w->dec_fmean, w->dec_frstd, x, P(L->dec_ln.g),
+                          P(L->dec_ln.b), N, D);
+        return w->dec_fin;
+    }
+    return x;
+}
+
+static TfmStatus check_tokens(const int *tok, long cnt, int V, const char *what, TfmErr *err)
+{
+    for (long i = 0; i < cnt; i++)
+        if (tok[i] < 0 || tok[i] >= V)
+            return err_set(err, TFM_ERR_FORMAT, "%s token id %d out of range [0, %d)", what,
+                           tok[i], V);
+    return TFM_OK;
+}
+
+int model_src_len(const int *row, int S)
+{
+    int l = S;
+    while (l > 1 && row[l - 1] == TOK_PAD) l--;
+    return l;
+}
+
+TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
+                        Rng *dropout_rng, LossStats *out, TfmErr *err)
+{
+    ModelWork *w = m->work;
+    const ModelConfig *c = &m->cfg;
+    const int D = c->d_model, V = c->vocab_size;
+    *out = (LossStats){0};
+    if (!w) return err_set(err, TFM_ERR_FORMAT, "model has no training workspace");
+    if (b->n <= 0 || b->src_len <= 0 || b->tgt_len <= 0 || b->src_len > w->max_len ||
+        b->tgt_len > w->max_len || (long)b->n * b->src_len > w->max_tokens ||
+        (long)b->n * b->tgt_len > w->max_tokens)
+        return err_set(err, TFM_ERR_FORMAT,
+                       "batch of %d x (%d, %d) tokens does not fit the workspace "
+                       "(%d tokens, length %d)", b->n, b->src_len, b->tgt_len,
+                       w->max_tokens, w->max_len);
+    const long Ns = (long)b->n * b->src_len, Nt = (long)b->n * b->tgt_len;
+    TfmStatus st;
+    if ((st = check_tokens(b->src, Ns, V, "source", err)) ||
+        (st = check_tokens(b->tgt_in, Nt, V, "target", err)) ||
+        (st = check_tokens(b->tgt_out, Nt, V, "target", err)))
+        return st;
+
+    w->p_drop = dropout_rng ? c->dropout : 0.0f;
+    w->p_att = dropout_rng ? c->attn_dropout : 0.0f;
+    w->p_relu = dropout_rng ? c->relu_dropout : 0.0f;
+    w->seed = dropout_rng ? rng_u64(dropout_rng) : 0;
+
+    const float *enc = encoder_forward(m, w, NULL, b->src, b->n, b->src_len, w->p_drop, w->p_att,
+                                       w->p_relu);
+    const float *dec = decoder_forward(m, enc, b, w->p_drop, w->p_att, w->p_relu);
+
+    /* Logits only for the rows that have a target: padding can be a third of
+     * a batch, and the (M, V) product is the largest of the step. */
+    int M = 0;
+    for (long r = 0; r < Nt; r++)
+        if (b->tgt_out[r] != TOK_PAD) {
+            w->rows[M] = (int)r;
+            w->targets[M] = b->tgt_out[r];
+            M++;
+        }
+    w->m_rows = M;
+    out->n_tokens = M;
+    if (M == 0) return TFM_OK;
+    gather_rows(w->hc, dec, w->rows, M, D);
+    blas_gemm_parallel(&(GemmArgs){0, 1, M, V, D, 1.0f, w->hc, D, m->out_proj, D, 0.0f,
+                                   w->logits, V}, 1);
+    /* The gradient is computed here, while the logits are in cache, and kept
+     * for model_backward (it replaces the logits). */
+    loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)M,
+                       w->row_loss, &out->loss, &out->nll, &out->n_correct);
+    return TFM_OK;
+}
+
+static void swap(float **a, float **b)
+{
+    float *t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* The backward of the residual sublayers x_out = sub(x_in): *cur holds the
+ * gradient of x_out on entry and that of x_in on return (*other is the
+ * second buffer; the two swap). s1 is the site of the sublayer's dropout. */
+
+/* FFN sublayer; h: its hidden activations. */
+static void ffn_sublayer_backward(Model *m, ResAct *r, LnP ln, FfnP f, const float *h,
+                                  const float *x_in, float **cur, float **other, int N,
+                                  uint64_t s1)
+{
+    ModelWork *w = m->work;
+    const int D = m->cfg.d_model;
+    memset(*other, 0, (size_t)N * D * sizeof(float));
+    float *dfin = sub_output_backward(m, r, ln, *cur, *other, N, w->p_drop, s1);
+    const float *fin = m->cfg.norm == NORM_PRE ? r->ln : x_in;
+    ffn_backward(dfin, G(f.w1), G(f.b1), G(f.w2), G(f.b2), w->dh, w->dy, fin, h, P(f.w1),
+                 P(f.w2), N, D, m->cfg.d_ff, w->p_relu);
+    sub_input_backward(m, r, ln, x_in, *other, N);
+    swap(cur, other);
+}
+
+/* Self-attention sublayer; qkv, att, att_d, ctx: its forward activations. */
+static void self_sublayer_backward(Model *m, ResAct *r, LnP ln, AttnP a, const float *qkv,
+                                   const float *att, const float *att_d, const float *ctx,
+                                   const AttnShape *sh, const float *x_in, float **cur,
+                                   float **other, int N, uint64_t s1)
+{
+    ModelWork *w = m->work;
+    memset(*other, 0, (size_t)N * m->cfg.d_model * sizeof(float));
+    float *dfin = sub_output_backward(m, r, ln, *cur, *other, N, w->p_drop, s1);
+    const float *fin = m->cfg.norm == NORM_PRE ? r->ln : x_in;
+    self_attn_backward(m, a, qkv, att, att_d, ctx, fin, dfin, sh, N, w->p_att);
+    sub_input_backward(m, r, ln, x_in, *other, N);
+    swap(cur, other);
+}
+
+void model_backward(Model *m, const Batch *b)
+{
+    ModelWork *w = m->work;
+    const ModelConfig *c = &m->cfg;
+    const ModelLayout *L = m->layout;
+    const int D = c->d_model, V = c->vocab_size, n = b->n, S = b->src_len, T = b->tgt_len;
+    const int Nt = n * T, Ns = n * S, M = w->m_rows;
+    const size_t ndt = (size_t)Nt * D * sizeof(float), nds = (size_t)Ns * D * sizeof(float);
+    const float p = w->p_drop, p_att = w->p_att;
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    if (M == 0) return;
+
+    /* forward: logits = hc·Eᵀ, so dhc = dlogits·E, dE += dlogitsᵀ·hc */
+    const GemmArgs gh = {0, 0, M, D, V, 1.0f, w->logits, V, m->out_proj, D, 0.0f, w->dhc, D};
+    const GemmArgs ge = {1, 0, V, D, M, 1.0f, w->logits, V, w->hc, D, 1.0f, G(L->out_proj), D};
+    blas_gemm_parallel((GemmArgs[]){gh, ge}, 2);
+    float *cur = w->dA, *other = w->dB;
+    memset(cur, 0, ndt);
+    scatter_add_rows(cur, w->dhc, w->rows, M, D);
+
+    /* decoder: layer outputs are x_{i+1}; x_0 = dec_x0 */
+    const float *x_last = c->dec_layers > 0 ? sub_result(m, &w->dec[c->dec_layers - 1].res3)
+                                            : w->dec_x0;
+    if (c->norm == NORM_PRE) {
+        memset(other, 0, ndt);
+        layernorm_backward(other, G(L->dec_ln.g), G(L->dec_ln.b), cur, x_last, w->dec_fmean,
+                           w->dec_frstd, P(L->dec_ln.g), Nt, D);
+        swap(&cur, &other);
+    }
+    const float *enc_out = c->norm == NORM_PRE ? w->enc_fin
+                                               : sub_result(m, &w->enc[c->enc_layers - 1].res2);
+    memset(w->denc, 0, nds);
+    const AttnShape sh = attn_shape(m, n, T, T, 3 * D, 3 * D, b->tgt_in, 1);
+    const AttnShape csh = attn_shape(m, n, T, S, D, 2 * D, b->src, 0);
+    for (int i = c->dec_layers - 1; i >= 0; i--) {
+        DecAct *e = &w->dec[i];
+        const DecP *lp = &L->dec[i];
+        const int s0 = SITE_DEC + 8 * i;
+        const float *x0 = i > 0 ? sub_result(m, &w->dec[i - 1].res3) : w->dec_x0;
+        const float *x1 = sub_result(m, &e->res1), *x2 = sub_result(m, &e->res2);
+        /* FFN sublayer: x3 = sub(x2) */
+        ffn_sublayer_backward(m, &e->res3, lp->ln3, lp->ffn, e->h, x2, &cur, &other, Nt,
+                              site(w, s0 + 5));
+        /* cross-attention sublayer: x2 = sub(x1) */
+        memset(other, 0, ndt);
+        float *dfin = sub_output_backward(m, &e->res2, lp->ln2, cur, other, Nt, p,
+                                          site(w, s0 + 3));
+        const float *fin = c->norm == NORM_PRE ? e->res2.ln : x1;
+        const AttnP a = lp->cross;
+        memset(w->dctx, 0, ndt);
+        linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
+        memset(w->dq, 0, ndt);
+        memset(w->dqkv, 0, 2 * nds);
+        attention_backward(w->dq, w->dqkv, w->dqkv + D, w->datt, w->dctx, e->catt, e->catt_d,
+                           e->q, e->kv, e->kv + D, &csh, p_att);
+        linear_backward(dfin, G(a.w), G(a.b), w->dq, fin, P(a.w), Nt, D, D);
+        linear_backward(w->denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->dqkv, enc_out,
+                        P(a.w) + (size_t)D * D, Ns, D, 2 * D);
+        sub_input_backward(m, &e->res2, lp->ln2, x1, other, Nt);
+        swap(&cur, &other);
+        /* self-attention sublayer: x1 = sub(x0) */
+        self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
+                               e->ctx, &sh, x0, &cur, &other, Nt, site(w, s0 + 1));
+    }
+    /* forward: dec_x0 = drop(E[tgt]·sqrt(D) + PE) */
+    dropout_apply(cur, cur, (long)Nt * D, p, site(w, SITE_EMB_TGT));
+    embed_backward(G(L->emb_tgt), cur, b->tgt_in, Nt, D, sqrtf((float)D));
+
+    /* encoder, from the gradient of its output summed over all cross-attentions */
+    cur = w->denc;
+    other = w->dA;
+    if (c->norm == NORM_PRE) {
+        const float *xe = sub_result(m, &w->enc[c->enc_layers - 1].res2);
+        memset(other, 0, nds);
+        layernorm_backward(other, G(L->enc_ln.g), G(L->enc_ln.b), cur, xe, w->enc_fmean,
+                           w->enc_frstd, P(L->enc_ln.g), Ns, D);
+        swap(&cur, &other);
+    }
+    const AttnShape esh = attn_shape(m, n, S, S, 3 * D, 3 * D, b->src, 0);
+    for (int i = c->enc_layers - 1; i >= 0; i--) {
+        EncAct *e = &w->enc[i];
+        const EncP *lp = &L->enc[i];
+        const int s0 = SITE_ENC + 8 * i;
+        const float *x0 = i > 0 ? sub_result(m, &w->enc[i - 1].res2) : w->enc_x0;
+        const float *x1 = sub_result(m, &e->res1);
+        ffn_sublayer_backward(m, &e->res2, lp->ln2, lp->ffn, e->h, x1, &cur, &other, Ns,
+                              site(w, s0 + 3));
+        self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
+                               e->ctx, &esh, x0, &cur, &other, Ns, site(w, s0 + 1));
+    }
+    dropout_apply(cur, cur, (long)Ns * D, p, site(w, SITE_EMB_SRC));
+    embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D));
+}
+
+void encoder_pack_update(EncoderPack *pk, const Model *m)
+{
+    for (int i = 0; i < pk->layers; i++) {
+        const EncP *lp = &m->layout->enc[i];
+        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
+        packed_linear_update(&l[PK_QKV], P(lp->self.w), P(lp->self.b));
+        packed_linear_update(&l[PK_O], P(lp->self.wo), P(lp->self.bo));
+        packed_linear_update(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1));
+        packed_linear_update(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2));
+    }
+}
+
+TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
+{
+    const int D = m->cfg.d_model, F = m->cfg.d_ff, layers = m->cfg.enc_layers;
+    EncoderPack *pk = xcalloc(1, sizeof *pk, err);
+    if (!pk) return TFM_ERR_NOMEM;
+    pk->lin = xcalloc((size_t)layers * PK_PER_LAYER, sizeof *pk->lin, err);
+    if (!pk->lin) {
+        free(pk);
+        return TFM_ERR_NOMEM;
+    }
+    for (int i = 0; i < layers; i++) {
+        const EncP *lp = &m->layout->enc[i];
+        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
+        pk->layers = i + 1;
+        if (packed_linear_init(&l[PK_QKV], P(lp->self.w), P(lp->self.b), D, 3 * D, err) ||
+            packed_linear_init(&l[PK_O], P(lp->self.wo), P(lp->self.bo), D, D, err) ||
+            packed_linear_init(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1), D, F, err) ||
+            packed_linear_init(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2), F, D, err)) {
+            encoder_pack_free(pk);
+            return TFM_ERR_NOMEM;
+        }
+    }
+    *out = pk;
+    return TFM_OK;
+}
+
+void encoder_pack_free(EncoderPack *pk)
+{
+    if (!pk) return;
+    for (int i = 0; i < pk->layers * PK_PER_LAYER; i++) packed_linear_free(&pk->lin[i]);
+    free(pk->lin);
+    free(pk);
+}
+
+TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
+                       float *enc_out, TfmErr *err)
+{
+    const ModelConfig *c = &m->cfg;
+    if (n <= 0 || src_len <= 0 || src_len > c->max_len)
+        return err_set(err, TFM_ERR_FORMAT, "cannot encode %d sentences of length %d "
+                       "(model max_len %d)", n, src_len, c->max_len);
+    if ((long)n * src_len > INT32_MAX / c->d_model)
+        return err_set(err, TFM_ERR_FORMAT, "source batch too large");
+    TfmStatus st = check_tokens(src, (long)n * src_len, c->vocab_size, "source", err);
+    if (st) return st;
+    /* Scratch kept between calls (translation encodes batch after batch);
+     * it grows only when a batch has more tokens than any before. */
+    ModelWork *w = m->enc_work;
+    if (!w || w->max_tokens < n * src_len) {
+        work_free(w);
+        m->enc_work = w = work_alloc(c, n * src_len, c->max_len, 0, err);
+        if (!w) return TFM_ERR_NOMEM;
+    }
+    /* the sublayer helpers read scratch from m->work: lend them w */
+    ModelWork *saved = m->work;
+    m->work = w;
+    const float *out = encoder_forward(m, w, pk, src, n, src_len, 0, 0, 0);
+    memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
+    m->work = saved;
+    return TFM_OK;
+}

@@ -1,0 +1,160 @@
+/* model: the Transformer encoder-decoder of "Attention Is All You Need",
+ * forward and hand-written backward over one batch.
+ *
+ * Layout. All parameters live in one float array `params` (and gradients in
+ * `grads`, same layout), carved into named row-major tensors listed in
+ * `tensors` with stable names (e.g. "enc.0.self.wq", "dec.1.cross.wo",
+ * "emb.shared"). Weights are (out, in) as in PyTorch. The full order (fixed:
+ * the PyTorch reference and checkpoints rely on it) is written at the top of
+ * model.c; q/k/v weights of a layer are contiguous so one (3D, D) gemm
+ * projects all three (cross-attention: k/v as one (2D, D) block).
+ * Activations live in a workspace sized once by model_alloc_training for the
+ * largest batch. The kernels (layers.h) are reusable for incremental decoding:
+ * the input of position t is emb[tok]·sqrt(d_model) + pos_table[t] (then,
+ * per layer, the same sublayers; LayerNorm eps 1e-5), the logits are
+ * h·out_projᵀ (no bias). A layer's "self.wq" tensor starts its (3D, D) q/k/v
+ * block, "cross.wk" the (2D, D) k/v block; biases likewise.
+ *
+ * Tokens: ids < cfg.vocab_size; TOK_PAD marks padding in every (n, len) array.
+ *
+ * Usage:
+ *     Model m; model_init(&m, &cfg, err); model_init_weights(&m, &rng);
+ *     model_alloc_training(&m, max_tokens, max_len, err);
+ *     model_forward(&m, &batch, 0.1f, &dropout_rng, &stats, err);
+ *     model_backward(&m, &batch);   // grads of stats.loss / stats.n_tokens
+ */
+#ifndef TFM_MODEL_H
+#define TFM_MODEL_H
+
+#include <stddef.h>
+#include "model/config.h"
+#include "base/err.h"
+#include "base/rng.h"
+#include "text/bpe.h"     /* TOK_PAD, TOK_BOS, TOK_EOS: the vocabulary's special ids */
+
+typedef struct {
+    int n;              /* sentences */
+    int src_len;        /* columns of src */
+    int tgt_len;        /* columns of tgt_in and tgt_out */
+    const int *src;     /* (n, src_len): tokens + TOK_EOS, then TOK_PAD */
+    const int *tgt_in;  /* (n, tgt_len): TOK_BOS + tokens, then TOK_PAD */
+    const int *tgt_out; /* (n, tgt_len): tokens + TOK_EOS, then TOK_PAD */
+} Batch;
+
+typedef struct {
+    char name[48];
+    size_t offset;      /* into params/grads, in floats */
+    int rows, cols;     /* a vector has rows == 1 */
+} TensorInfo;
+
+typedef struct {
+    double loss;        /* label-smoothed cross-entropy, summed over non-pad targets */
+    double nll;         /* negative log-likelihood, summed likewise */
+    long n_tokens;      /* non-pad target tokens */
+    long n_correct;     /* of those, how many are the argmax of their logits
+                           (teacher-forced token accuracy) */
+} LossStats;
+
+typedef struct ModelWork ModelWork;   /* activations and scratch, private */
+typedef struct ModelLayout ModelLayout; /* per-layer parameter offsets, private */
+
+typedef struct {
+    ModelConfig cfg;
+    float *params;
+    float *grads;       /* NULL until model_alloc_training */
+    size_t n_params;
+    TensorInfo *tensors;
+    int n_tensors;
+    ModelWork *work;    /* NULL until model_alloc_training */
+    ModelWork *enc_work;/* model_encode's scratch, kept between calls */
+    ModelLayout *layout;
+    float *pos_table;   /* (cfg.max_len, d_model) sinusoidal positions */
+    /* Views into params, set by model_init: the embedding of source tokens,
+     * of target tokens, and the output projection (V, D); all three are the
+     * same matrix when cfg.share_embeddings. */
+    const float *emb_src, *emb_tgt, *out_proj;
+} Model;
+
+/* Builds the tensor table and allocates params (zeroed). cfg must be valid
+ * (vocab_size and max_len set). */
+TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err);
+
+/* Xavier-uniform projections, N(0, d^-1/2) embeddings, LayerNorm gain 1 bias 0. */
+void model_init_weights(Model *m, Rng *rng);
+
+/* Allocates grads and the activation workspace for any batch with
+ * n * src_len <= max_tokens, n * tgt_len <= max_tokens, lengths <= max_len. */
+TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err);
+
+/* Bytes model_alloc_training(max_tokens, max_len) allocates for the
+ * activation workspace of a model of shape cfg (vocab_size and max_len set);
+ * grads not included. No allocation; +inf when the sizes overflow. */
+double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len);
+
+/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout).
+ * Errors: TFM_ERR_FORMAT for a batch that does not fit the workspace or has
+ * out-of-range ids. */
+TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
+                        Rng *dropout_rng, LossStats *out, TfmErr *err);
+
+/* Zeroes grads, then sets them to d(loss / n_tokens)/d(params) for the batch
+ * of the last model_forward. */
+void model_backward(Model *m, const Batch *b);
+
+/* Number of floats in the parameter array of cfg (no allocation). 0 when
+ * the count overflows size_t. */
+size_t model_param_count(const ModelConfig *cfg);
+
+/* The length of a source row of S ids without its trailing TOK_PAD (at
+ * least 1): its tokens and </s>. */
+int model_src_len(const int *row, int S);
+
+/* Packed copies of the encoder's weights (packed_linear.h) for model_encode:
+ * faster than sgemm for inference. They copy the weights as they are now:
+ * call encoder_pack_update after the weights change (training). */
+typedef struct EncoderPack EncoderPack;
+TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err);
+void encoder_pack_update(EncoderPack *pk, const Model *m);
+void encoder_pack_free(EncoderPack *pk);
+
+/* Evaluation-mode encoder (no dropout): enc_out (n·src_len, D) gets the
+ * encoder stack's output (after the final LayerNorm for pre-norm) for src
+ * (n, src_len) padded with TOK_PAD, computed with pk's packed weights, or
+ * with sgemm over the parameters when pk is NULL. With pk, attention also
+ * stops at each sentence's end, so a sentence's rows are the same bit for
+ * bit however far the batch is padded (the padding rows hold other values). Its scratch (m->enc_work)
+ * is kept between calls and grows with the largest batch. Independent of
+ * model_alloc_training.
+ * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len), TFM_ERR_NOMEM. */
+TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
+                       float *enc_out, TfmErr *err);
+
+/* Typed views of one decoder layer's weights: pointers into m->params, so
+ * that code running the layer outside model.c (the incremental decoder)
+ * never rebuilds tensor names or assumes the layout. Shapes: D = d_model,
+ * F = d_ff; weights (out, in). */
+typedef struct {
+    const float *wqkv, *bqkv;   /* self-attention q|k|v: (3D, D), (3D) */
+    const float *wo, *bo;       /* (D, D), (D) */
+    const float *ln1_g, *ln1_b; /* (D) */
+    const float *cwq, *cbq;     /* cross-attention query: (D, D), (D) */
+    const float *cwkv, *cbkv;   /* cross-attention k|v: (2D, D), (2D) */
+    const float *cwo, *cbo;     /* (D, D), (D) */
+    const float *ln2_g, *ln2_b;
+    const float *w1, *b1;       /* (F, D), (F) */
+    const float *w2, *b2;       /* (D, F), (D) */
+    const float *ln3_g, *ln3_b;
+} DecLayerWeights;
+
+/* Decoder layer i's weights (0 <= i < cfg.dec_layers). */
+DecLayerWeights model_dec_layer_weights(const Model *m, int i);
+
+/* The decoder stack's final LayerNorm (pre-norm); NULLs for post-norm. */
+void model_dec_final_ln(const Model *m, const float **g, const float **b);
+
+/* Looks up a tensor by name; NULL if absent. */
+const TensorInfo *model_tensor(const Model *m, const char *name);
+
+void model_free(Model *m);
+
+#endif

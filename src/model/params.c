@@ -1,0 +1,241 @@
+/* params: the parameter layout of model.h — tensor names, offsets, the
+ * typed per-layer views — and model_init / model_init_weights.
+ *
+ * Parameter layout (FIXED: checkpoints and scripts/make_ref.py rely on it).
+ * One float array, tensors in this order, each row-major (out, in):
+ *   share_embeddings: "emb.shared" (V, D)
+ *   else:             "emb.src" (V, D), "emb.tgt" (V, D), "out.proj" (V, D)
+ *   for i in 0..enc_layers-1:
+ *     "enc.{i}.self.wq" (D,D), "enc.{i}.self.wk" (D,D), "enc.{i}.self.wv" (D,D)  [one (3D,D) block]
+ *     "enc.{i}.self.bq" (1,D), "enc.{i}.self.bk", "enc.{i}.self.bv"           [one (3D) block]
+ *     "enc.{i}.self.wo" (D,D), "enc.{i}.self.bo" (1,D)
+ *     "enc.{i}.ln1.g" (1,D), "enc.{i}.ln1.b" (1,D)
+ *     "enc.{i}.ffn.w1" (F,D), "enc.{i}.ffn.b1" (1,F), "enc.{i}.ffn.w2" (D,F), "enc.{i}.ffn.b2" (1,D)
+ *     "enc.{i}.ln2.g", "enc.{i}.ln2.b"
+ *   pre-norm: "enc.ln.g", "enc.ln.b"
+ *   for i in 0..dec_layers-1:
+ *     "dec.{i}.self.{wq,wk,wv,bq,bk,bv,wo,bo}", "dec.{i}.ln1.{g,b}",
+ *     "dec.{i}.cross.{wq,wk,wv,bq,bk,bv,wo,bo}"  [wk, wv one (2D,D) block; bk, bv one (2D)]
+ *     "dec.{i}.ln2.{g,b}", "dec.{i}.ffn.{w1,b1,w2,b2}", "dec.{i}.ln3.{g,b}"
+ *   pre-norm: "dec.ln.g", "dec.ln.b"
+ * lnK belongs to sublayer K: post-norm applies it after the residual add,
+ * pre-norm to the sublayer's input.
+ */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/layers.h"
+#include "model/layout.h"
+
+typedef struct {
+    TensorInfo *tab;        /* NULL: only count */
+    int n;
+    size_t off;
+    int overflow;
+} Builder;
+
+static size_t add_tensor(Builder *b, int rows, int cols, const char *prefix,
+                         const char *suffix)
+{
+    size_t off = b->off, cnt;
+    if (!size_mul_ok((size_t)rows, (size_t)cols, &cnt) || b->off + cnt < b->off)
+        b->overflow = 1;
+    if (b->tab) {
+        TensorInfo *t = &b->tab[b->n];
+        snprintf(t->name, sizeof t->name, "%s%s", prefix, suffix);
+        t->offset = off;
+        t->rows = rows;
+        t->cols = cols;
+    }
+    b->n++;
+    b->off += cnt;
+    return off;
+}
+
+/* pre: "enc.3.self." etc. q, k, v (and their biases) are added back to back,
+ * so w and b address (3D, D) and (3D) blocks. */
+static void add_attn(Builder *b, AttnP *a, const char *pre, int d)
+{
+    a->w = add_tensor(b, d, d, pre, "wq");
+    add_tensor(b, d, d, pre, "wk");
+    add_tensor(b, d, d, pre, "wv");
+    a->b = add_tensor(b, 1, d, pre, "bq");
+    add_tensor(b, 1, d, pre, "bk");
+    add_tensor(b, 1, d, pre, "bv");
+    a->wo = add_tensor(b, d, d, pre, "wo");
+    a->bo = add_tensor(b, 1, d, pre, "bo");
+}
+
+static void add_ln(Builder *b, LnP *l, const char *pre, int d)
+{
+    l->g = add_tensor(b, 1, d, pre, "g");
+    l->b = add_tensor(b, 1, d, pre, "b");
+}
+
+static void add_ffn(Builder *b, FfnP *f, const char *pre, int d, int ff)
+{
+    f->w1 = add_tensor(b, ff, d, pre, "w1");
+    f->b1 = add_tensor(b, 1, ff, pre, "b1");
+    f->w2 = add_tensor(b, d, ff, pre, "w2");
+    f->b2 = add_tensor(b, 1, d, pre, "b2");
+}
+
+/* Walks the layout of cfg; fills lay's offsets (lay->enc/dec may be NULL)
+ * and b->tab (if not NULL). */
+static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
+{
+    ModelLayout tmp = {0};
+    EncP ep;
+    DecP dp;
+    char pre[48];
+    const int d = c->d_model, V = c->vocab_size;
+    if (!lay) lay = &tmp;
+    if (c->share_embeddings) {
+        lay->emb_src = lay->emb_tgt = lay->out_proj = add_tensor(b, V, d, "emb.shared", "");
+    } else {
+        lay->emb_src = add_tensor(b, V, d, "emb.src", "");
+        lay->emb_tgt = add_tensor(b, V, d, "emb.tgt", "");
+        lay->out_proj = add_tensor(b, V, d, "out.proj", "");
+    }
+    for (int i = 0; i < c->enc_layers; i++) {
+        EncP *e = lay->enc ? &lay->enc[i] : &ep;
+        snprintf(pre, sizeof pre, "enc.%d.self.", i);
+        add_attn(b, &e->self, pre, d);
+        snprintf(pre, sizeof pre, "enc.%d.ln1.", i);
+        add_ln(b, &e->ln1, pre, d);
+        snprintf(pre, sizeof pre, "enc.%d.ffn.", i);
+        add_ffn(b, &e->ffn, pre, d, c->d_ff);
+        snprintf(pre, sizeof pre, "enc.%d.ln2.", i);
+        add_ln(b, &e->ln2, pre, d);
+    }
+    if (c->norm == NORM_PRE) add_ln(b, &lay->enc_ln, "enc.ln.", d);
+    for (int i = 0; i < c->dec_layers; i++) {
+        DecP *e = lay->dec ? &lay->dec[i] : &dp;
+        snprintf(pre, sizeof pre, "dec.%d.self.", i);
+        add_attn(b, &e->self, pre, d);
+        snprintf(pre, sizeof pre, "dec.%d.ln1.", i);
+        add_ln(b, &e->ln1, pre, d);
+        snprintf(pre, sizeof pre, "dec.%d.cross.", i);
+        add_attn(b, &e->cross, pre, d);
+        snprintf(pre, sizeof pre, "dec.%d.ln2.", i);
+        add_ln(b, &e->ln2, pre, d);
+        snprintf(pre, sizeof pre, "dec.%d.ffn.", i);
+        add_ffn(b, &e->ffn, pre, d, c->d_ff);
+        snprintf(pre, sizeof pre, "dec.%d.ln3.", i);
+        add_ln(b, &e->ln3, pre, d);
+    }
+    if (c->norm == NORM_PRE) add_ln(b, &lay->dec_ln, "dec.ln.", d);
+}
+
+size_t model_param_count(const ModelConfig *cfg)
+{
+    Builder b = {0};
+    build_layout(cfg, &b, NULL);
+    return b.overflow ? 0 : b.off;
+}
+
+DecLayerWeights model_dec_layer_weights(const Model *m, int i)
+{
+    const DecP *l = &m->layout->dec[i];
+    const float *p = m->params;
+    const size_t D = (size_t)m->cfg.d_model;
+    return (DecLayerWeights){
+        .wqkv = p + l->self.w, .bqkv = p + l->self.b, .wo = p + l->self.wo, .bo = p + l->self.bo,
+        .ln1_g = p + l->ln1.g, .ln1_b = p + l->ln1.b,
+        /* cross q, k, v are back to back (add_attn): k|v is one (2D, D) block after q */
+        .cwq = p + l->cross.w, .cbq = p + l->cross.b,
+        .cwkv = p + l->cross.w + D * D, .cbkv = p + l->cross.b + D,
+        .cwo = p + l->cross.wo, .cbo = p + l->cross.bo,
+        .ln2_g = p + l->ln2.g, .ln2_b = p + l->ln2.b,
+        .w1 = p + l->ffn.w1, .b1 = p + l->ffn.b1, .w2 = p + l->ffn.w2, .b2 = p + l->ffn.b2,
+        .ln3_g = p + l->ln3.g, .ln3_b = p + l->ln3.b,
+    };
+}
+
+void model_dec_final_ln(const Model *m, const float **g, const float **b)
+{
+    const bool pre = m->cfg.norm == NORM_PRE;
+    *g = pre ? m->params + m->layout->dec_ln.g : NULL;
+    *b = pre ? m->params + m->layout->dec_ln.b : NULL;
+}
+
+const TensorInfo *model_tensor(const Model *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err)
+{
+    *m = (Model){0};
+    m->cfg = *cfg;
+    const ModelConfig *c = &m->cfg;
+    if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0 || c->d_ff <= 0 ||
+        c->enc_layers <= 0 || c->dec_layers <= 0 || c->vocab_size <= 4 || c->max_len <= 0)
+        return err_set(err, TFM_ERR_CONFIG,
+                       "invalid model shape (d_model %d, heads %d, d_ff %d, layers %d+%d, "
+                       "vocab %d, max_len %d)", c->d_model, c->heads, c->d_ff,
+                       c->enc_layers, c->dec_layers, c->vocab_size, c->max_len);
+    Builder b = {0};
+    build_layout(c, &b, NULL);
+    if (b.overflow || b.off == 0)
+        return err_set(err, TFM_ERR_CONFIG, "model too large to address");
+    m->n_params = b.off;
+    m->n_tensors = b.n;
+    m->tensors = xcalloc((size_t)b.n, sizeof *m->tensors, err);
+    m->layout = xcalloc(1, sizeof *m->layout, err);
+    if (!m->tensors || !m->layout) goto fail;
+    m->layout->enc = xcalloc((size_t)c->enc_layers, sizeof(EncP), err);
+    m->layout->dec = xcalloc((size_t)c->dec_layers, sizeof(DecP), err);
+    m->params = xcalloc(m->n_params, sizeof(float), err);
+    m->pos_table = xmalloc((size_t)c->max_len * (size_t)c->d_model * sizeof(float), err);
+    if (!m->layout->enc || !m->layout->dec || !m->params || !m->pos_table) goto fail;
+    Builder fill = {.tab = m->tensors};
+    build_layout(c, &fill, m->layout);
+    positions_init(m->pos_table, c->max_len, c->d_model);
+    m->emb_src = m->params + m->layout->emb_src;
+    m->emb_tgt = m->params + m->layout->emb_tgt;
+    m->out_proj = m->params + m->layout->out_proj;
+    return TFM_OK;
+fail:
+    model_free(m);
+    return TFM_ERR_NOMEM;
+}
+
+/* Projections: Xavier/Glorot uniform, U(±sqrt(6/(fan_in + fan_out))) per
+ * (out, in) tensor, so q, k and v each get the (D, D) bound.
+ * Embeddings (and the unshared output projection): N(0, 1/D). The input is
+ * scaled by sqrt(D), so token vectors have unit variance per component,
+ * the same scale as the sinusoids they are added to; and the logits
+ * h·E_vᵀ of a unit-variance LayerNorm output h start with unit variance.
+ * The <pad> row is drawn like the others and not zeroed: pad keys are masked
+ * and pad targets ignored, so it never gets a gradient through the input,
+ * and as an output row it is only pushed down (it is never a target).
+ * Biases 0, LayerNorm gains 1. Draws in layout order, so a seed fixes all. */
+void model_init_weights(Model *m, Rng *rng)
+{
+    const double emb_std = 1.0 / sqrt((double)m->cfg.d_model);
+    for (int t = 0; t < m->n_tensors; t++) {
+        const TensorInfo *ti = &m->tensors[t];
+        float *p = m->params + ti->offset;
+        const size_t cnt = (size_t)ti->rows * (size_t)ti->cols;
+        const char *last = strrchr(ti->name, '.');
+        last = last ? last + 1 : ti->name;
+        if (strncmp(ti->name, "emb.", 4) == 0 || strcmp(ti->name, "out.proj") == 0) {
+            for (size_t i = 0; i < cnt; i++) p[i] = (float)(emb_std * rng_normal(rng));
+        } else if (last[0] == 'w') {
+            const float lim = (float)sqrt(6.0 / (ti->rows + ti->cols));
+            for (size_t i = 0; i < cnt; i++) p[i] = (2.0f * rng_uniform(rng) - 1.0f) * lim;
+        } else if (last[0] == 'g') {
+            for (size_t i = 0; i < cnt; i++) p[i] = 1.0f;
+        } else {
+            memset(p, 0, cnt * sizeof *p);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+/* optim: Adam with bias correction and decoupled weight decay, the learning
+ * rate schedules of SPEC.md, and global-norm gradient clipping. Flat loops
+ * over the parameter array; the moments are owned here and saved in checkpoints. */
+#ifndef TFM_OPTIM_H
+#define TFM_OPTIM_H
+
+#include <stddef.h>
+#include "base/err.h"
+
+/* Adam's settings (train.adam.* and train.weight_decay in a config). */
+typedef struct {
+    float beta1, beta2, eps, weight_decay;
+} AdamConfig;
+
+typedef enum { LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2 } LrSchedule;
+
+/* A learning rate schedule (train.lr.* in a config, SPEC.md). */
+typedef struct {
+    LrSchedule schedule;
+    int warmup;
+    float factor, peak;
+} LrConfig;
+
+typedef struct {
+    size_t n;
+    float *m, *v;        /* first and second moments, n each */
+    long step;           /* updates done so far */
+    float beta1, beta2, eps, weight_decay;
+} Adam;
+
+/* Allocates zeroed moments for n parameters, with the settings of ac. */
+TfmStatus adam_init(Adam *a, size_t n, const AdamConfig *ac, TfmErr *err);
+void adam_free(Adam *a);
+
+/* One update at learning rate lr: step += 1, then
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * p -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr wd p. */
+void adam_update(Adam *a, float *params, const float *grads, float lr);
+
+/* The learning rate for update number `step` (1-based). */
+double lr_at(const LrConfig *lc, int d_model, long step);
+
+/* L2 norm of g over n values (accumulated in double). */
+double grad_norm(const float *g, size_t n);
+
+/* Scales g so its norm is at most max_norm (max_norm <= 0: no clipping).
+ * Returns the norm before clipping. */
+double clip_grad_norm(float *g, size_t n, float max_norm);
+
+#endif

@@ -1,0 +1,37 @@
+/* packed_linear: y = x·wᵀ + b for the few rows of a decoder step.
+ *
+ * Why not sgemm: a decoder step multiplies 1-256 rows by each weight
+ * matrix, and OpenBLAS repacks the whole matrix on every call, which costs
+ * more than the product at batch 1. Here each weight matrix is packed once
+ * (panels of a few vector widths of output columns, the input dimension
+ * contiguous), and a register-blocked kernel streams each panel once per step.
+ *
+ * Every output element is one multiply-add chain over the inputs in order
+ * (fused where the build has FMA), starting from the bias, whatever the
+ * number of rows or threads, so a row's result does not depend on the other
+ * rows: a sentence translates the same alone or in a batch (tested bit for
+ * bit). */
+#ifndef TFM_PACKED_LINEAR_H
+#define TFM_PACKED_LINEAR_H
+
+#include "base/err.h"
+
+typedef struct {
+    int in, out, panels;
+    float *w;           /* panels × in × panel width, zero-padded past out */
+    float *b;           /* out, or NULL */
+} PackedLinear;
+
+/* Packs w (out, in) row-major and copies b (out, or NULL). */
+TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
+                             TfmErr *err);
+/* Repacks after the weights changed (same shape), e.g. during training. */
+void packed_linear_update(PackedLinear *p, const float *w, const float *b);
+/* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */
+void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
+void packed_linear_free(PackedLinear *p);
+
+/* The instruction set of the kernel, for `tfm --version`. */
+const char *packed_linear_isa(void);
+
+#endif

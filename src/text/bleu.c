@@ -1,0 +1,430 @@
+/* bleu: sacreBLEU-identical BLEU scoring. Every step mirrors a line of
+ * sacreBLEU 2.x (metrics/bleu.py); comments name the Python they copy. Each
+ * line is tokenized by bleu_tokenize.c; here its tokens are interned, the
+ * n-grams of the references counted and clipped against the hypothesis,
+ * and the corpus statistics turned into a score (brevity penalty,
+ * smoothing, effective order), formatted, and named in a signature. Also
+ * here: reading a text file into lines as sacreBLEU does. */
+#include "text/bleu.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/bleu_tokenize.h"
+#include "base/version.h"
+
+/* One n-gram of the current segment's references. An entry is live when its
+ * gen equals the table's, so clearing the table between segments is O(1). */
+typedef struct {
+    uint32_t gen;
+    uint32_t order;                 /* 1..BLEU_MAX_ORDER */
+    uint32_t ids[BLEU_MAX_ORDER];   /* token ids; unused tail is 0 */
+    uint32_t ref_max;               /* max count over the references */
+    uint32_t cur, cur_ref;          /* count in reference cur_ref */
+    uint32_t hyp_count;
+} Ngram;
+
+#define NO_ID UINT32_MAX
+
+struct BleuScorer {
+    BleuOptions opt;
+    BleuTok tok;                    /* tokenizer scratch: the last line's tokens */
+    /* Token interning, shared by all segments: string -> id. */
+    BleuBuf strs;
+    BleuSpan *str;                  /* id -> bytes in strs */
+    size_t n_strs, cap_strs;
+    uint32_t *islots;               /* id + 1, 0 = empty; power-of-two size */
+    size_t islot_cap;
+    /* Token ids of the current segment: references, then the hypothesis. */
+    uint32_t *ids;
+    size_t n_ids, cap_ids;
+    size_t *ref_start;              /* n_refs + 1 offsets into ids */
+    size_t cap_ref_start;
+    Ngram *tab;
+    size_t tab_cap, n_live;         /* n_live: entries of the current gen */
+    uint32_t gen;
+};
+
+/* ---- token interning and n-gram table ---- */
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;           /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+static TfmStatus intern_rehash(BleuScorer *s, size_t cap, TfmErr *err)
+{
+    uint32_t *slots = xcalloc(cap, sizeof *slots, err);
+    if (!slots) return err->status;
+    for (size_t id = 0; id < s->n_strs; id++) {
+        size_t h = (size_t)hash_bytes(s->strs.p + s->str[id].off, s->str[id].len) & (cap - 1);
+        while (slots[h]) h = (h + 1) & (cap - 1);
+        slots[h] = (uint32_t)id + 1;
+    }
+    free(s->islots);
+    s->islots = slots;
+    s->islot_cap = cap;
+    return TFM_OK;
+}
+
+/* Id of token p[0..n); a new id when `add`, else NO_ID if unseen. */
+static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add,
+                        uint32_t *id, TfmErr *err)
+{
+    if ((s->n_strs + 1) * 2 > s->islot_cap &&
+        intern_rehash(s, s->islot_cap ? s->islot_cap * 2 : 1024, err))
+        return err->status;
+    size_t mask = s->islot_cap - 1, h = (size_t)hash_bytes(p, n) & mask;
+    for (; s->islots[h]; h = (h + 1) & mask) {
+        uint32_t k = s->islots[h] - 1;
+        if (s->str[k].len == n && memcmp(s->strs.p + s->str[k].off, p, n) == 0) {
+            *id = k;
+            return TFM_OK;
+        }
+    }
+    if (!add) { *id = NO_ID; return TFM_OK; }
+    if (s->n_strs >= NO_ID - 1) return err_set(err, TFM_ERR_NOMEM, "bleu: too many distinct tokens");
+    if (xgrow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
+        return err->status;
+    if (s->strs.n + n < s->strs.n) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
+    if (xgrow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
+    memcpy(s->strs.p + s->strs.n, p, n);
+    s->str[s->n_strs].off = s->strs.n;
+    s->str[s->n_strs].len = n;
+    s->strs.n += n;
+    s->islots[h] = (uint32_t)s->n_strs + 1;
+    *id = (uint32_t)s->n_strs++;
+    return TFM_OK;
+}
+
+/* Preprocesses line and appends its token ids to s->ids. */
+static TfmStatus add_line_ids(BleuScorer *s, const char *line, size_t len, int add, TfmErr *err)
+{
+    const unsigned char *text = NULL;
+    const BleuTok *t = &s->tok;
+    if (bleu_tok_line(&s->tok, &s->opt, (const unsigned char *)line, len, &text, err))
+        return err->status;
+    if (xgrow((void **)&s->ids, &s->cap_ids, s->n_ids + t->n_spans, sizeof *s->ids, err))
+        return err->status;
+    for (size_t i = 0; i < t->n_spans; i++) {
+        uint32_t id = NO_ID;
+        if (intern(s, text + t->spans[i].off, t->spans[i].len, add, &id, err)) return err->status;
+        s->ids[s->n_ids++] = id;
+    }
+    return TFM_OK;
+}
+
+static size_t ngram_hash(uint32_t order, const uint32_t *ids)
+{
+    uint64_t h = order;
+    for (uint32_t k = 0; k < order; k++) h = (h ^ ids[k]) * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h ^ (h >> 31));
+}
+
+/* Empties the table for a new segment: O(1), it bumps the generation. */
+static TfmStatus ngram_reset(BleuScorer *s, TfmErr *err)
+{
+    if (!s->tab) {
+        s->tab = xcalloc(1024, sizeof *s->tab, err);
+        if (!s->tab) return err->status;
+        s->tab_cap = 1024;
+    }
+    s->n_live = 0;
+    if (++s->gen == 0) {            /* wrapped: stale entries could look live */
+        memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
+        s->gen = 1;
+    }
+    return TFM_OK;
+}
+
+static Ngram *ngram_probe(Ngram *tab, size_t cap, uint32_t gen, uint32_t order, const uint32_t *ids)
+{
+    size_t mask = cap - 1, h = ngram_hash(order, ids) & mask;
+    for (;; h = (h + 1) & mask) {
+        Ngram *e = &tab[h];
+        if (e->gen != gen) return e;
+        if (e->order == order && memcmp(e->ids, ids, order * sizeof *ids) == 0) return e;
+    }
+}
+
+/* Keeps the load at most 1/2 for one more entry, doubling the table (and
+ * moving the live entries) when needed. Grows with the distinct n-grams of
+ * a segment, not its length: a 30M-character line of one letter needs 4. */
+static TfmStatus ngram_make_room(BleuScorer *s, TfmErr *err)
+{
+    if ((s->n_live + 1) * 2 <= s->tab_cap) return TFM_OK;
+    if (s->tab_cap > SIZE_MAX / 2 / sizeof *s->tab)
+        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
+    size_t cap = s->tab_cap * 2;
+    Ngram *t = xcalloc(cap, sizeof *t, err);
+    if (!t) return err->status;
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        const Ngram *e = &s->tab[i];
+        if (e->gen == s->gen) *ngram_probe(t, cap, s->gen, e->order, e->ids) = *e;
+    }
+    free(s->tab);
+    s->tab = t;
+    s->tab_cap = cap;
+    return TFM_OK;
+}
+
+/* The live entry for (order, ids), or the empty slot where it belongs. */
+static Ngram *ngram_slot(BleuScorer *s, uint32_t order, const uint32_t *ids)
+{
+    return ngram_probe(s->tab, s->tab_cap, s->gen, order, ids);
+}
+
+/* ---- public API ---- */
+
+void bleu_options_default(BleuOptions *opt)
+{
+    opt->tokenize = BLEU_TOK_13A;
+    opt->lowercase = false;
+    opt->smooth = BLEU_SMOOTH_EXP;
+    opt->smooth_value = -1.0;
+    opt->effective_order = false;
+}
+
+TfmStatus bleu_scorer_new(const BleuOptions *opt, BleuScorer **out, TfmErr *err)
+{
+    *out = NULL;
+    BleuScorer *s = xcalloc(1, sizeof *s, err);
+    if (!s) return err->status;
+    s->opt = *opt;
+    *out = s;
+    return TFM_OK;
+}
+
+void bleu_scorer_free(BleuScorer *s)
+{
+    if (!s) return;
+    bleu_tok_free(&s->tok);
+    free(s->strs.p);
+    free(s->str);
+    free(s->islots);
+    free(s->ids);
+    free(s->ref_start);
+    free(s->tab);
+    free(s);
+}
+
+TfmStatus bleu_tokenize(BleuScorer *s, const char *line, size_t len,
+                        const char **out, size_t *out_len, TfmErr *err)
+{
+    return bleu_tok_join(&s->tok, &s->opt, line, len, out, out_len, err);
+}
+
+TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
+                             const char *const *refs, const size_t *ref_lens,
+                             size_t n_refs, BleuStats *out, TfmErr *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "bleu: no reference given");
+    s->n_ids = 0;
+    if (xgrow((void **)&s->ref_start, &s->cap_ref_start, n_refs + 1, sizeof *s->ref_start, err))
+        return err->status;
+    for (size_t r = 0; r < n_refs; r++) {
+        s->ref_start[r] = s->n_ids;
+        if (add_line_ids(s, refs[r], ref_lens[r], 1, err)) return err->status;
+    }
+    s->ref_start[n_refs] = s->n_ids;
+    size_t hyp0 = s->n_ids;
+    if (add_line_ids(s, hyp, hyp_len, 0, err)) return err->status;
+    long long hl = (long long)(s->n_ids - hyp0);
+
+    /* _get_closest_ref_len: smallest |hyp - ref|, ties to the shorter ref. */
+    long long best_diff = -1, best_len = -1;
+    for (size_t r = 0; r < n_refs; r++) {
+        long long rl = (long long)(s->ref_start[r + 1] - s->ref_start[r]);
+        long long d = llabs(hl - rl);
+        if (best_diff == -1 || d < best_diff) { best_diff = d; best_len = rl; }
+        else if (d == best_diff && rl < best_len) best_len = rl;
+    }
+    out->sys_len = hl;
+    out->ref_len = best_len;
+
+    /* _extract_reference_info: per n-gram, the max count over references. */
+    if (ngram_reset(s, err)) return err->status;
+    for (size_t r = 0; r < n_refs; r++) {
+        const uint32_t *ids = s->ids + s->ref_start[r];
+        size_t len = s->ref_start[r + 1] - s->ref_start[r];
+        for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
+            for (size_t i = 0; i + order <= len; i++) {
+                if (ngram_make_room(s, err)) return err->status;
+                Ngram *e = ngram_slot(s, order, ids + i);
+                if (e->gen != s->gen) {
+                    s->n_live++;
+                    memset(e, 0, sizeof *e);
+                    e->gen = s->gen;
+                    e->order = order;
+                    memcpy(e->ids, ids + i, order * sizeof *ids);
+                    e->cur_ref = (uint32_t)r;
+                } else if (e->cur_ref != r) {
+                    e->cur_ref = (uint32_t)r;
+                    e->cur = 0;
+                }
+                if (++e->cur > e->ref_max) e->ref_max = e->cur;
+            }
+        }
+    }
+
+    /* _compute_segment_statistics: correct += min(hyp count, ref max) per
+     * distinct n-gram, counted one occurrence at a time. */
+    const uint32_t *ids = s->ids + hyp0;
+    for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
+        if (hl >= (long long)order) out->totals[order - 1] = hl - order + 1;
+        for (long long i = 0; i + order <= hl; i++) {
+            int unseen = 0;
+            for (uint32_t k = 0; k < order; k++) unseen |= ids[i + k] == NO_ID;
+            if (unseen) continue;
+            Ngram *e = ngram_slot(s, order, ids + i);
+            if (e->gen != s->gen) continue;
+            if (++e->hyp_count <= e->ref_max) out->counts[order - 1]++;
+        }
+    }
+    return TFM_OK;
+}
+
+void bleu_stats_add(BleuStats *acc, const BleuStats *x)
+{
+    acc->sys_len += x->sys_len;
+    acc->ref_len += x->ref_len;
+    for (int k = 0; k < BLEU_MAX_ORDER; k++) {
+        acc->counts[k] += x->counts[k];
+        acc->totals[k] += x->totals[k];
+    }
+}
+
+/* utils.my_log: log floored at -9999999999 for 0. */
+static double my_log(double x)
+{
+    return x == 0.0 ? -9999999999.0 : log(x);
+}
+
+void bleu_compute(const BleuStats *st, const BleuOptions *opt, BleuScore *out)
+{
+    memset(out, 0, sizeof *out);
+    double sv = opt->smooth_value;
+    if (sv < 0) sv = opt->smooth == BLEU_SMOOTH_FLOOR ? 0.1 : opt->smooth == BLEU_SMOOTH_ADD_K ? 1.0 : 0.0;
+    double *correct = out->counts, *total = out->totals;
+    int any = 0;
+    for (int k = 0; k < BLEU_MAX_ORDER; k++) {
+        correct[k] = (double)st->counts[k];
+        total[k] = (double)st->totals[k];
+        any |= st->counts[k] != 0;
+    }
+    out->sys_len = st->sys_len;
+    out->ref_len = st->ref_len;
+    out->ratio = st->ref_len ? (double)st->sys_len / (double)st->ref_len : 0.0;
+    if (st->sys_len < st->ref_len)
+        out->bp = st->sys_len > 0 ? exp(1.0 - (double)st->ref_len / (double)st->sys_len) : 0.0;
+    else
+        out->bp = 1.0;
+    if (!any) return;                          /* "Early stop if there are no matches (#141)" */
+
+    double smooth_mteval = 1.0;
+    int eff_order = BLEU_MAX_ORDER;
+    for (int n = 1; n <= BLEU_MAX_ORDER; n++) {
+        if (opt->smooth == BLEU_SMOOTH_ADD_K && n > 1) {
+            correct[n - 1] += sv;
+            total[n - 1] += sv;
+        }
+        if (total[n - 1] == 0) break;
+        if (opt->effective_order) eff_order = n;
+        if (correct[n - 1] == 0) {
+            if (opt->smooth == BLEU_SMOOTH_EXP) {
+                smooth_mteval *= 2;
+                out->precisions[n - 1] = 100. / (smooth_mteval * total[n - 1]);
+            } else if (opt->smooth == BLEU_SMOOTH_FLOOR) {
+                out->precisions[n - 1] = 100. * sv / total[n - 1];
+            }
+        } else {
+            out->precisions[n - 1] = 100. * correct[n - 1] / total[n - 1];
+        }
+    }
+    double sum = 0.0;
+    for (int k = 0; k < eff_order; k++) sum += my_log(out->precisions[k]);
+    out->score = out->bp * exp(sum / eff_order);
+}
+
+TfmStatus bleu_corpus(const BleuOptions *opt, const char *const *hyps, size_t n,
+                      const char *const *const *refs, size_t n_refs,
+                      BleuScore *out, TfmErr *err)
+{
+    BleuScorer *s = NULL;
+    const char **seg = NULL;
+    size_t *lens = NULL;
+    BleuStats total = {0}, st;
+    if (bleu_scorer_new(opt, &s, err)) goto fail;
+    seg = xcalloc(n_refs ? n_refs : 1, sizeof *seg, err);
+    lens = xcalloc(n_refs ? n_refs : 1, sizeof *lens, err);
+    if (!seg || !lens) goto fail;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t r = 0; r < n_refs; r++) {
+            seg[r] = refs[r][i];
+            lens[r] = strlen(refs[r][i]);
+        }
+        if (bleu_segment_stats(s, hyps[i], strlen(hyps[i]), seg, lens, n_refs, &st, err))
+            goto fail;
+        bleu_stats_add(&total, &st);
+    }
+    bleu_compute(&total, opt, out);
+    free(seg);
+    free(lens);
+    bleu_scorer_free(s);
+    return TFM_OK;
+fail:
+    free(seg);
+    free(lens);
+    bleu_scorer_free(s);
+    return err->status;
+}
+
+void bleu_format(const BleuScore *sc, char *buf, size_t size)
+{
+    /* BLEUScore: f"{score:.2f} {p1:.1f}/.../{p4:.1f} (BP = {bp:.3f} ratio = {ratio:.3f} ...)" */
+    snprintf(buf, size,
+             "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
+             sc->score, sc->precisions[0], sc->precisions[1], sc->precisions[2],
+             sc->precisions[3], sc->bp, sc->ratio, sc->sys_len, sc->ref_len);
+}
+
+void bleu_signature(const BleuOptions *opt, size_t n_refs, char *buf, size_t size)
+{
+    char smooth[48];
+    double sv = opt->smooth_value;
+    if (opt->smooth == BLEU_SMOOTH_FLOOR || opt->smooth == BLEU_SMOOTH_ADD_K) {
+        if (sv < 0) sv = opt->smooth == BLEU_SMOOTH_FLOOR ? 0.1 : 1.0;
+        snprintf(smooth, sizeof smooth, "%s[%.2f]", bleu_smooth_name(opt->smooth), sv);
+    } else {
+        snprintf(smooth, sizeof smooth, "%s", bleu_smooth_name(opt->smooth));
+    }
+    snprintf(buf, size, "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:tfm-%s", n_refs,
+             opt->lowercase ? "lc" : "mixed", opt->effective_order ? "yes" : "no",
+             bleu_tokenizer_name(opt->tokenize), smooth, TFM_VERSION);
+}
+
+static const char *const tok_names[] = {"13a", "intl", "char", "none", "zh"};
+static const char *const smooth_names[] = {"exp", "floor", "add-k", "none"};
+
+bool bleu_parse_tokenizer(const char *name, BleuTokenizer *out)
+{
+    for (int i = 0; i < (int)(sizeof tok_names / sizeof *tok_names); i++)
+        if (strcmp(name, tok_names[i]) == 0) { *out = (BleuTokenizer)i; return true; }
+    return false;
+}
+
+bool bleu_parse_smooth(const char *name, BleuSmooth *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, smooth_names[i]) == 0) { *out = (BleuSmooth)i; return true; }
+    return false;
+}
+
+const char *bleu_tokenizer_name(BleuTokenizer t) { return tok_names[t]; }
+const char *bleu_smooth_name(BleuSmooth s) { return smooth_names[s]; }

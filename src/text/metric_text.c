@@ -1,0 +1,156 @@
+/* metric_text: Python-string line handling for chrF and TER (see the header). */
+#include "text/metric_text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/bleu_tokenize.h"
+#include "text/unicode.h"
+
+static bool is_space(uint32_t cp)
+{
+    return (unicode_props(cp) & UNI_SPACE) != 0;
+}
+
+TfmStatus mtext_prepare(MText *t, const char *line, size_t len, bool lower, TfmErr *err)
+{
+    const unsigned char *s = (const unsigned char *)line;
+    size_t end = 0;                 /* end of the last non-space code point */
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = unicode_decode(s + i, len - i, &cp);
+        i += k;
+        if (!is_space(cp)) end = i;
+    }
+    t->text = s;
+    t->len = end;
+    if (!lower) return TFM_OK;
+    /* rstrip first, as sacreBLEU does when it reads the file; str.lower()
+     * never turns a character into whitespace or back */
+    if (xgrow((void **)&t->low, &t->cap_low, 3 * end + 1, 1, err)) return err->status;
+    t->len = unicode_lower_utf8(s, end, t->low);
+    t->text = t->low;
+    return TFM_OK;
+}
+
+TfmStatus mtext_codepoints(MText *t, bool keep_space, TfmErr *err)
+{
+    if (xgrow((void **)&t->cps, &t->cap_cps, t->len + 1, sizeof *t->cps, err))
+        return err->status;
+    size_t n = 0;
+    for (size_t i = 0; i < t->len;) {
+        uint32_t cp;
+        i += unicode_decode(t->text + i, t->len - i, &cp);
+        if (keep_space || !is_space(cp)) t->cps[n++] = cp;
+    }
+    t->n_cps = n;
+    return TFM_OK;
+}
+
+TfmStatus mtext_split(MText *t, TfmErr *err)
+{
+    t->n_words = 0;
+    size_t start = 0;
+    bool in_word = false;
+    for (size_t i = 0; i < t->len;) {
+        uint32_t cp;
+        size_t k = unicode_decode(t->text + i, t->len - i, &cp);
+        bool sp = is_space(cp);
+        if (!sp && !in_word) { start = i; in_word = true; }
+        if (sp && in_word) {
+            if (xgrow((void **)&t->words, &t->cap_words, t->n_words + 1, sizeof *t->words, err))
+                return err->status;
+            t->words[t->n_words++] = (MTextSpan){start, i - start};
+            in_word = false;
+        }
+        i += k;
+    }
+    if (in_word) {
+        if (xgrow((void **)&t->words, &t->cap_words, t->n_words + 1, sizeof *t->words, err))
+            return err->status;
+        t->words[t->n_words++] = (MTextSpan){start, t->len - start};
+    }
+    return TFM_OK;
+}
+
+void mtext_free(MText *t)
+{
+    free(t->cps);
+    free(t->words);
+    free(t->low);
+    *t = (MText){0};
+}
+
+/* ---- word ids ---- */
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;           /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+void wordids_reset(WordIds *w)
+{
+    w->n_bytes = 0;
+    w->n_word = 0;
+    if (++w->gen == 0) {            /* wrapped: old generations would look live */
+        if (w->slot_gen) memset(w->slot_gen, 0, w->n_slots * sizeof *w->slot_gen);
+        w->gen = 1;
+    }
+}
+
+/* Rebuilds the slot table with n_slots slots from the current words. */
+static TfmStatus rehash(WordIds *w, size_t n_slots, TfmErr *err)
+{
+    uint32_t *g = xcalloc(n_slots, sizeof *g, err);
+    uint32_t *ids = g ? xcalloc(n_slots, sizeof *ids, err) : NULL;
+    if (!ids) { free(g); return err->status; }
+    if (w->gen == 0) w->gen = 1;
+    for (size_t id = 0; id < w->n_word; id++) {
+        size_t h = (size_t)hash_bytes(w->bytes + w->word[id].off, w->word[id].len) & (n_slots - 1);
+        while (g[h] == w->gen) h = (h + 1) & (n_slots - 1);
+        g[h] = w->gen;
+        ids[h] = (uint32_t)id;
+    }
+    free(w->slot_gen);
+    free(w->slot_id);
+    w->slot_gen = g;
+    w->slot_id = ids;
+    w->n_slots = n_slots;
+    return TFM_OK;
+}
+
+TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err)
+{
+    if ((w->n_word + 1) * 2 > w->n_slots && rehash(w, w->n_slots ? w->n_slots * 2 : 256, err))
+        return err->status;
+    size_t mask = w->n_slots - 1, h = (size_t)hash_bytes(p, n) & mask;
+    for (; w->slot_gen[h] == w->gen; h = (h + 1) & mask) {
+        const MTextSpan *s = &w->word[w->slot_id[h]];
+        if (s->len == n && memcmp(w->bytes + s->off, p, n) == 0) {
+            *id = w->slot_id[h];
+            return TFM_OK;
+        }
+    }
+    if (w->n_word >= UINT32_MAX - 1) return err_set(err, TFM_ERR_NOMEM, "too many words in one line");
+    if (xgrow((void **)&w->word, &w->cap_word, w->n_word + 1, sizeof *w->word, err) ||
+        xgrow((void **)&w->bytes, &w->cap_bytes, w->n_bytes + n + 1, 1, err))
+        return err->status;
+    memcpy(w->bytes + w->n_bytes, p, n);
+    w->word[w->n_word] = (MTextSpan){w->n_bytes, n};
+    w->n_bytes += n;
+    w->slot_gen[h] = w->gen;
+    w->slot_id[h] = (uint32_t)w->n_word;
+    *id = (uint32_t)w->n_word++;
+    return TFM_OK;
+}
+
+void wordids_free(WordIds *w)
+{
+    free(w->bytes);
+    free(w->word);
+    free(w->slot_gen);
+    free(w->slot_id);
+    *w = (WordIds){0};
+}

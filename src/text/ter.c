@@ -1,0 +1,384 @@
+/* ter: sacreBLEU-identical TER. Every step mirrors sacreBLEU 2.x
+ * metrics/lib_ter.py; comments name the Python function. Words are
+ * interned to ids per segment, so the search compares integers.
+ *
+ * The edit-distance matrix is stored as one band per row: row i holds only
+ * the columns [lo[i], hi[i]) that sacreBLEU's beam computes, every other
+ * cell reads as "infinite" (as its _empty_row). sacreBLEU memoizes rows in a
+ * trie keyed by hypothesis prefixes; a row depends only on the words before
+ * it (all shift candidates have the same length, so the band is the same),
+ * so here a candidate reuses the rows of the current hypothesis up to the
+ * first word the shift changes. Same numbers, no trie. */
+#include "text/ter.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/bleu_tokenize.h"
+#include "text/metric_text.h"
+#include "base/version.h"
+
+/* lib_ter.py's constants (Tercom's limits, and sacreBLEU's own). */
+enum {
+    MAX_SHIFT_SIZE = 10,
+    MAX_SHIFT_DIST = 50,
+    BEAM_WIDTH = 25,
+    MAX_SHIFT_CANDIDATES = 1000,
+    MAX_WORDS = 1 << 26
+};
+#define INF ((int32_t)1 << 30)      /* _INT_INFINITY: above any real cost */
+
+/* Edit operations as lib_ter.py names them. */
+enum { OP_NOP = ' ', OP_SUB = 's', OP_INS = 'i', OP_DEL = 'd', OP_UNDEF = 'x' };
+
+struct TerScorer {
+    TerOptions opt;
+    MText text;
+    WordIds words;
+    unsigned char *nopunct;         /* the line without --ter-no-punct's marks */
+    size_t cap_nopunct;
+    uint32_t *hyp, *ref;            /* word ids of the segment */
+    size_t cap_hyp, cap_ref;
+    /* ter_edits scratch */
+    size_t *lo, *hi, *off;          /* band of each row, its offset in the cells */
+    size_t cap_lo, cap_hi, cap_off;
+    int32_t *cost, *cand_cost;      /* band cells: the current hypothesis, a candidate */
+    char *op;
+    size_t cap_cells, cap_cand_cells, cap_op;
+    uint32_t *cur, *cand, *best;    /* hypothesis words: current, candidate, best shift */
+    size_t cap_cur, cap_cand, cap_best;
+    char *trace;
+    size_t cap_trace;
+    long *align;                    /* reference position -> hypothesis position */
+    size_t cap_align;
+    size_t *ref_err, *hyp_err;      /* prefix sums of the error flags */
+    size_t cap_ref_err, cap_hyp_err;
+};
+
+void ter_options_default(TerOptions *opt)
+{
+    *opt = (TerOptions){0};
+}
+
+TfmStatus ter_scorer_new(const TerOptions *opt, TerScorer **out, TfmErr *err)
+{
+    *out = xcalloc(1, sizeof **out, err);
+    if (!*out) return err->status;
+    (*out)->opt = *opt;
+    return TFM_OK;
+}
+
+void ter_scorer_free(TerScorer *s)
+{
+    if (!s) return;
+    mtext_free(&s->text);
+    wordids_free(&s->words);
+    free(s->nopunct);
+    free(s->hyp);
+    free(s->ref);
+    free(s->lo);
+    free(s->hi);
+    free(s->off);
+    free(s->cost);
+    free(s->cand_cost);
+    free(s->op);
+    free(s->cur);
+    free(s->cand);
+    free(s->best);
+    free(s->trace);
+    free(s->align);
+    free(s->ref_err);
+    free(s->hyp_err);
+    free(s);
+}
+
+#define GROW(p, cap, need) xgrow((void **)&(p), &(cap), (need), sizeof *(p), err)
+
+/* ---- the beam edit distance (BeamEditDistance) ---- */
+
+/* Sets each row's band for hypotheses of nh words against nr reference
+ * words, as BeamEditDistance._edit_distance picks min_j and max_j. */
+static TfmStatus set_bands(TerScorer *s, size_t nh, size_t nr, size_t *cells, TfmErr *err)
+{
+    if (GROW(s->lo, s->cap_lo, nh + 1) || GROW(s->hi, s->cap_hi, nh + 1) ||
+        GROW(s->off, s->cap_off, nh + 1))
+        return err->status;
+    const double ratio = nh ? (double)nr / (double)nh : 1.0;
+    long beam = BEAM_WIDTH;
+    if (BEAM_WIDTH < ratio / 2) beam = (long)ceil(ratio / 2 + BEAM_WIDTH);
+    size_t total = 0;
+    for (size_t i = 0; i <= nh; i++) {
+        long lo = 0, hi = (long)nr + 1;     /* row 0: the initial row, all of it */
+        if (i > 0) {
+            const long diag = (long)floor((double)i * ratio);
+            lo = diag - beam > 0 ? diag - beam : 0;
+            if (diag + beam < hi) hi = diag + beam;
+            if (i == nh) hi = (long)nr + 1;
+            if (hi < lo) hi = lo;
+        }
+        s->lo[i] = (size_t)lo;
+        s->hi[i] = (size_t)hi;
+        s->off[i] = total;
+        total += (size_t)(hi - lo);
+    }
+    *cells = total;
+    return TFM_OK;
+}
+
+/* Cell (i, j) of a band matrix; INF outside the band. */
+static inline int32_t cell(const TerScorer *s, const int32_t *m, size_t i, size_t j)
+{
+    return j >= s->lo[i] && j < s->hi[i] ? m[s->off[i] + j - s->lo[i]] : INF;
+}
+
+/* Row i of matrix m from row i - 1, for hypothesis words w; ops too when
+ * op is not NULL. Tercom's preference on ties: match/substitution, then
+ * deletion, then insertion (sacreBLEU swaps the last two because it flips
+ * the trace afterwards). */
+static void edit_row(const TerScorer *s, int32_t *m, char *op, size_t i, const uint32_t *w,
+                     const uint32_t *ref)
+{
+    const size_t lo = s->lo[i], hi = s->hi[i], base = s->off[i] - lo;
+    for (size_t j = lo; j < hi; j++) {
+        int32_t best;
+        char o;
+        if (j == 0) {
+            best = cell(s, m, i - 1, 0) + 1;
+            o = OP_DEL;
+        } else {
+            const int same = w[i - 1] == ref[j - 1];
+            best = INF;
+            o = OP_UNDEF;
+            int32_t c = cell(s, m, i - 1, j - 1) + (same ? 0 : 1);
+            if (best > c) { best = c; o = same ? OP_NOP : OP_SUB; }
+            c = cell(s, m, i - 1, j) + 1;
+            if (best > c) { best = c; o = OP_DEL; }
+            c = (j - 1 >= lo ? m[base + j - 1] : INF) + 1;
+            if (best > c) { best = c; o = OP_INS; }
+        }
+        m[base + j] = best;
+        if (op) op[base + j] = o;
+    }
+}
+
+/* The full matrix (costs and ops) of hypothesis w into s->cost / s->op. */
+static void edit_full(TerScorer *s, const uint32_t *w, size_t nh, const uint32_t *ref, size_t nr)
+{
+    for (size_t j = 0; j <= nr; j++) {      /* _initial_row: j insertions */
+        s->cost[j] = (int32_t)j;
+        s->op[j] = OP_INS;
+    }
+    for (size_t i = 1; i <= nh; i++) edit_row(s, s->cost, s->op, i, w, ref);
+}
+
+/* The edit distance of candidate w, which equals s->cur before word p:
+ * rows 0..p are those of the current hypothesis. */
+static int32_t edit_from(TerScorer *s, const uint32_t *w, size_t p, size_t nh,
+                         const uint32_t *ref, size_t nr)
+{
+    if (p >= nh) return s->cost[s->off[nh] + nr - s->lo[nh]];
+    const size_t a = s->off[p], b = s->off[p] + (s->hi[p] - s->lo[p]);
+    memcpy(s->cand_cost + a, s->cost + a, (b - a) * sizeof *s->cost);
+    for (size_t i = p + 1; i <= nh; i++) edit_row(s, s->cand_cost, NULL, i, w, ref);
+    return s->cand_cost[s->off[nh] + nr - s->lo[nh]];
+}
+
+/* ---- shifts (_shift, _perform_shift, trace_to_alignment) ---- */
+
+/* _perform_shift: words[start, start + len) moved to before target, with
+ * Python's slice clamping in the "within" case. */
+static void perform_shift(const uint32_t *w, size_t n, size_t start, size_t len, size_t target,
+                          uint32_t *out)
+{
+    size_t k = 0;
+#define COPY(from, to) do { for (size_t q = (from); q < (to); q++) out[k++] = w[q]; } while (0)
+    if (target < start) {
+        COPY(0, target); COPY(start, start + len); COPY(target, start); COPY(start + len, n);
+    } else if (target > start + len) {
+        COPY(0, start); COPY(start + len, target); COPY(start, start + len); COPY(target, n);
+    } else {
+        const size_t mid = len + target < n ? len + target : n;
+        COPY(0, start); COPY(start + len, mid); COPY(start, start + len); COPY(mid, n);
+    }
+#undef COPY
+}
+
+/* Traces the current matrix back from (nh, nr), flips insertions and
+ * deletions (_flip_trace) and turns it into the alignment and error flags
+ * of trace_to_alignment (here as prefix sums). */
+static TfmStatus alignment(TerScorer *s, size_t nh, size_t nr, TfmErr *err)
+{
+    size_t n = 0, i = nh, j = nr;
+    while (i > 0 || j > 0) {
+        const char o = j >= s->lo[i] && j < s->hi[i] ? s->op[s->off[i] + j - s->lo[i]] : OP_UNDEF;
+        if (o == OP_UNDEF)
+            return err_set(err, TFM_ERR_NUMERIC, "ter: no edit path (internal error)");
+        s->trace[n++] = o;
+        if (o == OP_SUB || o == OP_NOP) { i--; j--; }
+        else if (o == OP_INS) j--;
+        else i--;
+    }
+    long ph = -1, pr = -1;
+    s->ref_err[0] = s->hyp_err[0] = 0;
+    while (n-- > 0) {
+        char o = s->trace[n];
+        o = o == OP_INS ? OP_DEL : o == OP_DEL ? OP_INS : o;
+        const size_t e = o != OP_NOP;
+        if (o != OP_DEL) { ph++; s->hyp_err[ph + 1] = s->hyp_err[ph] + e; }
+        if (o != OP_INS) { pr++; s->ref_err[pr + 1] = s->ref_err[pr] + e; s->align[pr] = ph; }
+    }
+    return TFM_OK;
+}
+
+TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t *ref, size_t nr,
+                    long long *edits, TfmErr *err)
+{
+    if (nr == 0) {                  /* special treatment of empty refs */
+        *edits = (long long)nh;
+        return TFM_OK;
+    }
+    if (nh > MAX_WORDS || nr > MAX_WORDS)
+        return err_set(err, TFM_ERR_FORMAT, "ter: a line has more than %d words", MAX_WORDS);
+    size_t cells = 0;
+    if (set_bands(s, nh, nr, &cells, err) || GROW(s->cost, s->cap_cells, cells) ||
+        GROW(s->cand_cost, s->cap_cand_cells, cells) || GROW(s->op, s->cap_op, cells) ||
+        GROW(s->cur, s->cap_cur, nh + 1) || GROW(s->cand, s->cap_cand, nh + 1) ||
+        GROW(s->best, s->cap_best, nh + 1) || GROW(s->trace, s->cap_trace, nh + nr + 1) ||
+        GROW(s->align, s->cap_align, nr + 1) || GROW(s->ref_err, s->cap_ref_err, nr + 1) ||
+        GROW(s->hyp_err, s->cap_hyp_err, nh + 1))
+        return err->status;
+    memcpy(s->cur, hyp, nh * sizeof *hyp);
+    long long shifts = 0;
+    int checked = 0;
+    int32_t pre_score;
+    /* translation_edit_rate: shift while the best shift lowers the distance */
+    for (;;) {
+        edit_full(s, s->cur, nh, ref, nr);
+        pre_score = s->cost[s->off[nh] + nr - s->lo[nh]];
+        if (alignment(s, nh, nr, err)) return err->status;
+        /* _shift: the best candidate by (gain, length, -start_h, -target) */
+        bool have = false, stop = false;
+        int32_t b_gain = 0;
+        size_t b_len = 0, b_start = 0, b_idx = 0;
+        /* _find_shifted_pairs: matching runs of up to 10 words, start
+         * positions at most 50 apart */
+        for (size_t sh = 0; sh < nh && !stop; sh++) {
+            const size_t sr_lo = sh > MAX_SHIFT_DIST ? sh - MAX_SHIFT_DIST : 0;
+            const size_t sr_hi = sh + MAX_SHIFT_DIST < nr ? sh + MAX_SHIFT_DIST + 1 : nr;
+            for (size_t sr = sr_lo; sr < sr_hi && !stop; sr++) {
+                for (size_t len = 1; len <= MAX_SHIFT_SIZE; len++) {
+                    if (s->cur[sh + len - 1] != ref[sr + len - 1]) break;
+                    /* both sides must be wrong somewhere in the run, and the
+                     * run must not already sit where the reference aligns */
+                    if (s->hyp_err[sh + len] - s->hyp_err[sh] != 0 &&
+                        s->ref_err[sr + len] - s->ref_err[sr] != 0 &&
+                        !(s->align[sr] >= (long)sh && s->align[sr] < (long)(sh + len))) {
+                        long prev = -1;
+                        for (long o = -1; o < (long)len; o++) {
+                            const long idx = (long)sr + o == -1 ? 0 : s->align[(long)sr + o] + 1;
+                            if (idx == prev) continue;
+                            prev = idx;
+                            perform_shift(s->cur, nh, sh, len, (size_t)idx, s->cand);
+                            size_t p = 0;
+                            while (p < nh && s->cand[p] == s->cur[p]) p++;
+                            const int32_t gain = pre_score - edit_from(s, s->cand, p, nh, ref, nr);
+                            checked++;
+                            if (!have || gain > b_gain ||
+                                (gain == b_gain && (len > b_len || (len == b_len &&
+                                 (sh < b_start || (sh == b_start && (size_t)idx < b_idx)))))) {
+                                have = true;
+                                b_gain = gain;
+                                b_len = len;
+                                b_start = sh;
+                                b_idx = (size_t)idx;
+                                memcpy(s->best, s->cand, nh * sizeof *s->cand);
+                            }
+                        }
+                        if (checked >= MAX_SHIFT_CANDIDATES) { stop = true; break; }
+                    }
+                    if (sh + len == nh || sr + len == nr) break;
+                }
+            }
+        }
+        if (checked >= MAX_SHIFT_CANDIDATES || !have || b_gain <= 0) break;
+        shifts++;
+        memcpy(s->cur, s->best, nh * sizeof *s->cur);
+    }
+    *edits = shifts + pre_score;
+    return TFM_OK;
+}
+
+/* ---- segments and corpus ---- */
+
+/* TercomTokenizer with sacreBLEU's defaults: rstrip, lowercase unless
+ * case-sensitive, optionally drop punctuation, split on whitespace. */
+static TfmStatus line_words(TerScorer *s, const char *line, size_t len, uint32_t **ids,
+                            size_t *cap, size_t *n, TfmErr *err)
+{
+    if (mtext_prepare(&s->text, line, len, !s->opt.case_sensitive, err)) return err->status;
+    if (s->opt.no_punct) {
+        if (GROW(s->nopunct, s->cap_nopunct, s->text.len + 1)) return err->status;
+        size_t k = 0;
+        for (size_t i = 0; i < s->text.len; i++)
+            if (!strchr(".,?:;!\"()", s->text.text[i]) || s->text.text[i] == 0)
+                s->nopunct[k++] = s->text.text[i];
+        s->text.text = s->nopunct;
+        s->text.len = k;
+    }
+    if (mtext_split(&s->text, err) || xgrow((void **)ids, cap, s->text.n_words + 1, sizeof **ids, err))
+        return err->status;
+    for (size_t i = 0; i < s->text.n_words; i++)
+        if (wordids_get(&s->words, s->text.text + s->text.words[i].off, s->text.words[i].len,
+                        &(*ids)[i], err))
+            return err->status;
+    *n = s->text.n_words;
+    return TFM_OK;
+}
+
+TfmStatus ter_segment_stats(TerScorer *s, const char *hyp, size_t hyp_len,
+                            const char *const *refs, const size_t *ref_lens,
+                            size_t n_refs, TerStats *out, TfmErr *err)
+{
+    *out = (TerStats){0};
+    if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "ter: no reference");
+    wordids_reset(&s->words);
+    size_t nh, nr;
+    if (line_words(s, hyp, hyp_len, &s->hyp, &s->cap_hyp, &nh, err)) return err->status;
+    /* TER._compute_segment_statistics: the fewest edits, the mean length */
+    long long best = (long long)1e16, ref_lengths = 0;
+    for (size_t r = 0; r < n_refs; r++) {
+        long long e;
+        if (line_words(s, refs[r], ref_lens[r], &s->ref, &s->cap_ref, &nr, err) ||
+            ter_edits(s, s->hyp, nh, s->ref, nr, &e, err))
+            return err->status;
+        ref_lengths += (long long)nr;
+        if (e < best) best = e;
+    }
+    out->edits = best;
+    out->ref_len = (double)ref_lengths / (double)n_refs;
+    return TFM_OK;
+}
+
+void ter_stats_add(TerStats *acc, const TerStats *x)
+{
+    acc->edits += x->edits;
+    acc->ref_len += x->ref_len;
+}
+
+double ter_compute(const TerStats *st)
+{
+    double score;
+    if (st->ref_len > 0) score = (double)st->edits / st->ref_len;
+    else if (st->edits > 0) score = 1.0;    /* empty references, non-empty hypothesis */
+    else score = 0.0;
+    return 100 * score;
+}
+
+void ter_signature(const TerOptions *opt, size_t n_refs, char *buf, size_t size)
+{
+    snprintf(buf, size, "nrefs:%zu|case:%s|tok:tercom|norm:no|punct:%s|asian:no|version:tfm-%s",
+             n_refs, opt->case_sensitive ? "mixed" : "lc", opt->no_punct ? "no" : "yes",
+             TFM_VERSION);
+}

@@ -1,0 +1,265 @@
+/* corpus: loading, filtering and batching parallel text. */
+#include "train/corpus.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "base/text.h"
+
+/* Reads the rest of a file to learn its line count (after the other ended). */
+static long count_lines(LineReader *r, TfmErr *err)
+{
+    char *line;
+    size_t len;
+    int got;
+    while ((got = text_read_line(r, &line, &len, err)) == 1) {}
+    return got < 0 ? -1 : r->line_no;
+}
+
+typedef struct { int *ids; int n, cap; } IdBuf;
+
+static TfmStatus encode_line(const Bpe *bpe, LineReader *r, const char *line, size_t len,
+                             IdBuf *out, TfmErr *err)
+{
+    TfmStatus st = bpe_encode(bpe, line, len, &out->ids, &out->n, &out->cap, err);
+    if (st != TFM_OK) err_prefix(err, "%s: line %ld: ", r->name, r->line_no);
+    return st;
+}
+
+static TfmStatus append_pair(Corpus *c, size_t *pair_cap, size_t *tok_cap, const IdBuf *s,
+                             const IdBuf *t, TfmErr *err)
+{
+    long n_tok = c->n_pairs ? c->tgt_off[c->n_pairs - 1] + c->tgt_len[c->n_pairs - 1] : 0;
+    size_t old_cap = *pair_cap;
+    if (xgrow((void **)&c->tokens, tok_cap, (size_t)(n_tok + s->n + t->n), sizeof(int), err) ||
+        xgrow((void **)&c->src_off, pair_cap, (size_t)c->n_pairs + 1, sizeof(long), err))
+        return TFM_ERR_NOMEM;
+    if (*pair_cap != old_cap) {
+        size_t cap = *pair_cap;
+        long *to = xrealloc(c->tgt_off, cap * sizeof(long), err);
+        if (!to) return TFM_ERR_NOMEM;
+        c->tgt_off = to;
+        int *sl = xrealloc(c->src_len, cap * sizeof(int), err);
+        if (!sl) return TFM_ERR_NOMEM;
+        c->src_len = sl;
+        int *tl = xrealloc(c->tgt_len, cap * sizeof(int), err);
+        if (!tl) return TFM_ERR_NOMEM;
+        c->tgt_len = tl;
+    }
+    long i = c->n_pairs++;
+    c->src_off[i] = n_tok;
+    c->src_len[i] = s->n;
+    memcpy(c->tokens + n_tok, s->ids, (size_t)s->n * sizeof(int));
+    c->tgt_off[i] = n_tok + s->n;
+    c->tgt_len[i] = t->n;
+    memcpy(c->tokens + n_tok + s->n, t->ids, (size_t)t->n * sizeof(int));
+    return TFM_OK;
+}
+
+TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
+                      const Bpe *bpe, int max_len, TfmErr *err)
+{
+    memset(c, 0, sizeof *c);
+    LineReader rs = {0}, rt = {0};
+    IdBuf s = {0}, t = {0};
+    size_t tok_cap = 0, pair_cap = 0;
+    TfmStatus st;
+    if ((st = text_reader_open(&rs, src_path, err)) != TFM_OK) goto fail;
+    if ((st = text_reader_open(&rt, tgt_path, err)) != TFM_OK) goto fail;
+    for (;;) {
+        char *ls, *lt;
+        size_t ns, nt;
+        /* the two readers own separate buffers, so ls survives reading lt */
+        int gs = text_read_line(&rs, &ls, &ns, err);
+        int gt = gs < 0 ? 0 : text_read_line(&rt, &lt, &nt, err);
+        if (gs < 0 || gt < 0) { st = err->status; goto fail; }
+        if (gs != gt) {
+            long a = gs ? count_lines(&rs, err) : rs.line_no;
+            long b = gt ? count_lines(&rt, err) : rt.line_no;
+            if (a < 0 || b < 0) { st = err->status; goto fail; }
+            st = err_set(err, TFM_ERR_FORMAT, "%s has %ld lines, %s has %ld lines",
+                         src_path, a, tgt_path, b);
+            goto fail;
+        }
+        if (!gs) break;
+        c->n_lines++;
+        if ((st = encode_line(bpe, &rs, ls, ns, &s, err)) != TFM_OK) goto fail;
+        if ((st = encode_line(bpe, &rt, lt, nt, &t, err)) != TFM_OK) goto fail;
+        if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
+        if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
+        if ((st = append_pair(c, &pair_cap, &tok_cap, &s, &t, err)) != TFM_OK) goto fail;
+    }
+    text_reader_close(&rs);
+    text_reader_close(&rt);
+    free(s.ids);
+    free(t.ids);
+    return TFM_OK;
+fail:
+    text_reader_close(&rs);
+    text_reader_close(&rt);
+    free(s.ids);
+    free(t.ids);
+    corpus_free(c);
+    return st;
+}
+
+void corpus_free(Corpus *c)
+{
+    free(c->tokens);
+    free(c->src_off);
+    free(c->tgt_off);
+    free(c->src_len);
+    free(c->tgt_len);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- batching ---- */
+
+typedef struct BatchKey { int src, tgt; long tiebreak; long idx; } SortKey;
+
+/* A pair's padded width per side: its tokens plus </s> (source) or <s> (target). */
+static int src_width(const Corpus *c, long i) { return c->src_len[i] + 1; }
+static int tgt_width(const Corpus *c, long i) { return c->tgt_len[i] + 1; }
+
+TfmStatus batcher_init(Batcher *b, const Corpus *c, int budget, uint64_t seed,
+                       bool shuffle, TfmErr *err)
+{
+    memset(b, 0, sizeof *b);
+    b->c = c;
+    b->budget = budget;
+    b->seed = seed;
+    b->shuffle = shuffle;
+    b->epoch = -1;
+    long n = c->n_pairs;
+    b->order = xcalloc((size_t)n + 1, sizeof(long), err);
+    b->batch_start = xcalloc((size_t)n + 2, sizeof(long), err);
+    b->batch_perm = xcalloc((size_t)n + 1, sizeof(long), err);
+    b->keys = xcalloc((size_t)n + 1, sizeof(SortKey), err);
+    b->src = xcalloc((size_t)budget, sizeof(int), err);
+    b->tgt_in = xcalloc((size_t)budget, sizeof(int), err);
+    b->tgt_out = xcalloc((size_t)budget, sizeof(int), err);
+    if (!b->order || !b->batch_start || !b->batch_perm || !b->keys || !b->src || !b->tgt_in || !b->tgt_out) {
+        batcher_free(b);
+        return TFM_ERR_NOMEM;
+    }
+    for (long i = 0; i < n; i++)
+        if (src_width(c, i) + tgt_width(c, i) > budget) b->skipped_budget++;
+    return TFM_OK;
+}
+
+
+static int cmp_key(const void *pa, const void *pb)
+{
+    const SortKey *a = pa, *b = pb;
+    if (a->tgt != b->tgt) return a->tgt < b->tgt ? -1 : 1;
+    if (a->src != b->src) return a->src < b->src ? -1 : 1;
+    return a->tiebreak < b->tiebreak ? -1 : a->tiebreak > b->tiebreak;
+}
+
+void batcher_plan_epoch(Batcher *b, long epoch)
+{
+    const Corpus *c = b->c;
+    long n = c->n_pairs;
+    Rng rng;
+    rng_seed(&rng, b->seed ^ (0x5eedULL + (uint64_t)epoch * 0x9e3779b97f4a7c15ULL));
+    /* Sort by (target, source) length; ties broken by a random rank per epoch,
+     * so pairs of equal length meet different partners each epoch. */
+    SortKey *keys = b->keys;
+    long m = 0;
+    for (long i = 0; i < n; i++) {
+        if (src_width(c, i) + tgt_width(c, i) > b->budget) continue;
+        keys[m].src = src_width(c, i);
+        keys[m].tgt = tgt_width(c, i);
+        keys[m].tiebreak = b->shuffle ? (long)(rng_u64(&rng) >> 1) : i;
+        keys[m].idx = i;
+        m++;
+    }
+    qsort(keys, (size_t)m, sizeof *keys, cmp_key);
+    for (long i = 0; i < m; i++) b->order[i] = keys[i].idx;
+    /* Cut greedily: a batch takes pairs while n * (max_src + max_tgt) fits. */
+    long nb = 0, count = 0;
+    int max_s = 0, max_t = 0;
+    b->batch_start[0] = 0;
+    for (long i = 0; i < m; i++) {
+        long p = b->order[i];
+        int s = src_width(c, p) > max_s ? src_width(c, p) : max_s;
+        int t = tgt_width(c, p) > max_t ? tgt_width(c, p) : max_t;
+        if (count > 0 && (count + 1) * (long)(s + t) > b->budget) {
+            b->batch_start[++nb] = i;
+            count = 0;
+            s = src_width(c, p);
+            t = tgt_width(c, p);
+        }
+        max_s = s;
+        max_t = t;
+        count++;
+    }
+    if (count > 0) b->batch_start[++nb] = m;
+    b->n_batches = nb;
+    for (long i = 0; i < nb; i++) b->batch_perm[i] = i;
+    if (b->shuffle) {
+        for (long i = nb - 1; i > 0; i--) {   /* Fisher-Yates */
+            long j = (long)rng_below(&rng, (uint64_t)i + 1);
+            long tmp = b->batch_perm[i];
+            b->batch_perm[i] = b->batch_perm[j];
+            b->batch_perm[j] = tmp;
+        }
+    }
+    b->epoch = epoch;
+}
+
+void batcher_get(Batcher *b, long i, Batch *out)
+{
+    const Corpus *c = b->c;
+    long k = b->batch_perm[i];
+    long lo = b->batch_start[k], hi = b->batch_start[k + 1];
+    int n = (int)(hi - lo), S = 0, T = 0;
+    for (long j = lo; j < hi; j++) {
+        long p = b->order[j];
+        if (src_width(c, p) > S) S = src_width(c, p);
+        if (tgt_width(c, p) > T) T = tgt_width(c, p);
+    }
+    memset(b->src, 0, (size_t)n * S * sizeof(int));
+    memset(b->tgt_in, 0, (size_t)n * T * sizeof(int));
+    memset(b->tgt_out, 0, (size_t)n * T * sizeof(int));
+    for (int r = 0; r < n; r++) {
+        long p = b->order[lo + r];
+        const int *src = c->tokens + c->src_off[p], *tgt = c->tokens + c->tgt_off[p];
+        int ls = c->src_len[p], lt = c->tgt_len[p];
+        int *srow = b->src + (size_t)r * S, *in = b->tgt_in + (size_t)r * T,
+            *outr = b->tgt_out + (size_t)r * T;
+        memcpy(srow, src, (size_t)ls * sizeof(int));
+        srow[ls] = TOK_EOS;
+        in[0] = TOK_BOS;
+        memcpy(in + 1, tgt, (size_t)lt * sizeof(int));
+        memcpy(outr, tgt, (size_t)lt * sizeof(int));
+        outr[lt] = TOK_EOS;
+    }
+    out->n = n;
+    out->src_len = S;
+    out->tgt_len = T;
+    out->src = b->src;
+    out->tgt_in = b->tgt_in;
+    out->tgt_out = b->tgt_out;
+}
+
+void batcher_free(Batcher *b)
+{
+    free(b->order);
+    free(b->batch_start);
+    free(b->batch_perm);
+    free(b->keys);
+    free(b->src);
+    free(b->tgt_in);
+    free(b->tgt_out);
+    memset(b, 0, sizeof *b);
+}
+
+long batch_real_tokens(const Batch *b)
+{
+    long n = 0;
+    for (long i = 0; i < (long)b->n * b->src_len; i++) n += b->src[i] != TOK_PAD;
+    for (long i = 0; i < (long)b->n * b->tgt_len; i++) n += b->tgt_out[i] != TOK_PAD;
+    return n;
+}

@@ -1,0 +1,169 @@
+/* evaluate: validation during training — the loss on the validation set,
+ * greedy-decoding BLEU (train.valid_bleu), keeping best.tfm, early-stopping
+ * counts, and the final checkpoint average (train.average_last). */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/path.h"
+#include "text/bleu.h"
+#include "model/average.h"
+#include "train/run_dir.h"
+
+static TfmStatus validate(Trainer *t, double *loss_out, TfmErr *err)
+{
+    double nll = 0;
+    long tokens = 0;
+    for (long i = 0; i < t->valid_b.n_batches; i++) {
+        Batch b;
+        LossStats ls;
+        batcher_get(&t->valid_b, i, &b);
+        TfmStatus st = model_forward(&t->model, &b, t->cfg->train.label_smoothing, NULL, &ls, err);
+        if (st != TFM_OK) return st;
+        nll += ls.nll;
+        tokens += ls.n_tokens;
+    }
+    *loss_out = tokens ? nll / tokens : NAN;
+    return TFM_OK;
+}
+
+enum { BLEU_BATCH = 64 };
+
+/* Greedy translation of the validation set, scored with BLEU against the
+ * references (the target side decoded back to text: BPE is lossless). */
+static TfmStatus validate_bleu(Trainer *t, double *bleu_out, TfmErr *err)
+{
+    const Corpus *c = &t->valid;
+    const DecodeConfig *dc = &t->cfg->decode;
+    TfmStatus st = TFM_OK;
+    if (!t->decoder && (st = decoder_init(&t->decoder, &t->model, BLEU_BATCH, 1, err)) != TFM_OK)
+        return st;
+    decoder_update_weights(t->decoder);     /* its packed weights are from the last validation */
+    char **hyps = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
+    char **refs = xcalloc((size_t)c->n_pairs + 1, sizeof(char *), err);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    if (!hyps || !refs) { st = TFM_ERR_NOMEM; goto done; }
+    DecodeOptions opt = {.beam = 1, .alpha = dc->alpha, .max_len_a = dc->max_len_a,
+                         .max_len_b = dc->max_len_b, .nbest = 1};
+    for (long lo = 0; lo < c->n_pairs; lo += BLEU_BATCH) {
+        int n = (int)(c->n_pairs - lo < BLEU_BATCH ? c->n_pairs - lo : BLEU_BATCH);
+        const int *sents[BLEU_BATCH];
+        int lens[BLEU_BATCH];
+        for (int i = 0; i < n; i++) {
+            sents[i] = c->tokens + c->src_off[lo + i];
+            lens[i] = c->src_len[lo + i];
+        }
+        Hypothesis hyp[BLEU_BATCH];
+        if ((st = decoder_translate(t->decoder, sents, lens, n, &opt, hyp, err)) != TFM_OK) goto done;
+        for (int i = 0; i < n; i++) {
+            if ((st = bpe_decode(t->bpe, hyp[i].tokens, hyp[i].len, &text, &len, &cap, err)) ||
+                !(hyps[lo + i] = xstrdup(text, NULL)) ||
+                (st = bpe_decode(t->bpe, c->tokens + c->tgt_off[lo + i], c->tgt_len[lo + i],
+                                 &text, &len, &cap, err)) ||
+                !(refs[lo + i] = xstrdup(text, NULL))) {
+                if (st == TFM_OK) st = err_set(err, TFM_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+        }
+    }
+    BleuOptions bo;
+    bleu_options_default(&bo);
+    BleuScore score;
+    const char *const *ref_set[1] = {(const char *const *)refs};
+    if ((st = bleu_corpus(&bo, (const char *const *)hyps, (size_t)c->n_pairs, ref_set, 1, &score,
+                          err)) == TFM_OK)
+        *bleu_out = score.score;
+done:
+    for (long i = 0; hyps && refs && i < c->n_pairs; i++) {
+        free(hyps[i]);
+        free(refs[i]);
+    }
+    free(hyps);
+    free(refs);
+    free(text);
+    return st;
+}
+
+TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
+{
+    double loss;
+    TfmStatus st = validate(t, &loss, err);
+    if (st != TFM_OK) return st;
+    t->ts.validated = true;
+    t->changed = true;
+    ProgressEvent ev;
+    trainer_fill_event(t, &ev);
+    ev.valid_loss = loss;
+    ev.valid_ppl = exp(loss);
+    /* the best model: lowest loss, or highest BLEU (stored negated: lower is better) */
+    double metric = loss;
+    if (t->cfg->train.valid_bleu) {
+        if ((st = validate_bleu(t, &ev.valid_bleu, err)) != TFM_OK) return st;
+        metric = -ev.valid_bleu;
+    }
+    if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
+    bool better = !t->ts.has_best || metric < t->ts.best_metric;
+    if (t->cfg->train.valid_bleu)
+        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f bleu %.2f%s", t->ts.step,
+                      loss, exp(loss), ev.valid_bleu, better ? " (best)" : "");
+    else
+        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f%s", t->ts.step, loss,
+                      exp(loss), better ? " (best)" : "");
+    if (better) {
+        t->ts.best_metric = metric;
+        t->ts.has_best = true;
+        t->ts.bad_validations = 0;
+        /* the step, for `tfm info`; no clock time, so that a rerun or a
+         * resumed run writes the same bytes as an uninterrupted one */
+        TrainState ts = t->ts;
+        ts.elapsed_s = ts.log_step_s = 0;
+        ts.log_loss = ts.log_nll = 0;
+        ts.log_tokens = ts.log_real_tokens = 0;
+        return ckpt_save(t->run.best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);
+    }
+    t->ts.bad_validations++;
+    return TFM_OK;
+}
+
+TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
+{
+    const char *dir = t->cfg->train.out_dir;
+    long steps[RUN_DIR_MAX_CHECKPOINTS];
+    int n = run_dir_list_checkpoints(dir, steps);
+    int k = n < t->cfg->train.average_last ? n : t->cfg->train.average_last;
+    if (k == 0) return err_set(err, TFM_ERR_IO, "%s: no numbered checkpoints to average", dir);
+    char **paths = xcalloc((size_t)k, sizeof(char *), err);
+    TfmStatus st = paths ? TFM_OK : TFM_ERR_NOMEM;
+    for (int i = 0; st == TFM_OK && i < k; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "ckpt.%ld.tfm", steps[n - k + i]);
+        if (!(paths[i] = path_join(dir, name, err))) st = TFM_ERR_NOMEM;
+    }
+    ModelFile avg;
+    if (st == TFM_OK && (st = average_models((const char *const *)paths, k, &avg, err)) == TFM_OK) {
+        memcpy(t->model.params, avg.model.params, sizeof(float) * t->model.n_params);
+        st = ckpt_save(t->run.average_path, t->cfg, t->bpe, &avg.model, NULL, NULL, err);
+        ckpt_free(&avg);
+    }
+    for (int i = 0; paths && i < k; i++) free(paths[i]);
+    free(paths);
+    if (st != TFM_OK) return st;
+
+    ProgressEvent ev;
+    trainer_fill_event(t, &ev);
+    ev.averaged = k;
+    if ((st = validate(t, &ev.valid_loss, err)) != TFM_OK) return st;
+    ev.valid_ppl = exp(ev.valid_loss);
+    if (t->cfg->train.valid_bleu && (st = validate_bleu(t, &ev.valid_bleu, err)) != TFM_OK)
+        return st;
+    if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
+    char bleu[32] = "";
+    if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
+    progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "
+                  "ppl %.2f%s", k, steps[n - k], steps[n - 1], ev.valid_loss, ev.valid_ppl, bleu);
+    return TFM_OK;
+}

@@ -1,0 +1,45 @@
+/* progress: what `tfm train` shows while it runs — a live line on a terminal,
+ * plain periodic lines otherwise, nothing with -q — and the log.jsonl record
+ * of every log event. Fed by train.c; the training code never prints. */
+#ifndef TFM_PROGRESS_H
+#define TFM_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "base/err.h"
+
+typedef struct {
+    bool quiet, tty;
+    FILE *out;              /* stderr */
+    FILE *log;              /* out_dir/log.jsonl, appended */
+    char *log_path;
+    double last_print_s;    /* elapsed time of the last printed line */
+    bool live_line_open;    /* a \r line is on screen */
+} Progress;
+
+/* One event; fields that do not apply are NaN (numbers) or negative (counts). */
+typedef struct {
+    long step, epoch;      /* epoch counts from 1 */
+    double train_loss, train_nll, valid_loss, valid_ppl, valid_bleu;
+    double lr, tok_per_s, elapsed_s, eta_s;
+    int averaged;          /* > 0: the figures are of the mean of this many checkpoints */
+} ProgressEvent;
+
+/* Opens out_dir/log.jsonl, emptied first when truncate (a fresh run). */
+TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err);
+
+/* A resumed run: drops the log's lines of steps after step (logged by the
+ * run that was killed after its last checkpoint, and about to be redone). */
+TfmStatus progress_trim(Progress *p, long step, TfmErr *err);
+void progress_close(Progress *p);
+
+/* Appends ev to log.jsonl. Errors: TFM_ERR_IO naming the file. */
+TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err);
+
+/* Shows a training update (live line, or a plain line every few seconds). */
+void progress_show(Progress *p, const ProgressEvent *ev, bool force);
+
+/* Prints a message on its own line (clears a live line first). */
+void progress_note(Progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

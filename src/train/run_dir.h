@@ -1,0 +1,42 @@
+/* run_dir: the output folder of a training run (train.out_dir): opened
+ * (checked, created, locked, cleaned) once before the run, closed after it.
+ * Numbered checkpoints are ckpt.STEP.tfm in it. */
+#ifndef TFM_RUN_DIR_H
+#define TFM_RUN_DIR_H
+
+#include <stdbool.h>
+
+#include "base/err.h"
+#include "model/config.h"
+
+enum { RUN_DIR_MAX_CHECKPOINTS = 4096 };
+
+typedef struct {
+    int lock_fd;            /* holds out_dir/lock for the run; -1 when closed */
+    char *last_path, *best_path, *average_path;    /* out_dir/{last,best,average}.tfm */
+    bool resuming;          /* last.tfm is there to resume from (and no --restart) */
+} RunDir;
+
+/* Prepares cfg's out_dir for a run: refuses outputs that would overwrite the
+ * inputs (errors prefixed with config_path when not NULL), creates out_dir
+ * and train.model's folder, locks out_dir, checks that train.model can be
+ * replaced, removes temp files a crashed run left, with restart removes the
+ * checkpoints, and refuses numbered checkpoints without a last.tfm. A
+ * refused run changes nothing (folders it created are removed). On failure
+ * rd is closed. */
+TfmStatus run_dir_open(RunDir *rd, const TfmConfig *cfg, const char *config_path, bool restart,
+                       TfmErr *err);
+
+/* Releases the lock and frees the paths; safe on a closed RunDir. */
+void run_dir_close(RunDir *rd);
+
+bool run_dir_file_exists(const char *path);
+
+/* The steps of dir's numbered checkpoints, ascending, at most
+ * RUN_DIR_MAX_CHECKPOINTS of them (steps holds that many); returns the count. */
+int run_dir_list_checkpoints(const char *dir, long *steps);
+
+/* Removes numbered checkpoints beyond the newest `keep`. */
+void run_dir_prune_checkpoints(const char *dir, int keep);
+
+#endif

@@ -1,0 +1,414 @@
+/* train: start-up (vocabulary, data, model; fresh or resumed), the training
+ * loop and saving. One step: batch -> forward -> backward -> clip ->
+ * Adam at the scheduled lr. The output folder is run_dir.c's, validation
+ * evaluate.c's. Everything that decides the next step (params,
+ * Adam moments, data position, dropout rng) is in the checkpoint, so a
+ * resumed run continues bit for bit (same threads). */
+#include "train/trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/atomic_file.h"
+#include "base/path.h"
+#include "base/sysmem.h"
+
+enum { LOG_EVERY = 50 };
+
+/* The signal number a caller asked the run to stop with, 0 if none. */
+static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop->signo : 0; }
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + now_s() - t->run_start; }
+
+static bool same_model(const ModelConfig *a, const ModelConfig *b)
+{
+    return a->d_model == b->d_model && a->heads == b->heads && a->enc_layers == b->enc_layers &&
+           a->dec_layers == b->dec_layers && a->d_ff == b->d_ff && a->norm == b->norm &&
+           a->share_embeddings == b->share_embeddings && a->dropout == b->dropout &&
+           a->attn_dropout == b->attn_dropout && a->relu_dropout == b->relu_dropout;
+}
+
+/* ---- set-up ---- */
+
+static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
+{
+    const DataConfig *d = &t->cfg->data;
+    if (d->vocab) return bpe_load(&t->bpe, d->vocab, err);
+    char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
+    if (!path) return TFM_ERR_NOMEM;
+    /* before learning, which may take minutes: out_dir/vocab.txt is ours to
+     * replace only if it is a tfm vocabulary (and not a FIFO, ...) */
+    TfmStatus st = atomic_check_target(path, err);
+    if (st == TFM_OK) st = atomic_check_own_kind(path, "tfm-bpe ", "tfm vocabulary", err);
+    if (st == TFM_OK) {
+        const char *files[2] = {d->train_src, d->train_tgt};
+        progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
+                      d->vocab_size, d->train_src, d->train_tgt);
+        st = bpe_learn(&t->bpe, files, 2, d->vocab_size, err);
+    }
+    if (st == TFM_OK) st = bpe_save(t->bpe, path, err);
+    free(path);
+    return st;
+}
+
+/* Refuses a model and batch size this machine cannot train, before the big
+ * allocations: `copies` float arrays of the parameters' size (params, grads,
+ * Adam's m and v: 4; fewer when some are already held) plus the activation
+ * workspace for the largest batch. */
+static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
+{
+    size_t n = model_param_count(mc);
+    double need = n ? (double)copies * n * sizeof(float) : INFINITY;
+    need += model_work_bytes(mc, t->cfg->train.batch_tokens, config_row_len(t->cfg->data.max_len));
+    char what[128];
+    snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
+             (double)n, t->cfg->train.batch_tokens);
+    return sysmem_check(need, what, "lower model.d_model, model.d_ff, the layers, "
+                        "data.vocab_size or train.batch_tokens", err);
+}
+
+static TfmStatus resume(Trainer *t, TfmErr *err)
+{
+    ModelFile mf;
+    TfmStatus st = ckpt_load(t->run.last_path, &mf, true, err);
+    if (st == TFM_ERR_FORMAT) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; copy a ckpt.STEP.tfm of %s over it to "
+                 "resume from there, or start over with --restart", t->cfg->train.out_dir);
+    }
+    if (st != TFM_OK) return st;
+    if (!mf.has_train_state) {
+        ckpt_free(&mf);
+        return err_set(err, TFM_ERR_FORMAT, "%s: has no training state to resume from "
+                       "(use --restart)", t->run.last_path);
+    }
+    if (!same_model(&mf.cfg.model, &t->cfg->model) || mf.cfg.data.max_len != t->cfg->data.max_len) {
+        ckpt_free(&mf);
+        return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config "
+                       "(use --restart to start over)", t->run.last_path);
+    }
+    /* a learned vocabulary of another size would not be the one the
+     * config asks for (data.vocab_size is ignored with data.vocab) */
+    if (!t->cfg->data.vocab && mf.cfg.data.vocab_size != t->cfg->data.vocab_size) {
+        TfmStatus st2 = err_set(err, TFM_ERR_CONFIG, "%s: was trained with data.vocab_size %d, "
+                                "the config says %d (use --restart to start over)", t->run.last_path,
+                                mf.cfg.data.vocab_size, t->cfg->data.vocab_size);
+        ckpt_free(&mf);
+        return st2;
+    }
+    /* the data position means something only with the same batches */
+    if (mf.cfg.train.seed != t->cfg->train.seed ||
+        mf.cfg.train.batch_tokens != t->cfg->train.batch_tokens) {
+        TfmStatus st2 = err_set(err, TFM_ERR_CONFIG, "%s: was trained with train.seed %llu and "
+                                "train.batch_tokens %d, the config says %llu and %d (use --restart "
+                                "to start over)", t->run.last_path, mf.cfg.train.seed,
+                                mf.cfg.train.batch_tokens, t->cfg->train.seed,
+                                t->cfg->train.batch_tokens);
+        ckpt_free(&mf);
+        return st2;
+    }
+    /* take ownership of the pieces */
+    t->bpe = mf.bpe;
+    mf.bpe = NULL;
+    t->model = mf.model;
+    memset(&mf.model, 0, sizeof mf.model);
+    t->adam = mf.adam;
+    memset(&mf.adam, 0, sizeof mf.adam);
+    const AdamConfig ac = config_adam(&t->cfg->train);  /* the user's current settings */
+    t->adam.beta1 = ac.beta1;
+    t->adam.beta2 = ac.beta2;
+    t->adam.eps = ac.eps;
+    t->adam.weight_decay = ac.weight_decay;
+    t->ts = mf.ts;
+    ckpt_free(&mf);
+    /* params and Adam's moments are loaded; grads and activations are to come */
+    if ((st = check_memory(t, &t->model.cfg, 1, err)) != TFM_OK) return st;
+    progress_note(&t->prog, "resuming from %s at step %ld (epoch %ld)", t->run.last_path,
+                  t->ts.step, t->ts.epoch + 1);
+    return TFM_OK;
+}
+
+static TfmStatus fresh_start(Trainer *t, TfmErr *err)
+{
+    TfmStatus st = get_vocabulary(t, err);
+    if (st != TFM_OK) return st;
+    ModelConfig mc = t->cfg->model;
+    mc.vocab_size = bpe_vocab_size(t->bpe);
+    mc.max_len = config_positions(t->cfg->data.max_len);
+    if ((st = check_memory(t, &mc, 4, err)) != TFM_OK) return st;
+    if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
+    Rng init_rng;
+    rng_seed(&init_rng, t->cfg->train.seed);
+    model_init_weights(&t->model, &init_rng);
+    const AdamConfig ac = config_adam(&t->cfg->train);
+    if ((st = adam_init(&t->adam, t->model.n_params, &ac, err)) != TFM_OK) return st;
+    memset(&t->ts, 0, sizeof t->ts);
+    rng_seed(&t->ts.dropout_rng, t->cfg->train.seed ^ 0xd209u);
+    return TFM_OK;
+}
+
+/* Says why: the keys that skipped the pairs are what the user can change. */
+static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
+                                 const char *what, const char *path, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
+                   "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
+                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long,
+                   cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
+}
+
+static TfmStatus load_data(Trainer *t, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    TfmStatus st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
+                               cfg->data.max_len, err);
+    if (st != TFM_OK) return st;
+    if ((st = corpus_load(&t->valid, cfg->data.valid_src, cfg->data.valid_tgt, t->bpe,
+                          cfg->data.max_len, err)) != TFM_OK)
+        return st;
+    int budget = cfg->train.batch_tokens;
+    if ((st = batcher_init(&t->train_b, &t->train, budget, cfg->train.seed, true, err)) != TFM_OK ||
+        (st = batcher_init(&t->valid_b, &t->valid, budget, cfg->train.seed, false, err)) != TFM_OK)
+        return st;
+    progress_note(&t->prog, "train: %ld pairs of %ld lines (%ld empty, %ld over %d tokens, %ld over "
+                  "batch_tokens skipped); valid: %ld pairs",
+                  t->train.n_pairs, t->train.n_lines, t->train.skipped_empty,
+                  t->train.skipped_long, cfg->data.max_len, t->train_b.skipped_budget,
+                  t->valid.n_pairs);
+    if (t->train.n_pairs - t->train_b.skipped_budget <= 0)
+        return no_usable_pairs(&t->train, &t->train_b, cfg, "training", cfg->data.train_src, err);
+    if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
+        return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", cfg->data.valid_src, err);
+    batcher_plan_epoch(&t->valid_b, 0);
+    return TFM_OK;
+}
+
+/* ---- evaluation and saving ---- */
+
+void trainer_fill_event(const Trainer *t, ProgressEvent *ev)
+{
+    ev->step = t->ts.step;
+    ev->epoch = t->ts.epoch + 1;
+    ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
+    ev->tok_per_s = ev->eta_s = NAN;
+    ev->averaged = 0;
+    ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1);
+    ev->elapsed_s = trainer_elapsed(t);
+}
+
+static TfmStatus save_last(Trainer *t, TfmErr *err)
+{
+    TrainState ts = t->ts;
+    ts.elapsed_s = trainer_elapsed(t);
+    TfmStatus st = ckpt_save(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, &ts, err);
+    if (st != TFM_OK) return st;
+    /* The numbered copy is a hard link: last.tfm is replaced by rename, so
+     * the link keeps this content. */
+    char name[64], *numbered;
+    snprintf(name, sizeof name, "ckpt.%ld.tfm", t->ts.step);
+    if (!(numbered = path_join(t->cfg->train.out_dir, name, err))) return TFM_ERR_NOMEM;
+    unlink(numbered);
+    if (link(t->run.last_path, numbered) != 0) st = ckpt_copy(t->run.last_path, numbered, err);
+    free(numbered);
+    if (st == TFM_OK) run_dir_prune_checkpoints(t->cfg->train.out_dir, t->cfg->train.keep);
+    return st;
+}
+
+/* ---- the loop ---- */
+
+static double eta(const Trainer *t, double step_s)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    double best = INFINITY;
+    if (tc->max_steps > 0) best = fmin(best, (tc->max_steps - t->ts.step) * step_s);
+    if (tc->max_time_s > 0) best = fmin(best, tc->max_time_s - trainer_elapsed(t));
+    if (tc->max_epochs > 0 && t->train_b.n_batches > 0) {
+        double left = (tc->max_epochs - t->ts.epoch) * (double)t->train_b.n_batches -
+                      t->ts.batch_in_epoch;
+        best = fmin(best, left * step_s);
+    }
+    return isinf(best) ? NAN : fmax(best, 0);
+}
+
+static bool limit_reached(const Trainer *t)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    return (tc->max_steps > 0 && t->ts.step >= tc->max_steps) ||
+           (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs) ||
+           (tc->patience > 0 && t->ts.bad_validations >= tc->patience) ||
+           (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s);
+}
+
+/* What a numeric stop leaves behind: say "last.tfm keeps ..." only when
+ * there is one (a fresh run may stop before its first save). */
+static const char *stop_note(const Trainer *t)
+{
+    return run_dir_file_exists(t->run.last_path) ? "last.tfm keeps the last good state"
+                                     : "no checkpoint was saved yet";
+}
+
+static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    LossStats ls;
+    long next = t->ts.step + 1;
+    TfmStatus st = model_forward(&t->model, b, tc->label_smoothing, &t->ts.dropout_rng, &ls, err);
+    if (st != TFM_OK) return st;
+    if (!isfinite(ls.loss))
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: loss is %s; stopping (%s)", next,
+                       isnan(ls.loss) ? "NaN" : "Inf", stop_note(t));
+    model_backward(&t->model, b);
+    double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
+    if (!isfinite(norm))
+        return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (%s)", next,
+                       isnan(norm) ? "NaN" : "Inf", stop_note(t));
+    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next);
+    adam_update(&t->adam, t->model.params, t->model.grads, lr);
+    t->ts.step = next;
+    t->ts.validated = false;
+    t->changed = true;
+    t->ts.log_loss += ls.loss;
+    t->ts.log_nll += ls.nll;
+    t->ts.log_tokens += ls.n_tokens;
+    t->ts.log_real_tokens += batch_real_tokens(b);
+    return TFM_OK;
+}
+
+static TfmStatus log_training(Trainer *t, bool to_log, double step_s, TfmErr *err)
+{
+    ProgressEvent ev;
+    trainer_fill_event(t, &ev);
+    TrainState *ts = &t->ts;
+    if (ts->log_tokens > 0) {
+        ev.train_loss = ts->log_loss / ts->log_tokens;
+        ev.train_nll = ts->log_nll / ts->log_tokens;
+    }
+    ev.tok_per_s = ts->log_step_s > 0 ? ts->log_real_tokens / ts->log_step_s : NAN;
+    ev.eta_s = eta(t, step_s);
+    progress_show(&t->prog, &ev, false);
+    if (!to_log) return TFM_OK;
+    ts->log_loss = ts->log_nll = ts->log_step_s = 0;
+    ts->log_tokens = ts->log_real_tokens = 0;
+    return progress_log(&t->prog, &ev, err);
+}
+
+static TfmStatus loop(Trainer *t, TfmErr *err)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    TfmStatus st;
+    double step_time = NAN;
+    while (!limit_reached(t)) {
+        if (stop_requested(t)) break;
+        if (t->train_b.epoch != t->ts.epoch) batcher_plan_epoch(&t->train_b, t->ts.epoch);
+        if (t->ts.batch_in_epoch >= t->train_b.n_batches) {
+            t->ts.epoch++;
+            t->ts.batch_in_epoch = 0;
+            continue;
+        }
+        Batch b;
+        batcher_get(&t->train_b, t->ts.batch_in_epoch, &b);
+        double t0 = now_s();
+        if ((st = train_step(t, &b, err)) != TFM_OK) return st;
+        t->ts.batch_in_epoch++;
+        double dt = now_s() - t0;
+        t->ts.log_step_s += dt;
+        step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
+        if (t->opt->after_step) t->opt->after_step(t->ts.step, t->opt->after_step_ctx);
+        bool validating = tc->valid_every > 0 && t->ts.step % tc->valid_every == 0;
+        if ((st = log_training(t, t->ts.step % LOG_EVERY == 0 || validating || limit_reached(t),
+                               step_time, err)) != TFM_OK)
+            return st;
+        if (validating) {
+            if ((st = eval_validate_and_log(t, err)) != TFM_OK) return st;
+            if (tc->patience > 0 && t->ts.bad_validations >= tc->patience) {
+                progress_note(&t->prog, "early stopping: no improvement in %d validations",
+                              tc->patience);
+                break;
+            }
+        }
+        if (tc->save_every > 0 && t->ts.step % tc->save_every == 0 &&
+            (st = save_last(t, err)) != TFM_OK)
+            return st;
+    }
+    if (stop_requested(t)) {
+        progress_note(&t->prog, "signal %d: saving %s", stop_requested(t), t->run.last_path);
+        if ((st = save_last(t, err)) != TFM_OK) return st;
+        err->signo = stop_requested(t);
+        return err_set(err, TFM_INTERRUPTED, "interrupted at step %ld; run the same command "
+                       "to resume", t->ts.step);
+    }
+    if (!t->ts.validated && (st = eval_validate_and_log(t, err)) != TFM_OK) return st;
+    /* a rerun of a finished run only copies the model again */
+    if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
+    /* the model to hand over: best.tfm, or the average of the last
+     * checkpoints (made again only when they changed) */
+    const char *final = t->run.best_path;
+    if (tc->average_last > 0) {
+        final = t->run.average_path;
+        if ((t->changed || !run_dir_file_exists(final)) && (st = eval_average_checkpoints(t, err)) != TFM_OK)
+            return st;
+    }
+    /* a signal during that validation or save: saved, so stop as promised;
+     * the rerun copies the model */
+    if (stop_requested(t)) {
+        err->signo = stop_requested(t);
+        return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
+                       "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
+    }
+    if ((st = ckpt_copy(final, tc->model, err)) != TFM_OK &&
+        access(final, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
+                       "copy it back, or train again with --restart", final,
+                       final == t->run.best_path ? "best" : "averaged");
+    return st;
+}
+
+TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
+{
+    Trainer t;
+    memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.opt = opt;
+    t.run_start = now_s();
+    if (opt->stop) opt->stop->started = 0;
+    TfmStatus st = run_dir_open(&t.run, cfg, opt->config_path, opt->restart, err);
+    if (st != TFM_OK) return st;
+    const bool resuming = t.run.resuming;
+    /* a fresh run starts a fresh log; a resumed one continues it */
+    if ((st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err)) != TFM_OK)
+        goto done;
+    st = resuming ? resume(&t, err) : fresh_start(&t, err);
+    if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
+    if (st != TFM_OK) goto done;
+    if ((st = load_data(&t, err)) != TFM_OK) goto done;
+    if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens,
+                                   config_row_len(cfg->data.max_len), err)) != TFM_OK)
+        goto done;
+    t.run_start = now_s();
+    if (opt->stop) opt->stop->started = 1;
+    st = loop(&t, err);
+done:
+    progress_close(&t.prog);
+    decoder_free(t.decoder);
+    batcher_free(&t.train_b);
+    batcher_free(&t.valid_b);
+    corpus_free(&t.train);
+    corpus_free(&t.valid);
+    model_free(&t.model);
+    adam_free(&t.adam);
+    if (t.bpe) bpe_free(t.bpe);
+    run_dir_close(&t.run);
+    return st;
+}

@@ -1,0 +1,38 @@
+/* train: the training loop of `tfm train` — vocabulary, data, model, Adam,
+ * validation, checkpoints (last, best, numbered), exact resume, limits,
+ * early stopping, signals. Shows progress through progress.c. */
+#ifndef TFM_TRAIN_H
+#define TFM_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include "model/config.h"
+#include "base/err.h"
+
+/* How the caller asks a run to stop, from a signal handler (cli/main.c):
+ * it sets signo; the run stops after the current step, saves last.tfm and
+ * returns TFM_INTERRUPTED. The run sets started once its loop has begun
+ * (before that a stop has nothing to save, so the handler need not wait). */
+typedef struct {
+    volatile sig_atomic_t signo;    /* 0: go on */
+    volatile sig_atomic_t started;
+} TrainStop;
+
+typedef struct {
+    bool restart;           /* ignore out_dir/last.tfm */
+    bool quiet;             /* no progress on stderr */
+    const char *config_path;    /* for error messages about the config's keys */
+    TrainStop *stop;        /* NULL: only the config's limits stop the run */
+    /* called after each step with its number (1-based); NULL: none */
+    void (*after_step)(long step, void *ctx);
+    void *after_step_ctx;
+} TrainOptions;
+
+/* Trains per cfg (threads already set). On success the model path
+ * (cfg->train.model) holds the best model. Returns TFM_INTERRUPTED with
+ * err->signo after a signal, once last.tfm is saved; TFM_ERR_NUMERIC when a
+ * loss or gradient is NaN/Inf (naming the step; last.tfm, if there is one,
+ * keeps the last good state). */
+TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err);
+
+#endif
