@@ -2,6 +2,7 @@
  * and ends with "N passed, N failed"; exits 1 on any failure. */
 #include "test.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,26 @@ const char *test_tmpdir(void)
         atexit(remove_tmpdir);
     }
     return tmpdir;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int test_list_dir(const char *dir, int (*keep)(const char *dir, const char *name),
+                  char **names, int max)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && keep(dir, e->d_name))
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    return n;
 }
 
 const char *test_write_file(const char *name, const char *text)

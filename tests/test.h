@@ -18,6 +18,11 @@ const char *test_shared_dir(void);
 const char *test_tmpdir(void);
 /* Writes text to dir/name and returns the path (static buffer, reused). */
 const char *test_write_file(const char *name, const char *text);
+/* The names in dir for which keep(dir, name) is true ("." and ".." never),
+ * sorted, at most max; each is malloc'd. Returns the count (0 when dir
+ * cannot be opened). */
+int test_list_dir(const char *dir, int (*keep)(const char *dir, const char *name),
+                  char **names, int max);
 
 #define TEST(name)                                                       \
     static void name(void);                                              \

@@ -4,7 +4,6 @@
  * reproduces every val_* run (`bleu_oracle.py --check`). */
 #include "test.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,31 +212,23 @@ done:
     return matched;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* A case is a folder with an expected.json. */
+static int is_case(const char *dir, const char *name)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s/expected.json", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
 }
 
 TEST(bleu_matches_sacrebleu_cases)
 {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/bleu", test_data_dir());
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    if (!d) return;
     char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        char path[1400];
-        snprintf(path, sizeof path, "%s/%s/expected.json", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        fclose(f);
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int n = test_list_dir(dir, is_case, names, 256);
+    CHECK(n > 0);
     int shared = 0, runs = 0, matched = 0;
     for (int i = 0; i < n; i++) {
         shared += strncmp(names[i], "val_", 4) == 0;

@@ -6,7 +6,6 @@
  * the scores equal to 1e-9 and the printed line identical. */
 #include "test.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,27 +215,20 @@ done:
     return fails;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int is_json(const char *dir, const char *name)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    (void)dir;
+    size_t len = strlen(name);
+    return len > 5 && strcmp(name + len - 5, ".json") == 0;
 }
 
 TEST(test_metrics_match_sacrebleu)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/metrics", test_data_dir());
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    if (!d) return;
     char *names[256];
-    int n_names = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n_names < 256) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0) names[n_names++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n_names, sizeof *names, cmp_str);
+    int n_names = test_list_dir(dir, is_json, names, 256);
+    CHECK(n_names > 0);
     int runs = 0, cases = 0;
     for (int c = 0; c < n_names; c++) {
         char path[8192];
