@@ -18,6 +18,8 @@ const char *test_shared_dir(void);
 const char *test_tmpdir(void);
 /* Writes text to dir/name and returns the path (static buffer, reused). */
 const char *test_write_file(const char *name, const char *text);
+/* The whole file at path, NUL-terminated (malloc'd; NULL if unreadable). */
+char *test_read_file(const char *path);
 /* The names in dir for which keep(dir, name) is true ("." and ".." never),
  * sorted, at most max; each is malloc'd. Returns the count (0 when dir
  * cannot be opened). */

@@ -13,30 +13,9 @@
 #include "base/text.h"
 #include "text/unicode.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
-
 static cJSON *load_json(const char *path)
 {
-    char *text = slurp(path);
+    char *text = test_read_file(path);
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     free(text);
     return j;

@@ -15,26 +15,6 @@
 #include "text/ter.h"
 #include "base/text.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
-
 typedef struct {
     size_t n;
     char **line;
@@ -233,7 +213,7 @@ TEST(test_metrics_match_sacrebleu)
     for (int c = 0; c < n_names; c++) {
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, names[c]);
-        char *text = slurp(path);
+        char *text = test_read_file(path);
         cJSON *j = text ? cJSON_Parse(text) : NULL;
         free(text);
         CHECK(j != NULL);
