@@ -411,7 +411,7 @@ static void learn_task(int reverse)
         loss = st.loss / st.n_tokens;
         if (loss < 0.002) break;
         model_backward(&m, &b);
-        adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step));
+        adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step, 0));
     }
     /* a fresh batch, evaluation mode: low loss, (almost) every token the argmax */
     int S, T;

@@ -52,7 +52,8 @@ typedef struct {
 } KeySpec;
 
 static const char *const norm_names[] = {"post", "pre", NULL};
-static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", NULL};
+static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
+                                             "cosine", NULL};
 
 #define OFF(field) offsetof(TfmConfig, field)
 #define JMAX ((double)CONFIG_MAX_JSON_INT)
@@ -101,6 +102,7 @@ static const KeySpec schema[] = {
     INT_("train.lr.warmup", train.lr.warmup, 1, INT_MAX, 4000),
     POS_("train.lr.factor", train.lr.factor, 1.0),
     POS_("train.lr.peak", train.lr.peak, 0.0005),
+    NONNEG_("train.lr.final", train.lr.final, 0.0),
     PROB_("train.adam.beta1", train.beta1, 0.9),
     PROB_("train.adam.beta2", train.beta2, 0.98),
     POS_("train.adam.eps", train.eps, 1e-9),
@@ -454,6 +456,16 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
         return err_set(err, TFM_ERR_CONFIG, "model.heads: %d heads do not divide model.d_model %d",
                        cfg->model.heads, cfg->model.d_model);
     /* pruning would delete the checkpoints the average needs */
+    const LrConfig *lr = &cfg->train.lr;
+    if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) &&
+        cfg->train.max_steps <= lr->warmup)
+        return err_set(err, TFM_ERR_CONFIG, "train.lr.schedule: \"%s\" decays to lr.final at "
+                       "train.max_steps, which must be above lr.warmup (%d), got %ld",
+                       lr->schedule == LR_LINEAR ? "linear" : "cosine", lr->warmup,
+                       cfg->train.max_steps);
+    if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) && lr->final > lr->peak)
+        return err_set(err, TFM_ERR_CONFIG, "train.lr.final: %g is above train.lr.peak %g",
+                       lr->final, lr->peak);
     if (cfg->train.average_last > cfg->train.keep)
         return err_set(err, TFM_ERR_CONFIG, "train.average_last: %d checkpoints to average need "
                        "train.keep >= %d, got %d", cfg->train.average_last,

@@ -51,7 +51,7 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
     }
 }
 
-double lr_at(const LrConfig *lc, int d_model, long step)
+double lr_at(const LrConfig *lc, int d_model, long step, long total)
 {
     if (step < 1) step = 1;
     double s = (double)step, w = (double)(lc->warmup > 0 ? lc->warmup : 1);
@@ -61,6 +61,17 @@ double lr_at(const LrConfig *lc, int d_model, long step)
     case LR_INVERSE_SQRT:
         /* Linear warm-up to peak, then peak * sqrt(warmup / step). */
         return s < w ? lc->peak * s / w : lc->peak * sqrt(w / s);
+    case LR_LINEAR:
+    case LR_COSINE: {
+        /* Linear warm-up to peak, then down to `final` at step `total`:
+         * annealing to (near) zero by the end of a fixed budget beats
+         * leaving the rate at peak * sqrt(warmup / total). */
+        if (s < w) return lc->peak * s / w;
+        double t = total > (long)w ? (s - w) / ((double)total - w) : 1.0;
+        if (t > 1.0) t = 1.0;
+        double f = lc->schedule == LR_LINEAR ? 1.0 - t : 0.5 * (1.0 + cos(M_PI * t));
+        return lc->final + (lc->peak - lc->final) * f;
+    }
     case LR_CONSTANT:
     default:
         return lc->peak;

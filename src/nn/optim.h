@@ -12,13 +12,16 @@ typedef struct {
     float beta1, beta2, eps, weight_decay;
 } AdamConfig;
 
-typedef enum { LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2 } LrSchedule;
+typedef enum {
+    LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2, LR_LINEAR = 3, LR_COSINE = 4
+} LrSchedule;
 
 /* A learning rate schedule (train.lr.* in a config, SPEC.md). */
 typedef struct {
     LrSchedule schedule;
     int warmup;
     float factor, peak;
+    float final;         /* where linear and cosine end, at the last step */
 } LrConfig;
 
 typedef struct {
@@ -37,8 +40,9 @@ void adam_free(Adam *a);
  * p -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr wd p. */
 void adam_update(Adam *a, float *params, const float *grads, float lr);
 
-/* The learning rate for update number `step` (1-based). */
-double lr_at(const LrConfig *lc, int d_model, long step);
+/* The learning rate for update number `step` (1-based) of a run of `total`
+ * updates (train.max_steps; only linear and cosine use it). */
+double lr_at(const LrConfig *lc, int d_model, long step, long total);
 
 /* L2 norm of g over n values (accumulated in double). */
 double grad_norm(const float *g, size_t n);

@@ -204,7 +204,8 @@ void trainer_fill_event(const Trainer *t, ProgressEvent *ev)
     ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
     ev->tok_per_s = ev->eta_s = NAN;
     ev->averaged = 0;
-    ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1);
+    ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1,
+                   t->cfg->train.max_steps);
     ev->elapsed_s = trainer_elapsed(t);
 }
 
@@ -274,7 +275,7 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     if (!isfinite(norm))
         return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (%s)", next,
                        isnan(norm) ? "NaN" : "Inf", stop_note(t));
-    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next);
+    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;
     t->ts.validated = false;
