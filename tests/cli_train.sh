@@ -228,6 +228,16 @@ check "rerun: no second average" cmp -s al/ck/log.jsonl al/log.before
 rm al/ck/average.tfm al/model.tfm
 (cd al && expect_exit 0 "rerun remakes a deleted average" -- "$TFM" train ../avg_last.json -q)
 check "remade average is the same" cmp -s al/model.tfm al/manual.tfm
+# lr.schedule linear: the rate reaches lr.final (0) at max_steps, and the run
+# is still exactly resumable (the rate is a function of the step alone).
+sed 's/"inverse_sqrt"/"linear"/; s/"valid_every": 40,/"valid_every": 20,/' mini.json >lin.json
+mkdir lin lin2
+(cd lin && expect_exit 0 "train with a linear schedule" -- "$TFM" train ../lin.json -q)
+check "linear: lr is a third of the way down at step 20" grep -q '"step": 20, .*"lr": 0.002000' lin/ck/log.jsonl
+check "linear: lr is 0 at max_steps" grep -q '"step": 40, .*"lr": 0,' lin/ck/log.jsonl
+(cd lin2 && TFM_TEST_SIGNAL_AT_STEP=27 "$TFM" train ../lin.json -q >/dev/null 2>&1)
+(cd lin2 && expect_exit 0 "resume a linear-schedule run" -- "$TFM" train ../lin.json -q)
+check "linear: resumed model equals uninterrupted" cmp -s lin/model.tfm lin2/model.tfm
 # Fewer checkpoints than asked (a short run) average what there is.
 sed 's/"max_steps": 40/"max_steps": 5/' avg_last.json >avg_short.json
 mkdir as
