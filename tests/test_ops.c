@@ -205,3 +205,44 @@ TEST(logsoftmax_rows_normalised)
     }
     CHECK_NEAR(x[7], 0.0, 1e-5);
 }
+
+/* The 8-lane row kernels: each element's exp is exp_fast's bit for bit,
+ * across lengths that exercise the tail, and special values behave as the
+ * scalar form does (-inf -> 0, underflow -> 0, NaN -> not finite sums). */
+TEST(row_kernels_match_scalar_exp_fast)
+{
+    enum { N = 1003 };
+    float x[N], y[N];
+    uint64_t s = 12345;
+    for (int i = 0; i < N; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float)((s >> 40) % 20000) / 100.0f - 150.0f;  /* [-150, 50) */
+    }
+    x[5] = -INFINITY;
+    x[17] = 49.99f;
+    for (int n = 0; n <= N; n += n < 40 ? 1 : 97) {
+        float mx = -INFINITY;
+        double want = 0, want_x = 0;
+        for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+        CHECK(row_max(x, n) == mx);
+        for (int i = 0; i < n; i++) want += exp_fast(x[i] - mx);
+        float sum_x, got = row_exp_sum(x, n, mx, &sum_x);
+        CHECK_NEAR(got, want, 1e-5 * (want + 1));
+        memcpy(y, x, sizeof x);
+        float sum_x2, got2 = row_exp_inplace(y, n, mx, &sum_x2);
+        CHECK(got2 == got);
+        for (int i = 0; i < n; i++) {
+            if (i != 5) want_x += x[i];
+            if (y[i] != exp_fast(x[i] - mx)) {
+                test_fail(__FILE__, __LINE__, "n %d: element %d: %g, scalar %g", n, i,
+                          (double)y[i], (double)exp_fast(x[i] - mx));
+                break;
+            }
+        }
+        if (n <= 5) CHECK_NEAR(sum_x, want_x, 1e-3 * (fabs(want_x) + 1));
+        else CHECK(sum_x == -INFINITY && sum_x2 == -INFINITY);
+    }
+    float nan_row[9] = {0, 1, 2, NAN, 4, 5, 6, 7, 8};
+    float sx;
+    CHECK(!isfinite(row_exp_sum(nan_row, 9, 8.0f, &sx)) || !isfinite(sx));
+}

@@ -135,6 +135,16 @@ static inline float exp_fast(float x)
     return x < -87.33654f ? 0.0f : p * two_n.f;
 }
 
+/* Row kernels in 8 fixed lanes (rowexp.c): the same bits on any compiler
+ * and thread count. row_max of an empty row is -inf. */
+float row_max(const float *x, int n);
+/* Σ exp_fast(x[i] - shift); x is not changed. If sum_x is not NULL, the
+ * sum of the x[i] goes there. */
+float row_exp_sum(const float *x, int n, float shift, float *sum_x);
+/* x[i] = exp_fast(x[i] - shift); returns their sum, and, if sum_before is
+ * not NULL, stores there the sum of the x[i] it replaced. */
+float row_exp_inplace(float *x, int n, float shift, float *sum_before);
+
 /* The inverted-dropout mask of element i is a pure function of (seed, i):
  * kept with probability 1 - t/65536, t = round(p·65536), and scaled by
  * 65536/(65536 - t) so the expectation is exact. Counter-based, so the mask

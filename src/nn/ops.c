@@ -162,14 +162,10 @@ void logsoftmax_rows(float *x, int n, int v)
 #pragma omp parallel for schedule(static) if ((long)n * v > PAR_MIN)
     for (int r = 0; r < n; r++) {
         float *row = x + (long)r * v;
-        float mx = row[0];
-#pragma omp simd reduction(max : mx)
-        for (int j = 1; j < v; j++) mx = row[j] > mx ? row[j] : mx;
-        /* vectorized exp (exp_fast, 3e-7 relative) and sum: this runs on
-         * every decoding step over the whole vocabulary */
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int j = 0; j < v; j++) s += exp_fast(row[j] - mx);
+        const float mx = row_max(row, v);
+        /* exp and sum in 8 lanes (rowexp.c): this runs on every decoding
+         * step over the whole vocabulary */
+        const float s = row_exp_sum(row, v, mx, NULL);
         const float lse = mx + logf(s);
 #pragma omp simd
         for (int j = 0; j < v; j++) row[j] -= lse;
