@@ -6,9 +6,9 @@ ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
 # The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
 # thread pool (two busy-waiting pools on 2 cores slow each other down).
 OMP_BLAS_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
-PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson 2>/dev/null)
+PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib 2>/dev/null)
 OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0
-PKG_LIBS     = $(shell pkg-config --libs libcjson 2>/dev/null) \
+PKG_LIBS     = $(shell pkg-config --libs libcjson zlib 2>/dev/null) \
                $(if $(wildcard $(OMP_BLAS_DIR)/libopenblas.so.0),$(OMP_BLAS_LIBS),$(shell pkg-config --libs openblas 2>/dev/null))
 WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g

@@ -212,3 +212,16 @@ expect_exit 0 "tfm help bleu" -- "$TFM" help bleu
 check "help via tfm help" grep -q -- '--tokenize 13a|intl|zh|char|none' "$T/out"
 
 cli_summary
+
+# Gzipped input, by its magic bytes (any name), on files and on stdin; a
+# truncated file is a one-line error that names it.
+gzip -c "$D/hyp.txt" >"$T/hyp.gz"
+gzip -c "$D/ref.txt" >"$T/ref.any"
+expect_exit 0 "gzipped hyp and ref" -- "$TFM" bleu "$T/hyp.gz" "$T/ref.any"
+check "gzip: same score" test "$(cat "$T/out")" = \
+    "BLEU = 71.51 88.2/85.6/83.3/81.7 (BP = 0.844 ratio = 0.855 hyp_len = 136 ref_len = 159)"
+"$TFM" bleu - "$D/ref.txt" <"$T/hyp.gz" >"$T/out" 2>/dev/null
+check "gzip stdin: same score" grep -q '^BLEU = 71.51 88.2/85.6/83.3/81.7 ' "$T/out"
+head -c 40 "$T/hyp.gz" >"$T/cut.gz"
+expect_exit 1 "truncated gzip" -- "$TFM" bleu "$T/cut.gz" "$D/ref.txt"
+expect_err_line "truncated gzip message" "tfm: $T/cut.gz: gzip data ends early (truncated file?)"

@@ -24,6 +24,16 @@ expect_exit 0 "info on the trained model" -- "$TFM" info a/model.tfm
 check "info shows the model's step" grep -q "^step:        40 (epoch [0-9]*)$" "$T/out"
 check "a model is not a checkpoint" grep -q "^kind:        model$" "$T/out"
 
+# Gzipped training and validation data train the same model as plain text.
+mkdir gz
+for f in train.de train.en valid.de valid.en; do gzip -c "$f" >"gz/$f.gz"; done
+sed 's/"train\.de"/"gz\/train.de.gz"/; s/"train\.en"/"gz\/train.en.gz"/; s/"valid\.de"/"gz\/valid.de.gz"/; s/"valid\.en"/"gz\/valid.en.gz"/' \
+    mini.json >gz.json
+(cd gz && expect_exit 0 "train on gzipped data" -- "$TFM" train ../gz.json -q)
+no_t() { sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' "$1"; }
+check "gzipped data: same log as plain text" test "$(no_t a/ck/log.jsonl)" = "$(no_t gz/ck/log.jsonl)"
+check "gzipped data: same vocabulary" cmp -s a/ck/vocab.txt gz/ck/vocab.txt
+
 # Interrupted at step 13 by SIGTERM (through the real handler), then resumed:
 # the final model must equal the uninterrupted run's, byte for byte.
 (cd b && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "SIGTERM exits 143" -- "$TFM" train ../mini.json -q)

@@ -9,6 +9,8 @@
 #include "test.h"
 #include "base/text.h"
 
+#include <zlib.h>
+
 /* Writes n bytes to a fresh temp file; returns its path (static buffer). */
 static const char *temp_file(const char *data, size_t n)
 {
@@ -273,4 +275,95 @@ TEST(text_reader_missing_file)
     CHECK_EQ_INT(text_reader_open(&r, "/nonexistent/x.txt", &err), TFM_ERR_IO);
     CHECK_STR(err.msg, "/nonexistent/x.txt: cannot open: No such file or directory");
     text_reader_close(&r);
+}
+
+/* Gzip input: lines across the 64 KiB inflate buffers, two concatenated
+ * members read as one stream, the same lines as the plain text; a truncated
+ * copy and a corrupt one are errors that name the file. */
+static char *gzip_bytes(const char *text, size_t n, size_t *out_n)
+{
+    uLong cap = compressBound((uLong)n) + 64;
+    unsigned char *out = malloc(cap);
+    z_stream zs = {0};
+    deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    zs.next_in = (unsigned char *)text;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    *out_n = zs.total_out;
+    deflateEnd(&zs);
+    return (char *)out;
+}
+
+TEST(text_reader_gzip)
+{
+    enum { LINES = 30000 };
+    size_t cap = (size_t)LINES * 40, n = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < LINES; i++)
+        n += (size_t)snprintf(text + n, cap - n, "line %d äöü %.*s\n", i, i % 23, "abcdefghijklmnopqrstuvw");
+    size_t half = n / 2;
+    while (text[half - 1] != '\n') half++;
+    size_t n1, n2;
+    char *g1 = gzip_bytes(text, half, &n1), *g2 = gzip_bytes(text + half, n - half, &n2);
+    char *both = malloc(n1 + n2);
+    memcpy(both, g1, n1);
+    memcpy(both + n1, g2, n2);
+    const char *gz = temp_file(both, n1 + n2);
+    char gz_path[64];
+    strcpy(gz_path, gz ? gz : "");
+    LineReader r;
+    TfmErr err = {0};
+    CHECK_EQ_INT(text_reader_open(&r, gz_path, &err), TFM_OK);
+    char *line;
+    size_t len, at = 0;
+    int count = 0, k;
+    while ((k = text_read_line(&r, &line, &len, &err)) == 1) {
+        if (at + len > n || memcmp(text + at, line, len) != 0 || text[at + len] != '\n') break;
+        at += len + 1;
+        count++;
+    }
+    CHECK_EQ_INT(k, 0);
+    CHECK_EQ_INT(count, LINES);
+    text_reader_close(&r);
+    /* truncated inside the second member */
+    const char *tr = temp_file(both, n1 + n2 / 2);
+    char tr_path[64], want[128];
+    strcpy(tr_path, tr ? tr : "");
+    CHECK_EQ_INT(text_reader_open(&r, tr_path, &err), TFM_OK);
+    while ((k = text_read_line(&r, &line, &len, &err)) == 1) {}
+    CHECK_EQ_INT(k, -1);
+    snprintf(want, sizeof want, "%s: gzip data ends early (truncated file?)", tr_path);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
+    /* a flipped byte in the first member's CRC */
+    both[n1 - 6] ^= 0x55;
+    const char *bad = temp_file(both, n1 + n2);
+    char bad_path[64];
+    strcpy(bad_path, bad ? bad : "");
+    CHECK_EQ_INT(text_reader_open(&r, bad_path, &err), TFM_OK);
+    while ((k = text_read_line(&r, &line, &len, &err)) == 1) {}
+    CHECK_EQ_INT(k, -1);
+    snprintf(want, sizeof want, "%s: corrupt gzip data: ", bad_path);
+    if (strncmp(err.msg, want, strlen(want)) != 0) test_fail(__FILE__, __LINE__, "got %s", err.msg);
+    text_reader_close(&r);
+    /* a plain file starting with 0x1f but not the magic is plain text */
+    const char *p1 = temp_file("\x1f" "a\nb\n", 4);
+    char p1_path[64];
+    strcpy(p1_path, p1 ? p1 : "");
+    CHECK_EQ_INT(text_reader_open(&r, p1_path, &err), TFM_OK);
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_STR(line, "\x1f" "a");
+    CHECK_EQ_INT(text_read_line(&r, &line, &len, &err), 1);
+    CHECK_STR(line, "b");
+    text_reader_close(&r);
+    unlink(gz_path);
+    unlink(tr_path);
+    unlink(bad_path);
+    unlink(p1_path);
+    free(text);
+    free(g1);
+    free(g2);
+    free(both);
 }

@@ -7,6 +7,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+
+struct GzSource {
+    z_stream zs;
+    bool in_eof, member_end;
+    size_t pos, len;                /* unread bytes: out[pos..len) */
+    unsigned char in[1 << 16], out[1 << 16];
+};
 
 TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
 {
@@ -76,6 +84,96 @@ static bool grow(LineReader *r, size_t need, TfmErr *err)
     return true;
 }
 
+/* Starts inflating: the two magic bytes already read come first. */
+static bool gz_start(LineReader *r, TfmErr *err)
+{
+    GzSource *g = xcalloc(1, sizeof *g, err);
+    if (!g) return false;
+    memcpy(g->in, r->peek, 2);
+    g->zs.next_in = g->in;
+    g->zs.avail_in = 2;
+    if (inflateInit2(&g->zs, 15 + 16) != Z_OK) {   /* 16: gzip wrapper only */
+        free(g);
+        err_set(err, TFM_ERR_NOMEM, "%s: cannot start gzip decoding", r->name);
+        return false;
+    }
+    r->gz = g;
+    return true;
+}
+
+/* Refills g->out. Returns 1 with bytes there, 0 at the clean end of the
+ * input, -1 with err set. Concatenated gzip members read as one stream. */
+static int gz_fill(LineReader *r, TfmErr *err)
+{
+    GzSource *g = r->gz;
+    for (;;) {
+        if (g->zs.avail_in == 0 && !g->in_eof) {
+            size_t n = fread(g->in, 1, sizeof g->in, r->f);
+            if (n == 0) {
+                if (ferror(r->f)) {
+                    err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name,
+                            strerror(errno ? errno : EIO));
+                    return -1;
+                }
+                g->in_eof = true;
+            }
+            g->zs.next_in = g->in;
+            g->zs.avail_in = (uInt)n;
+        }
+        if (g->member_end) {
+            if (g->zs.avail_in == 0 && g->in_eof) return 0;
+            inflateReset(&g->zs);                      /* the next member */
+            g->member_end = false;
+        }
+        if (g->zs.avail_in == 0 && g->in_eof) {
+            err_set(err, TFM_ERR_FORMAT, "%s: gzip data ends early (truncated file?)", r->name);
+            return -1;
+        }
+        g->zs.next_out = g->out;
+        g->zs.avail_out = sizeof g->out;
+        int ret = inflate(&g->zs, Z_NO_FLUSH);
+        if (ret == Z_STREAM_END) g->member_end = true;
+        else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+            err_set(err, ret == Z_MEM_ERROR ? TFM_ERR_NOMEM : TFM_ERR_FORMAT,
+                    "%s: corrupt gzip data: %s", r->name, g->zs.msg ? g->zs.msg : "inflate failed");
+            return -1;
+        }
+        g->pos = 0;
+        g->len = sizeof g->out - g->zs.avail_out;
+        if (g->len > 0) return 1;
+    }
+}
+
+/* The first read looks at two bytes: the gzip magic switches to inflating. */
+static bool sniff(LineReader *r, TfmErr *err)
+{
+    r->sniffed = 1;
+    int c = getc_unlocked(r->f);
+    if (c == EOF) return true;
+    r->peek[r->n_peek++] = (unsigned char)c;
+    if (c != 0x1f) return true;
+    if ((c = getc_unlocked(r->f)) == EOF) return true;
+    r->peek[r->n_peek++] = (unsigned char)c;
+    if (c != 0x8b) return true;
+    r->sniffed = 2;
+    return gz_start(r, err);
+}
+
+/* The next byte, EOF at the end, or -2 with err set. */
+static inline int next_byte(LineReader *r, TfmErr *err)
+{
+    if (r->gz) {
+        GzSource *g = r->gz;
+        if (g->pos == g->len) {
+            int k = gz_fill(r, err);
+            if (k <= 0) return k < 0 ? -2 : EOF;
+        }
+        return g->out[g->pos++];
+    }
+    if (r->i_peek < r->n_peek) return r->peek[r->i_peek++];
+    return getc_unlocked(r->f);
+}
+
 int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
 {
     /* Byte by byte rather than getline, so that a NUL or an over-long line
@@ -84,7 +182,8 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     size_t n = 0;
     int c;
     errno = 0;
-    while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+    if (!r->sniffed && !sniff(r, err)) return -1;
+    while ((c = next_byte(r, err)) >= 0 && c != '\n') {
         if (c == '\0' && r->check_utf8) {
             err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
                     r->name, no, n + 1);
@@ -95,7 +194,8 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
         if (n + 2 > r->cap && !grow(r, n + 2, err)) return -1;
         r->buf[n++] = (char)c;
     }
-    if (c == EOF && ferror(r->f)) {
+    if (c == -2) return -1;
+    if (c == EOF && !r->gz && ferror(r->f)) {
         err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(errno ? errno : EIO));
         return -1;
     }
@@ -126,6 +226,10 @@ too_long:
 void text_reader_close(LineReader *r)
 {
     if (r->f && r->owns_file) fclose(r->f);
+    if (r->gz) {
+        inflateEnd(&r->gz->zs);
+        free(r->gz);
+    }
     free(r->buf);
     memset(r, 0, sizeof *r);
 }

@@ -3,6 +3,11 @@
  * rejects NUL bytes with "NAME: line N: ..." messages. It does not normalize
  * text (no Unicode normalization, no whitespace folding): bytes in = bytes out.
  *
+ * Gzip: input that starts with the gzip magic (1f 8b) is inflated on the
+ * fly (zlib), whatever its name and also on stdin; concatenated members are
+ * read as one stream. Detection happens at the first read, so opening stdin
+ * does not wait for input. Corrupt or truncated gzip data is an error.
+ *
  * Line endings: a line ends at "\n"; one "\r" right before it (or before EOF)
  * is stripped too, so CRLF files read like LF files. A "\r" anywhere else is
  * kept as text. A last line without "\n" is still a line; an empty file has
@@ -27,6 +32,8 @@
  * bounds the memory one line can take. */
 #define TEXT_MAX_LINE ((size_t)64 << 20)
 
+typedef struct GzSource GzSource;   /* text.c: inflate state */
+
 typedef struct {
     FILE *f;
     const char *name;   /* for messages: the path, or "stdin" for "-" */
@@ -36,6 +43,10 @@ typedef struct {
     bool owns_file;     /* false for stdin or text_reader_from_file */
     bool check_utf8;    /* true after open: reject invalid UTF-8 and NUL bytes */
     size_t max_line;    /* TEXT_MAX_LINE after open; tests may lower it */
+    int sniffed;        /* 0 before the first read; then 1 plain, 2 gzip */
+    unsigned char peek[2];
+    int n_peek, i_peek; /* bytes read to sniff, handed back to a plain read */
+    GzSource *gz;       /* inflate state when the input is gzip */
 } LineReader;
 
 /* Opens path for reading ("-" means stdin). On failure returns TFM_ERR_IO
@@ -62,6 +73,7 @@ void text_reader_from_file(LineReader *r, FILE *f, const char *name);
  *   TFM_ERR_FORMAT "NAME: line N: contains a NUL byte at byte B"
  *   TFM_ERR_FORMAT "NAME: line N: longer than MAX bytes" (MAX = r->max_line)
  *   TFM_ERR_IO     "NAME: read error: REASON"
+ *   TFM_ERR_FORMAT "NAME: corrupt gzip data: REASON" / "NAME: gzip data ends early"
  *   TFM_ERR_NOMEM  when the line does not fit in memory.
  * With r->check_utf8 false, lines are returned unchecked (NUL bytes too), but
  * the length limit holds. */
