@@ -43,3 +43,31 @@ expect_exit 0 dry_run_again -- "$TFM" train "$T/again.json" --dry-run
 check dry_run_fixed_point cmp -s <(sed '/^$/d' "$T/again.json") <(sed '/^$/d' "$T/out")
 
 cli_summary
+
+# --set KEY=VALUE: overrides checked like the file, errors name the key, a
+# typo gets a suggestion, data paths are relative to the current folder.
+expect_exit 0 set_values -- "$TFM" train "$T/ok.json" --dry-run --set train.max_steps=500 \
+    --set model.dropout=0.3 --set train.lr.schedule=linear --set train.out_dir=o/p --set train.max_steps=6000
+check "--set: a number, the last one wins" grep -q '"max_steps": 6000,' "$T/out"
+check "--set: a real" grep -q '"dropout": 0.3,' "$T/out"
+check "--set: an enum" grep -q '"schedule": "linear",' "$T/out"
+check "--set: a bare string" grep -q '"out_dir": "o/p",' "$T/out"
+(cd "$T/sub" && "$TFM" train ../ok.json --dry-run --set data.valid_tgt=../val.en >"$T/out" 2>&1)
+check "--set: data path from the current folder" grep -q "\"valid_tgt\": \"$T/sub/../val.en\"" "$T/out"
+expect_exit 1 set_range -- "$TFM" train "$T/ok.json" --dry-run --set train.max_steps=-5
+expect_err_line set_range "tfm: --set train.max_steps: expected a non-negative integer, got -5"
+expect_exit 1 set_type -- "$TFM" train "$T/ok.json" --dry-run --set model.share_embeddings=yes
+expect_err_line set_type "tfm: --set model.share_embeddings: expected true or false, got \"yes\""
+expect_exit 1 set_typo -- "$TFM" train "$T/ok.json" --dry-run --set train.validate_every=5
+expect_err_line set_typo "tfm: --set train.validate_every: unknown key (did you mean train.valid_every?)"
+expect_exit 1 set_section -- "$TFM" train "$T/ok.json" --dry-run --set train.dropout=0.1
+expect_err_line set_section "tfm: --set train.dropout: unknown key (did you mean model.dropout?)"
+expect_exit 2 set_form -- "$TFM" train "$T/ok.json" --dry-run --set max_steps
+expect_err_line set_form "tfm: --set: expected KEY=VALUE, got 'max_steps'"
+expect_exit 2 option_hint -- "$TFM" train "$T/ok.json" --max-steps 500
+expect_err_line option_hint "tfm: train: unknown option '--max-steps' (did you mean --set train.max_steps=...?)"
+expect_exit 2 option_typo -- "$TFM" train "$T/ok.json" --restrat
+expect_err_line option_typo "tfm: train: unknown option '--restrat' (did you mean --restart?)"
+echo "{$DATA, \"train\": {\"validate_every\": 5}}" >"$T/typo.json"
+expect_exit 1 file_typo -- "$TFM" train "$T/typo.json" --dry-run
+expect_err_line file_typo "tfm: $T/typo.json: train.validate_every: unknown key (did you mean train.valid_every?)"

@@ -538,10 +538,10 @@ TEST(config_base_json_is_the_paper_model)
     TfmConfig c, d;
     CHECK_EQ_INT(config_parse(&c, text, "configs", false, &err), TFM_OK);
     if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
-    CHECK_STR(c.data.train_src, "configs/../data/train.de");
-    CHECK_STR(c.data.train_tgt, "configs/../data/train.en");
-    CHECK_STR(c.data.valid_src, "configs/../data/val.de");
-    CHECK_STR(c.data.valid_tgt, "configs/../data/val.en");
+    CHECK_STR(c.data.train_src, "configs/../data/train.de.gz");
+    CHECK_STR(c.data.train_tgt, "configs/../data/train.en.gz");
+    CHECK_STR(c.data.valid_src, "configs/../data/val.de.gz");
+    CHECK_STR(c.data.valid_tgt, "configs/../data/val.en.gz");
     /* Everything but the data paths is the SPEC default. */
     config_defaults(&d);
     d.data.train_src = strdup(c.data.train_src);

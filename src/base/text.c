@@ -298,3 +298,23 @@ int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
     default: return 0;
     }
 }
+
+size_t text_edit_distance(const char *a, size_t n, const char *b, size_t m)
+{
+    if (n > 63 || m > 63) return (n > m ? n : m);
+    size_t row[64];
+    for (size_t j = 0; j <= m; j++) row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}

@@ -94,4 +94,8 @@ bool text_utf8_valid(const char *s, size_t n, size_t *bad_offset);
  * bytes at s do not start a well-formed sequence. */
 int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
+/* Levenshtein distance between a[0..n) and b[0..m) (bytes), for "did you
+ * mean" hints; strings over 63 bytes get the longer length. */
+size_t text_edit_distance(const char *a, size_t n, const char *b, size_t m);
+
 #endif

@@ -7,19 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "nn/blas.h"
 #include "cli/cmds.h"
 #include "model/config.h"
 #include "train/train.h"
 
 static const char usage[] =
-    "usage: tfm train CONFIG.json [--threads N] [--seed N] [--restart] [--dry-run] [-q]\n"
+    "usage: tfm train CONFIG.json [--set KEY=VALUE ...] [--threads N] [--seed N]\n"
+    "                 [--restart] [--dry-run] [-q]\n"
     "\n"
     "Learns a BPE vocabulary (unless data.vocab names one), trains, validates and\n"
     "writes checkpoints to train.out_dir (last.tfm, best.tfm, ckpt.STEP.tfm) and the\n"
     "best model to train.model. Running the same command again resumes from\n"
     "out_dir/last.tfm. The last line on stdout is the path of the saved model.\n"
     "\n"
+    "  --set KEY=VALUE  override a config key, e.g. --set train.max_steps=500\n"
+    "                --set model.dropout=0.3 (repeatable; checked like the file;\n"
+    "                VALUE is JSON or a bare string; data paths are relative to\n"
+    "                the current folder)\n"
     "  --threads N   threads for sgemm and the other loops (0: all cores; default:\n"
     "                train.threads)\n"
     "  --seed N      override train.seed\n"
@@ -32,6 +38,32 @@ static const char usage[] =
     "130/143/129 (before the first step they exit at once; a second Ctrl-C\n"
     "stops at once, without saving).\n";
 
+/* "unknown option" with a hint: `--max-steps 500` names the config key to
+ * --set; a near miss of an option names the option. */
+static TfmStatus unknown_option(const char *arg, const struct option *longopts, TfmErr *err)
+{
+    if (strncmp(arg, "--", 2) == 0 && arg[2]) {
+        char name[64];
+        size_t n = strcspn(arg + 2, "=");
+        if (n < sizeof name) {
+            memcpy(name, arg + 2, n);
+            name[n] = '\0';
+            for (char *p = name; *p; p++)
+                if (*p == '-') *p = '_';
+            const char *key = config_suggest_key(name);
+            if (key && strcmp(strrchr(key, '.') ? strrchr(key, '.') + 1 : key, name) == 0)
+                return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (did you mean "
+                               "--set %s=...?)", arg, key);
+            for (const struct option *o = longopts; o->name; o++) {
+                if (text_edit_distance(arg + 2, n, o->name, strlen(o->name)) <= 2)
+                    return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (did you mean "
+                                   "--%s?)", arg, o->name);
+            }
+        }
+    }
+    return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (see tfm train --help)", arg);
+}
+
 /* TrainOptions.after_step for TFM_TEST_SIGNAL_AT_STEP: ctx is the step. */
 static void raise_sigterm_at(long step, void *ctx)
 {
@@ -40,12 +72,13 @@ static void raise_sigterm_at(long step, void *ctx)
 
 TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
 {
-    enum { OPT_THREADS = 256, OPT_SEED, OPT_RESTART, OPT_DRY_RUN };
+    enum { OPT_THREADS = 256, OPT_SEED, OPT_RESTART, OPT_DRY_RUN, OPT_SET };
     static const struct option longopts[] = {
         {"threads", required_argument, NULL, OPT_THREADS},
         {"seed", required_argument, NULL, OPT_SEED},
         {"restart", no_argument, NULL, OPT_RESTART},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {"set", required_argument, NULL, OPT_SET},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -53,43 +86,54 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     TrainOptions opt = {0};
     bool dry_run = false, have_threads = false, have_seed = false;
     long threads = 0, seed = 0;
+    /* --set values, in order (a later one wins); at most one per argument */
+    const char **sets = xcalloc((size_t)argc + 1, sizeof *sets, err);
+    int n_sets = 0;
+    if (!sets) return TFM_ERR_NOMEM;
+    TfmStatus st = TFM_OK;
     optind = 0;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_THREADS:
-            if (!cmd_parse_long(optarg, 0, 1024, &threads))
-                return err_set(err, TFM_ERR_USAGE, "train: --threads: expected an integer in [0, 1024], got '%s'", optarg);
+            if (!cmd_parse_long(optarg, 0, 1024, &threads)) {
+                st = err_set(err, TFM_ERR_USAGE, "train: --threads: expected an integer in [0, 1024], got '%s'", optarg);
+                goto done;
+            }
             have_threads = true;
             break;
         case OPT_SEED:
-            if (!cmd_parse_long(optarg, 0, CONFIG_MAX_JSON_INT, &seed))
-                return err_set(err, TFM_ERR_USAGE, "train: --seed: expected an integer in [0, %lld], got '%s'",
-                               (long long)CONFIG_MAX_JSON_INT, optarg);
+            if (!cmd_parse_long(optarg, 0, CONFIG_MAX_JSON_INT, &seed)) {
+                st = err_set(err, TFM_ERR_USAGE, "train: --seed: expected an integer in [0, %lld], got '%s'",
+                             (long long)CONFIG_MAX_JSON_INT, optarg);
+                goto done;
+            }
             have_seed = true;
             break;
         case OPT_RESTART: opt.restart = true; break;
         case OPT_DRY_RUN: dry_run = true; break;
+        case OPT_SET: sets[n_sets++] = optarg; break;
         case 'q': opt.quiet = true; break;
-        case 'h': fputs(usage, stdout); return TFM_OK;
-        case ':': return err_set(err, TFM_ERR_USAGE, "train: option '%s' needs a value", argv[optind - 1]);
-        default: return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (see tfm train --help)", argv[optind - 1]);
+        case 'h': fputs(usage, stdout); goto done;
+        case ':': st = err_set(err, TFM_ERR_USAGE, "train: option '%s' needs a value", argv[optind - 1]); goto done;
+        default: st = unknown_option(argv[optind - 1], longopts, err); goto done;
         }
     }
-    if (optind != argc - 1)
-        return err_set(err, TFM_ERR_USAGE, optind == argc ? "train: missing CONFIG.json (see tfm train --help)"
-                                                          : "train: expected one CONFIG.json, got %d arguments",
-                       argc - optind);
+    if (optind != argc - 1) {
+        st = err_set(err, TFM_ERR_USAGE, optind == argc ? "train: missing CONFIG.json (see tfm train --help)"
+                                                        : "train: expected one CONFIG.json, got %d arguments",
+                     argc - optind);
+        goto done;
+    }
     TfmConfig cfg;
-    TfmStatus st = config_load(&cfg, argv[optind], err);
-    if (st != TFM_OK) return st;
+    if ((st = config_load_overrides(&cfg, argv[optind], sets, n_sets, err)) != TFM_OK) goto done;
     if (have_threads) cfg.train.threads = (int)threads;
     if (have_seed) cfg.train.seed = (unsigned long long)seed;
     if ((have_threads || have_seed) && (st = config_check(&cfg, err)) != TFM_OK) {
         err_prefix(err, "%s: ", argv[optind]);
         config_free(&cfg);
-        return st;
+        goto done;
     }
     if (dry_run) {
         char *json = config_to_json(&cfg);
@@ -97,7 +141,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         else fputs(json, stdout);
         free(json);
         config_free(&cfg);
-        return st;
+        goto done;
     }
     blas_set_threads(cfg.train.threads);
     if ((st = blas_selftest(err)) == TFM_OK) {
@@ -114,5 +158,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     }
     if (st == TFM_OK) printf("%s\n", cfg.train.model);
     config_free(&cfg);
+done:
+    free(sets);
     return st;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/path.h"
+#include "base/text.h"
 #include "model/json_strict.h"
 #include "text/bpe.h"
 
@@ -403,6 +404,8 @@ static void child_path(char *buf, size_t n, const char *prefix, const char *key)
     snprintf(buf, n, "%s%s%s", prefix, prefix[0] ? "." : "", shown);
 }
 
+static TfmStatus unknown_key(const char *shown, const char *path, TfmErr *err);
+
 static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool *seen, TfmErr *err)
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
@@ -425,9 +428,129 @@ static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool
             }
             TfmStatus st = walk(cfg, c, path, seen, err);
             if (st != TFM_OK) return st;
+        } else if (plain_key(c->string)) {
+            return unknown_key(path, path, err);
         } else {
             return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", path);
         }
+    }
+    return TFM_OK;
+}
+
+/* ---- "did you mean" ---- */
+
+const char *config_suggest_key(const char *path)
+{
+    const char *leaf = strrchr(path, '.');
+    leaf = leaf ? leaf + 1 : path;
+    const char *best = NULL;
+    size_t best_d = 1 + strlen(leaf) / 4;   /* a typo or two, not a new word */
+    for (int i = 0; i < N_KEYS; i++) {
+        const char *kl = strrchr(schema[i].path, '.');
+        kl = kl ? kl + 1 : schema[i].path;
+        if (strcmp(kl, leaf) == 0) return schema[i].path;   /* the right key, another section */
+        size_t d = text_edit_distance(path, strlen(path), schema[i].path, strlen(schema[i].path));
+        if (d <= best_d && (!best || d < best_d)) {
+            best = schema[i].path;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+static TfmStatus unknown_key(const char *shown, const char *path, TfmErr *err)
+{
+    const char *hint = config_suggest_key(path);
+    if (hint) return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %s?)", shown, hint);
+    return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", shown);
+}
+
+/* ---- command-line overrides ---- */
+
+/* The JSON value of one `--set KEY=VALUE`: VALUE as JSON when it parses
+ * (3, true, null, "x"), else as a string; string keys take VALUE as it is
+ * unless it is null or quoted. Input paths are made absolute here, since on
+ * the command line they are relative to the current folder, not the
+ * config's. */
+static cJSON *override_value(const KeySpec *k, const char *value, TfmErr *err)
+{
+    cJSON *v = NULL;
+    bool str_key = k->type == K_STR || k->type == K_STR_NULL;
+    if (!str_key || strcmp(value, "null") == 0 || value[0] == '"') {
+        TfmErr ignored = {0};
+        if (json_strict_parse(value, strlen(value), &v, &ignored) != TFM_OK) v = NULL;
+    }
+    if (!v && (k->flags & F_INPUT) && value[0] && value[0] != '/') {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd)) {
+            err_set(err, TFM_ERR_IO, "cannot read the current folder: %s", strerror(errno));
+            return NULL;
+        }
+        char *abs = path_join(cwd, value, err);
+        if (!abs) return NULL;
+        v = cJSON_CreateString(abs);
+        free(abs);
+    } else if (!v) {
+        v = cJSON_CreateString(value);
+    }
+    if (!v) err_set(err, TFM_ERR_NOMEM, "out of memory");
+    return v;
+}
+
+/* Puts each "KEY=VALUE" of sets into the JSON tree (creating sections as
+ * needed), after checking the key and the value as the file's would be
+ * checked. Errors start "--set KEY: ". */
+static TfmStatus apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
+                                 TfmErr *err)
+{
+    for (int s = 0; s < n_sets; s++) {
+        const char *eq = strchr(sets[s], '=');
+        char key[192];
+        size_t kn = eq ? (size_t)(eq - sets[s]) : strlen(sets[s]);
+        if (!eq || kn == 0 || kn >= sizeof key)
+            return err_set(err, TFM_ERR_USAGE, "--set: expected KEY=VALUE, got '%s'", sets[s]);
+        memcpy(key, sets[s], kn);
+        key[kn] = '\0';
+        for (size_t j = 0; j < kn; j++)
+            if (!(key[j] == '.' || key[j] == '_' || (key[j] >= 'a' && key[j] <= 'z') ||
+                  (key[j] >= 'A' && key[j] <= 'Z') || (key[j] >= '0' && key[j] <= '9')))
+                return err_set(err, TFM_ERR_USAGE, "--set: KEY must be a config key such as "
+                               "train.max_steps, got a key with character 0x%02X",
+                               (unsigned char)key[j]);
+        int i = spec_find(key);
+        if (i < 0) {
+            char shown[200];
+            snprintf(shown, sizeof shown, "--set %s", key);
+            if (is_section(key))
+                return err_set(err, TFM_ERR_CONFIG, "%s: is a section; set one of its keys", shown);
+            return unknown_key(shown, key, err);
+        }
+        cJSON *v = override_value(&schema[i], eq + 1, err);
+        if (!v) return err->status;
+        TfmStatus st = set_value(cfg, &schema[i], v, err);
+        if (st != TFM_OK) {
+            cJSON_Delete(v);
+            err_prefix(err, "--set ");
+            return st;
+        }
+        /* walk down the sections, making the missing ones */
+        cJSON *obj = root;
+        char part[192];
+        const char *p = key;
+        for (const char *dot; (dot = strchr(p, '.')); p = dot + 1) {
+            memcpy(part, p, (size_t)(dot - p));
+            part[dot - p] = '\0';
+            cJSON *child = cJSON_GetObjectItemCaseSensitive(obj, part);
+            if (!child) child = cJSON_AddObjectToObject(obj, part);
+            if (!child || !cJSON_IsObject(child)) { obj = NULL; break; }
+            obj = child;
+        }
+        if (!obj) {   /* a section that is not an object: walk reports it */
+            cJSON_Delete(v);
+            continue;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(obj, p)) cJSON_ReplaceItemInObjectCaseSensitive(obj, p, v);
+        else cJSON_AddItemToObject(obj, p, v);
     }
     return TFM_OK;
 }
@@ -496,7 +619,7 @@ static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
 /* text[0..len) is the whole document (it may contain NUL bytes, which are
  * an error; text[len] must be '\0'). */
 static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const char *base_dir,
-                            bool check_files, TfmErr *err)
+                            bool check_files, const char *const *sets, int n_sets, TfmErr *err)
 {
     cJSON *root = NULL;
     TfmStatus st = TFM_OK;
@@ -515,6 +638,7 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         st = err_set(err, TFM_ERR_CONFIG, "expected a JSON object at the top level, got %s", got);
         goto fail;
     }
+    if (n_sets > 0 && (st = apply_overrides(cfg, root, sets, n_sets, err)) != TFM_OK) goto fail;
     if ((st = walk(cfg, root, "", seen, err)) != TFM_OK) goto fail;
     for (int i = 0; i < N_KEYS; i++)
         if ((schema[i].flags & F_REQUIRED) && !seen[i]) {
@@ -546,7 +670,7 @@ fail:
 TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
                        bool check_files, TfmErr *err)
 {
-    return parse_text(cfg, json, strlen(json), base_dir, check_files, err);
+    return parse_text(cfg, json, strlen(json), base_dir, check_files, NULL, 0, err);
 }
 
 /* Reads at most CONFIG_MAX_FILE bytes plus a terminating NUL. */
@@ -592,6 +716,12 @@ fail:
 
 TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
 {
+    return config_load_overrides(cfg, path, NULL, 0, err);
+}
+
+TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
+                                int n_sets, TfmErr *err)
+{
     char *text = NULL, *dir = NULL;
     size_t len = 0;
     TfmStatus st;
@@ -605,10 +735,11 @@ TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
         memcpy(dir, path, n);
         dir[n] = '\0';
     }
-    st = parse_text(cfg, text, len, dir, true, err);
+    st = parse_text(cfg, text, len, dir, true, sets, n_sets, err);
     if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) config_free(cfg);
 fail:
-    if (st != TFM_OK) err_prefix(err, "%s: ", path);
+    /* an error in a --set is the command line's, not the file's */
+    if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) err_prefix(err, "%s: ", path);
     free(text);
     free(dir);
     return st;

@@ -100,6 +100,20 @@ void config_defaults(TfmConfig *cfg);
  * On error *cfg holds nothing to free (config_free is harmless). */
 TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err);
 
+/* config_load with command-line overrides: each of sets is "KEY=VALUE"
+ * (`tfm train --set`), KEY a full path such as "train.max_steps", VALUE JSON
+ * or a bare string. They replace the file's values before the checks, so
+ * they are checked exactly as the file's are. Their errors start "--set KEY: "
+ * (no file name); a malformed one is TFM_ERR_USAGE "--set: expected
+ * KEY=VALUE, got '...'". Relative data paths given here are relative to the
+ * current folder. */
+TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
+                                int n_sets, TfmErr *err);
+
+/* The schema key closest to an unknown path (the same key name in another
+ * section, or one or two typos away), or NULL. */
+const char *config_suggest_key(const char *path);
+
 /* Parses JSON text (as written by config_to_json), with the checks of
  * config_load but no file-name prefix. base_dir resolves relative data paths
  * (NULL: keep them as given); check_files: require the data files to exist. */
