@@ -34,6 +34,17 @@ no_t() { sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' "$1"; }
 check "gzipped data: same log as plain text" test "$(no_t a/ck/log.jsonl)" = "$(no_t gz/ck/log.jsonl)"
 check "gzipped data: same vocabulary" cmp -s a/ck/vocab.txt gz/ck/vocab.txt
 
+# train.log_every: a plain progress line and a log row every N steps.
+mkdir le
+sed 's/"keep": 2,/"keep": 2, "log_every": 7,/' mini.json >le.json
+(cd le && "$TFM" train ../le.json >/dev/null 2>"$T/le.err")
+check "log_every 7: rows at 7, 14, ... and the validation" \
+    test "$(grep -o '"step": [0-9]*, "epoch": [0-9]*, "train_loss"' le/ck/log.jsonl | cut -d' ' -f2 | tr -d , | tr '\n' ' ')" = "7 14 21 28 35 40 "
+check "log_every 7: a progress line at step 35" grep -q '^step 35  epoch ' "$T/le.err"
+check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
+(cd le && "$TFM" train ../mini.json --restart >/dev/null 2>"$T/le.err")
+check "log_every 0 says what it picked" grep -q '^[0-9.]* s a step: progress every [0-9]* steps (train.log_every)$' "$T/le.err"
+
 # Interrupted at step 13 by SIGTERM (through the real handler), then resumed:
 # the final model must equal the uninterrupted run's, byte for byte.
 (cd b && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "SIGTERM exits 143" -- "$TFM" train ../mini.json -q)

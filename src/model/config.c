@@ -114,6 +114,7 @@ static const KeySpec schema[] = {
     STR_("train.out_dir", train.out_dir, "checkpoints", 0),
     INT_("train.keep", train.keep, 1, INT_MAX, 5),
     INT_("train.average_last", train.average_last, 0, INT_MAX, 0),
+    LONG_("train.log_every", train.log_every, 0, 0),
     STR_("train.model", train.model, "model.tfm", 0),
     INT_("train.threads", train.threads, 0, 1024, 0),
 

@@ -52,6 +52,7 @@ typedef struct {
     char *out_dir, *model;  /* owned */
     int keep;
     int average_last;       /* 0: train.model is best.tfm */
+    long log_every;         /* steps between progress lines and log rows; 0: ~20 s */
     int threads;            /* 0: all cores */
 } TrainConfig;
 

@@ -111,6 +111,7 @@ static void format_eta(char *buf, size_t n, double s)
 void progress_show(Progress *p, const ProgressEvent *ev, bool force)
 {
     if (p->quiet) return;
+    if (!force && !p->tty && p->by_step) return;
     if (!force && ev->elapsed_s - p->last_print_s < (p->tty ? LIVE_EVERY_S : PLAIN_EVERY_S))
         return;
     p->last_print_s = ev->elapsed_s;

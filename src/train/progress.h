@@ -15,6 +15,7 @@ typedef struct {
     char *log_path;
     double last_print_s;    /* elapsed time of the last printed line */
     bool live_line_open;    /* a \r line is on screen */
+    bool by_step;           /* plain lines only when forced (train.log_every) */
 } Progress;
 
 /* One event; fields that do not apply are NaN (numbers) or negative (counts). */
@@ -36,7 +37,8 @@ void progress_close(Progress *p);
 /* Appends ev to log.jsonl. Errors: TFM_ERR_IO naming the file. */
 TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err);
 
-/* Shows a training update (live line, or a plain line every few seconds). */
+/* Shows a training update: the live line on a terminal (at most every 0.1
+ * s), else a plain line when forced (or every few seconds unless by_step). */
 void progress_show(Progress *p, const ProgressEvent *ev, bool force);
 
 /* Prints a message on its own line (clears a live line first). */

@@ -18,7 +18,22 @@
 #include "base/path.h"
 #include "base/sysmem.h"
 
-enum { LOG_EVERY = 50 };
+/* train.log_every 0: after AUTO_LOG_PROBE steps, pick a round number of
+ * steps that takes about AUTO_LOG_S seconds. */
+enum { AUTO_LOG_PROBE = 5 };
+static const double AUTO_LOG_S = 20;
+
+/* The interval for about AUTO_LOG_S seconds at step_s a step, rounded to
+ * 1, 2 or 5 times a power of ten (so rows fall on readable steps). */
+static long auto_log_every(double step_s)
+{
+    double want = step_s > 0 ? AUTO_LOG_S / step_s : 1e9;
+    long every = 1;
+    for (long p = 1; p <= 100000000; p *= 10)
+        for (int m = 1; m <= 5; m += m == 1 ? 1 : 3)   /* 1, 2, 5 */
+            if (p * m <= want) every = p * m;
+    return every;
+}
 
 /* The signal number a caller asked the run to stop with, 0 if none. */
 static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop->signo : 0; }
@@ -287,7 +302,7 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     return TFM_OK;
 }
 
-static TfmStatus log_training(Trainer *t, bool to_log, double step_s, TfmErr *err)
+static TfmStatus log_training(Trainer *t, bool to_log, bool show, double step_s, TfmErr *err)
 {
     ProgressEvent ev;
     trainer_fill_event(t, &ev);
@@ -298,7 +313,7 @@ static TfmStatus log_training(Trainer *t, bool to_log, double step_s, TfmErr *er
     }
     ev.tok_per_s = ts->log_step_s > 0 ? ts->log_real_tokens / ts->log_step_s : NAN;
     ev.eta_s = eta(t, step_s);
-    progress_show(&t->prog, &ev, false);
+    progress_show(&t->prog, &ev, show);
     if (!to_log) return TFM_OK;
     ts->log_loss = ts->log_nll = ts->log_step_s = 0;
     ts->log_tokens = ts->log_real_tokens = 0;
@@ -310,6 +325,9 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     const TrainConfig *tc = &t->cfg->train;
     TfmStatus st;
     double step_time = NAN;
+    int probed = 0;
+    t->log_every = tc->log_every;
+    t->prog.by_step = true;
     while (!limit_reached(t)) {
         if (stop_requested(t)) break;
         if (t->train_b.epoch != t->ts.epoch) batcher_plan_epoch(&t->train_b, t->ts.epoch);
@@ -328,8 +346,14 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
         if (t->opt->after_step) t->opt->after_step(t->ts.step, t->opt->after_step_ctx);
         bool validating = tc->valid_every > 0 && t->ts.step % tc->valid_every == 0;
-        if ((st = log_training(t, t->ts.step % LOG_EVERY == 0 || validating || limit_reached(t),
-                               step_time, err)) != TFM_OK)
+        if (t->log_every == 0 && ++probed >= AUTO_LOG_PROBE) {
+            t->log_every = auto_log_every(step_time);
+            progress_note(&t->prog, "%.3f s a step: progress every %ld steps (train.log_every)",
+                          step_time, t->log_every);
+        }
+        bool row = t->log_every > 0 && t->ts.step % t->log_every == 0;
+        if ((st = log_training(t, row || validating || limit_reached(t), row, step_time, err)) !=
+            TFM_OK)
             return st;
         if (validating) {
             if ((st = eval_validate_and_log(t, err)) != TFM_OK) return st;

@@ -30,6 +30,7 @@ typedef struct {
     RunDir run;                 /* out_dir: lock and paths */
     double run_start;           /* monotonic seconds at the start of this run */
     bool changed;               /* this run stepped or validated: last.tfm is behind */
+    long log_every;             /* train.log_every, or the interval picked for 0 */
 } Trainer;
 
 /* Training time so far, this run's and earlier runs' (seconds). */
