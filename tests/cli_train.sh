@@ -45,6 +45,15 @@ check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
 (cd le && "$TFM" train ../mini.json --restart >/dev/null 2>"$T/le.err")
 check "log_every 0 says what it picked" grep -q '^[0-9.]* s a step: progress every [0-9]* steps (train.log_every)$' "$T/le.err"
 
+# The end of a run says why it stopped and what it kept; a rerun says the
+# run had already finished.
+mkdir sm
+(cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")
+check "summary: why it stopped" grep -q '^finished: train.max_steps (40) reached at step 40 (epoch [0-9]*) after 0h00m[0-9][0-9]s of training$' "$T/sm.err"
+check "summary: the best validation" grep -q '^best validation at step 40: loss [0-9.]* ppl [0-9.]*; model: best.tfm -> model.tfm$' "$T/sm.err"
+(cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")
+check "rerun: already finished" grep -q '^this run had already finished: train.max_steps (40) reached at step 40 ' "$T/sm.err"
+
 # Interrupted at step 13 by SIGTERM (through the real handler), then resumed:
 # the final model must equal the uninterrupted run's, byte for byte.
 (cd b && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "SIGTERM exits 143" -- "$TFM" train ../mini.json -q)

@@ -267,6 +267,54 @@ static bool limit_reached(const Trainer *t)
            (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s);
 }
 
+/* Which limit ended the run, for the summary. */
+static const char *stop_reason(const Trainer *t, char *buf, size_t n)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    if (tc->max_steps > 0 && t->ts.step >= tc->max_steps)
+        snprintf(buf, n, "train.max_steps (%ld) reached", tc->max_steps);
+    else if (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs)
+        snprintf(buf, n, "train.max_epochs (%ld) reached", tc->max_epochs);
+    else if (tc->patience > 0 && t->ts.bad_validations >= tc->patience)
+        snprintf(buf, n, "no better validation in train.patience (%d) validations", tc->patience);
+    else if (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s)
+        snprintf(buf, n, "train.max_time_s (%g s) reached", tc->max_time_s);
+    else
+        snprintf(buf, n, "stopped");
+    return buf;
+}
+
+/* The end of a run in a few lines: why it stopped, the best validation,
+ * the time, where the model goes. */
+static void summarize(Trainer *t)
+{
+    char why[128], best[160] = "no validation";
+    const TrainConfig *tc = &t->cfg->train;
+    if (t->ts.has_best) {
+        ModelFile mf;
+        TfmErr ignored = {0};
+        long step = -1;
+        if (ckpt_load(t->run.best_path, &mf, false, &ignored) == TFM_OK) {
+            if (mf.has_step) step = mf.ts.step;
+            ckpt_free(&mf);
+        }
+        if (tc->valid_bleu)
+            snprintf(best, sizeof best, "best validation at step %ld: BLEU %.2f", step,
+                     -t->ts.best_metric);
+        else
+            snprintf(best, sizeof best, "best validation at step %ld: loss %.4f ppl %.2f", step,
+                     t->ts.best_metric, exp(t->ts.best_metric));
+    }
+    double s = trainer_elapsed(t);
+    progress_note(&t->prog, "%s %s at step %ld (epoch %ld) after %ldh%02ldm%02lds of training",
+                  t->changed ? "finished:" : "this run had already finished:",
+                  stop_reason(t, why, sizeof why), t->ts.step, t->ts.epoch + 1, (long)s / 3600,
+                  (long)s / 60 % 60, (long)s % 60);
+    progress_note(&t->prog, "%s; model: %s -> %s", best,
+                  tc->average_last > 0 ? "the average of the last checkpoints" : "best.tfm",
+                  tc->model);
+}
+
 /* What a numeric stop leaves behind: say "last.tfm keeps ..." only when
  * there is one (a fresh run may stop before its first save). */
 static const char *stop_note(const Trainer *t)
@@ -392,6 +440,7 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
                        "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
     }
+    summarize(t);
     if ((st = ckpt_copy(final, tc->model, err)) != TFM_OK &&
         access(final, F_OK) != 0 && errno == ENOENT)
         return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
