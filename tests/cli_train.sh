@@ -45,6 +45,20 @@ check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
 (cd le && "$TFM" train ../mini.json --restart >/dev/null 2>"$T/le.err")
 check "log_every 0 says what it picked" grep -q '^[0-9.]* s a step: progress every [0-9]* steps (train.log_every)$' "$T/le.err"
 
+# model.norm_type rmsnorm: trains, the file records it, info shows it, it
+# translates; the SPEC keys not built yet are refused with a clear line.
+mkdir rms
+sed 's/"dropout": 0.1/"dropout": 0.1, "norm_type": "rmsnorm"/' mini.json >rms.json
+(cd rms && expect_exit 0 "train with RMSNorm" -- "$TFM" train ../rms.json -q)
+expect_exit 0 "info on an RMSNorm model" -- "$TFM" info rms/model.tfm
+check "info shows RMSNorm" grep -q 'post-norm RMSNorm, softmax attention' "$T/out"
+head -n 3 valid.de >rms/in.txt
+expect_exit 0 "translate with an RMSNorm model" -- "$TFM" translate -m rms/model.tfm -i rms/in.txt -q
+check "RMSNorm model translates every line" test "$(wc -l <"$T/out")" = 3
+expect_exit 1 "linear attention refused" -- "$TFM" train mini.json --dry-run --set model.attention=linear
+expect_err_line "linear attention message" \
+    "tfm: mini.json: model.attention: \"linear\" is not implemented in this version of tfm; use \"softmax\""
+
 # The end of a run says why it stopped and what it kept; a rerun says the
 # run had already finished.
 mkdir sm

@@ -63,11 +63,14 @@ static int trained_model(Model *m, NormKind norm, bool share)
 
 TEST(test_incremental_scores_equal_full_forward)
 {
-    for (int variant = 0; variant < 4; variant++) {
+    /* variants: pre/post norm, shared or not, and RMSNorm for 4 and 5 */
+    for (int variant = 0; variant < 6; variant++) {
         Model m;
         ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 2, .dec_layers = 2,
                          .d_ff = 24, .norm = variant & 1 ? NORM_PRE : NORM_POST,
-                         .share_embeddings = variant < 2, .vocab_size = V, .max_len = MAXLEN};
+                         .norm_type = variant >= 4 ? NORM_RMS : NORM_LAYER,
+                         .share_embeddings = variant < 2 || variant == 4, .vocab_size = V,
+                         .max_len = MAXLEN};
         TfmErr err = {0};
         CHECK(model_init(&m, &c, &err) == TFM_OK);
         CHECK(model_alloc_training(&m, NSENT * MAXLEN, MAXLEN, &err) == TFM_OK);

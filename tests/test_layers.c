@@ -318,3 +318,41 @@ static void ffn_case(float p)
 
 TEST(ffn_gradcheck) { ffn_case(0); }
 TEST(ffn_gradcheck_dropout) { ffn_case(0.4f); }
+
+/* ---- RMSNorm ---- */
+
+static double rms_obj(void *p)
+{
+    LnCtx *c = p;
+    rmsnorm_forward(c->y, c->rstd, c->x, c->g, LR, LD);
+    return gc_dot(c->y, c->r, LR * LD);
+}
+
+TEST(rmsnorm_values_and_gradcheck)
+{
+    LnCtx c;
+    Rng rng;
+    rng_seed(&rng, 5);
+    gc_fill(c.x, LR * LD, &rng, -2, 3);   /* a mean far from 0: not LayerNorm */
+    gc_fill(c.g, LD, &rng, 0.5f, 1.5f);
+    gc_fill(c.r, LR * LD, &rng, -1, 1);
+    rms_obj(&c);
+    for (int r = 0; r < LR; r++) {
+        double ss = 0;
+        for (int j = 0; j < LD; j++) ss += (double)c.x[r * LD + j] * c.x[r * LD + j];
+        double rs = 1.0 / sqrt(ss / LD + 1e-5);
+        for (int j = 0; j < LD; j++)
+            CHECK_NEAR(c.y[r * LD + j], c.x[r * LD + j] * rs * c.g[j], 1e-5);
+    }
+    float dx[LR * LD] = {0}, dg[LD] = {0};
+    rmsnorm_backward(dx, dg, c.r, c.x, c.rstd, c.g, LR, LD);
+    GcReport rep = {0};
+    gc_check(&rep, "dx", c.x, dx, LR * LD, rms_obj, &c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
+    gc_check(&rep, "dg", c.g, dg, LD, rms_obj, &c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
+    CHECK_EQ_INT(rep.failed, 0);
+    /* the dispatch: NORM_RMS is rmsnorm, NORM_LAYER layernorm */
+    float y2[LR * LD], r2[LR];
+    rms_obj(&c);
+    norm_forward(NORM_RMS, y2, NULL, r2, c.x, c.g, NULL, LR, LD);
+    CHECK(memcmp(y2, c.y, sizeof y2) == 0);
+}

@@ -65,7 +65,7 @@ static double model_obj(void *p)
  * error h²·f'''/6 is of the same order; measured worst |num - ana| is ~2e-5.
  * Hence atol 1e-4 with rtol 2e-2 (gradients of the mean loss are
  * 1e-3..1e-1); a wrong backward misses by O(|g|). */
-static void model_gradcheck(NormKind norm, bool share, float dropout)
+static void model_gradcheck_nt(NormKind norm, NormType nt, bool share, float dropout)
 {
     /* One thread: the tiny model is all parallel-region overhead otherwise
      * (and the machine may be shared). */
@@ -74,6 +74,7 @@ static void model_gradcheck(NormKind norm, bool share, float dropout)
     GcModel *g = calloc(1, sizeof *g);
     TfmErr err;
     ModelConfig cfg = tiny_cfg(norm, share);
+    cfg.norm_type = nt;
     cfg.dropout = dropout;
     cfg.attn_dropout = dropout;
     cfg.relu_dropout = dropout;
@@ -133,13 +134,18 @@ static void model_gradcheck(NormKind norm, bool share, float dropout)
     }
     CHECK_EQ_INT(rep.failed, 0);
     CHECK(rep.checked > 1000);
-    printf("  %s %s dropout %.1f: %ld checked, max |num - ana| %.2g\n",
-           norm == NORM_PRE ? "pre" : "post", share ? "shared" : "unshared", dropout,
-           rep.checked, rep.max_abs);
+    printf("  %s %s %s dropout %.1f: %ld checked, max |num - ana| %.2g\n",
+           norm == NORM_PRE ? "pre" : "post", nt == NORM_RMS ? "rmsnorm" : "layernorm",
+           share ? "shared" : "unshared", dropout, rep.checked, rep.max_abs);
     free(grads);
     model_free(&g->m);
     free(g);
     blas_set_threads(threads);
+}
+
+static void model_gradcheck(NormKind norm, bool share, float dropout)
+{
+    model_gradcheck_nt(norm, NORM_LAYER, share, dropout);
 }
 
 TEST(model_gradcheck_post_shared) { model_gradcheck(NORM_POST, true, 0); }
@@ -148,6 +154,27 @@ TEST(model_gradcheck_pre_shared) { model_gradcheck(NORM_PRE, true, 0); }
 TEST(model_gradcheck_pre_unshared) { model_gradcheck(NORM_PRE, false, 0); }
 TEST(model_gradcheck_post_shared_dropout) { model_gradcheck(NORM_POST, true, 0.2f); }
 TEST(model_gradcheck_pre_unshared_dropout) { model_gradcheck(NORM_PRE, false, 0.2f); }
+TEST(model_gradcheck_rmsnorm_post_shared) { model_gradcheck_nt(NORM_POST, NORM_RMS, true, 0); }
+TEST(model_gradcheck_rmsnorm_pre_unshared_dropout)
+{
+    model_gradcheck_nt(NORM_PRE, NORM_RMS, false, 0.2f);
+}
+
+/* RMSNorm has gains and no biases: every "ln*.b" tensor is gone. */
+TEST(model_layout_rmsnorm_has_no_norm_bias)
+{
+    ModelConfig cfg = tiny_cfg(NORM_PRE, true), lcfg = cfg;
+    cfg.norm_type = NORM_RMS;
+    Model m;
+    TfmErr err;
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    CHECK_EQ_INT(m.n_params, model_param_count(&cfg));
+    /* 2 enc layers x 2 + 2 dec layers x 3 + 2 final norms = 12 biases of 16 */
+    CHECK_EQ_INT(model_param_count(&lcfg) - m.n_params, 12 * 16);
+    CHECK(model_tensor(&m, "enc.0.ln1.g") && !model_tensor(&m, "enc.0.ln1.b"));
+    CHECK(model_tensor(&m, "dec.ln.g") && !model_tensor(&m, "dec.ln.b"));
+    model_free(&m);
+}
 
 TEST(model_layout_names_and_count)
 {

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include "base/err.h"
+#include "nn/layers.h"
 #include "nn/optim.h"
 
 /* Largest integer a JSON number (an IEEE double) holds exactly: the upper
@@ -25,6 +26,8 @@ typedef struct {
     int d_model, heads, enc_layers, dec_layers, d_ff;
     float dropout, attn_dropout, relu_dropout;
     NormKind norm;
+    NormType norm_type;     /* LayerNorm or RMSNorm (model.norm_type) */
+    int attention;          /* model.attention: 0 softmax (linear is refused) */
     bool share_embeddings;
     int vocab_size;         /* not a JSON key: 0 until set from the vocabulary */
     int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */
@@ -53,6 +56,7 @@ typedef struct {
     int keep;
     int average_last;       /* 0: train.model is best.tfm */
     long log_every;         /* steps between progress lines and log rows; 0: ~20 s */
+    int precision;          /* train.precision: 0 fp32 (bf16 is refused) */
     int threads;            /* 0: all cores */
 } TrainConfig;
 

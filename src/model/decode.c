@@ -206,7 +206,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
 /* Sublayer input: pre-norm LN(x), post-norm x. */
 static const float *sub_in(Decoder *d, const float *x, const float *g, const float *b, int R)
 {
-    return sublayer_input(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
+    return sublayer_input(d->m->cfg.norm, d->m->cfg.norm_type, d->in, NULL, NULL, x, g, b, R, d->D);
 }
 
 /* x = post-norm LN(x + y), pre-norm x + y. */
@@ -214,7 +214,7 @@ static void sub_out(Decoder *d, float *x, const float *y, const float *g, const 
 {
     const long nd = (long)R * d->D;
     add_inplace(x, y, nd);
-    const float *out = sublayer_output(d->m->cfg.norm, d->in, NULL, NULL, x, g, b, R, d->D);
+    const float *out = sublayer_output(d->m->cfg.norm, d->m->cfg.norm_type, d->in, NULL, NULL, x, g, b, R, d->D);
     if (out != x) memcpy(x, out, (size_t)nd * sizeof(float));
 }
 
@@ -264,7 +264,7 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
     }
     const float *top = d->x;
     if (m->cfg.norm == NORM_PRE) {
-        layernorm_forward(d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
+        norm_forward(d->m->cfg.norm_type, d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
         top = d->in;
     }
     packed_linear_forward(&d->p_out, d->logits, top, R, 0);

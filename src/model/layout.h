@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 typedef struct { size_t w, b, wo, bo; } AttnP;   /* w: q/k/v (3D, D), b: (3D) */
+/* b is NO_PARAM for RMSNorm, which has no bias */
+#define NO_PARAM ((size_t)-1)
 typedef struct { size_t g, b; } LnP;
 typedef struct { size_t w1, b1, w2, b2; } FfnP;
 typedef struct { AttnP self; LnP ln1; FfnP ffn; LnP ln2; } EncP;

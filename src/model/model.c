@@ -263,6 +263,9 @@ void model_free(Model *m)
 
 #define P(off) (m->params + (off))
 #define G(off) (m->grads + (off))
+/* a LayerNorm bias, absent (NULL) with RMSNorm */
+#define PB(off) ((off) == NO_PARAM ? NULL : m->params + (off))
+#define GB(off) ((off) == NO_PARAM ? NULL : m->grads + (off))
 
 /* Dropout sites: one seed each per step, so no two sites share a mask. */
 enum { SITE_EMB_SRC = 1, SITE_EMB_TGT = 2, SITE_ENC = 100, SITE_DEC = 10000 };
@@ -284,7 +287,7 @@ static AttnShape attn_shape(const Model *m, int n, int tq, int tk, int ldq, int 
 /* The input of a sublayer's function F: pre-norm LN(x), post-norm x. */
 static const float *sub_input(Model *m, ResAct *r, const float *x, LnP ln, int N)
 {
-    return sublayer_input(m->cfg.norm, r->ln, r->mean, r->rstd, x, P(ln.g), P(ln.b), N,
+    return sublayer_input(m->cfg.norm, m->cfg.norm_type, r->ln, r->mean, r->rstd, x, P(ln.g), PB(ln.b), N,
                           m->cfg.d_model);
 }
 
@@ -295,7 +298,8 @@ static const float *sub_output(Model *m, ResAct *r, const float *x, const float 
 {
     const int D = m->cfg.d_model;
     residual_dropout_forward(r->r, x, y, (long)N * D, p, seed);
-    return sublayer_output(m->cfg.norm, r->ln, r->mean, r->rstd, r->r, P(ln.g), P(ln.b), N, D);
+    return sublayer_output(m->cfg.norm, m->cfg.norm_type, r->ln, r->mean, r->rstd, r->r, P(ln.g),
+                           PB(ln.b), N, D);
 }
 
 static const float *sub_result(const Model *m, const ResAct *r)
@@ -317,7 +321,8 @@ static float *sub_output_backward(Model *m, ResAct *r, LnP ln, const float *dout
     const long nd = (long)N * D;
     if (m->cfg.norm == NORM_POST) {
         memset(w->dt, 0, (size_t)nd * sizeof(float));
-        layernorm_backward(w->dt, G(ln.g), G(ln.b), dout, r->r, r->mean, r->rstd, P(ln.g), N, D);
+        norm_backward(m->cfg.norm_type, w->dt, G(ln.g), GB(ln.b), dout, r->r, r->mean, r->rstd,
+                      P(ln.g), N, D);
         add_inplace(dx, w->dt, nd);
         dropout_apply(w->dy, w->dt, nd, p, seed);
         return dx;
@@ -332,8 +337,8 @@ static float *sub_output_backward(Model *m, ResAct *r, LnP ln, const float *dout
 static void sub_input_backward(Model *m, ResAct *r, LnP ln, const float *x, float *dx, int N)
 {
     if (m->cfg.norm == NORM_POST) return;
-    layernorm_backward(dx, G(ln.g), G(ln.b), m->work->dt, x, r->mean, r->rstd, P(ln.g), N,
-                       m->cfg.d_model);
+    norm_backward(m->cfg.norm_type, dx, G(ln.g), GB(ln.b), m->work->dt, x, r->mean, r->rstd,
+                  P(ln.g), N, m->cfg.d_model);
 }
 
 /* Self-attention F: qkv = x·Wqkvᵀ + b, ctx = attention, w->y = ctx·Woᵀ + bo.
@@ -413,8 +418,8 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
         x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
     }
     if (c->norm == NORM_PRE) {
-        layernorm_forward(w->enc_fin, w->enc_fmean, w->enc_frstd, x, P(L->enc_ln.g),
-                          P(L->enc_ln.b), N, D);
+        norm_forward(m->cfg.norm_type, w->enc_fin, w->enc_fmean, w->enc_frstd, x, P(L->enc_ln.g),
+                     PB(L->enc_ln.b), N, D);
         return w->enc_fin;
     }
     return x;
@@ -458,8 +463,8 @@ static const float *decoder_forward(Model *m, const float *enc_out, const Batch 
         x = sub_output(m, &e->res3, x, w->y, lp->ln3, N, p, site(w, s0 + 5));
     }
     if (c->norm == NORM_PRE) {
-        layernorm_forward(w->dec_fin, w->dec_fmean, w->dec_frstd, x, P(L->dec_ln.g),
-                          P(L->dec_ln.b), N, D);
+        norm_forward(m->cfg.norm_type, w->dec_fin, w->dec_fmean, w->dec_frstd, x, P(L->dec_ln.g),
+                     PB(L->dec_ln.b), N, D);
         return w->dec_fin;
     }
     return x;
@@ -601,8 +606,8 @@ void model_backward(Model *m, const Batch *b)
                                             : w->dec_x0;
     if (c->norm == NORM_PRE) {
         memset(other, 0, ndt);
-        layernorm_backward(other, G(L->dec_ln.g), G(L->dec_ln.b), cur, x_last, w->dec_fmean,
-                           w->dec_frstd, P(L->dec_ln.g), Nt, D);
+        norm_backward(m->cfg.norm_type, other, G(L->dec_ln.g), GB(L->dec_ln.b), cur, x_last,
+                      w->dec_fmean, w->dec_frstd, P(L->dec_ln.g), Nt, D);
         swap(&cur, &other);
     }
     const float *enc_out = c->norm == NORM_PRE ? w->enc_fin
@@ -650,8 +655,8 @@ void model_backward(Model *m, const Batch *b)
     if (c->norm == NORM_PRE) {
         const float *xe = sub_result(m, &w->enc[c->enc_layers - 1].res2);
         memset(other, 0, nds);
-        layernorm_backward(other, G(L->enc_ln.g), G(L->enc_ln.b), cur, xe, w->enc_fmean,
-                           w->enc_frstd, P(L->enc_ln.g), Ns, D);
+        norm_backward(m->cfg.norm_type, other, G(L->enc_ln.g), GB(L->enc_ln.b), cur, xe,
+                      w->enc_fmean, w->enc_frstd, P(L->enc_ln.g), Ns, D);
         swap(&cur, &other);
     }
     const AttnShape esh = attn_shape(m, n, S, S, 3 * D, 3 * D, b->src, 0);

@@ -9,7 +9,7 @@
  *     "enc.{i}.self.wq" (D,D), "enc.{i}.self.wk" (D,D), "enc.{i}.self.wv" (D,D)  [one (3D,D) block]
  *     "enc.{i}.self.bq" (1,D), "enc.{i}.self.bk", "enc.{i}.self.bv"           [one (3D) block]
  *     "enc.{i}.self.wo" (D,D), "enc.{i}.self.bo" (1,D)
- *     "enc.{i}.ln1.g" (1,D), "enc.{i}.ln1.b" (1,D)
+ *     "enc.{i}.ln1.g" (1,D), "enc.{i}.ln1.b" (1,D) (no ".b" with model.norm_type rmsnorm)
  *     "enc.{i}.ffn.w1" (F,D), "enc.{i}.ffn.b1" (1,F), "enc.{i}.ffn.w2" (D,F), "enc.{i}.ffn.b2" (1,D)
  *     "enc.{i}.ln2.g", "enc.{i}.ln2.b"
  *   pre-norm: "enc.ln.g", "enc.ln.b"
@@ -71,10 +71,10 @@ static void add_attn(Builder *b, AttnP *a, const char *pre, int d)
     a->bo = add_tensor(b, 1, d, pre, "bo");
 }
 
-static void add_ln(Builder *b, LnP *l, const char *pre, int d)
+static void add_ln(Builder *b, LnP *l, const char *pre, int d, NormType t)
 {
     l->g = add_tensor(b, 1, d, pre, "g");
-    l->b = add_tensor(b, 1, d, pre, "b");
+    l->b = t == NORM_RMS ? NO_PARAM : add_tensor(b, 1, d, pre, "b");
 }
 
 static void add_ffn(Builder *b, FfnP *f, const char *pre, int d, int ff)
@@ -107,29 +107,29 @@ static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
         snprintf(pre, sizeof pre, "enc.%d.self.", i);
         add_attn(b, &e->self, pre, d);
         snprintf(pre, sizeof pre, "enc.%d.ln1.", i);
-        add_ln(b, &e->ln1, pre, d);
+        add_ln(b, &e->ln1, pre, d, c->norm_type);
         snprintf(pre, sizeof pre, "enc.%d.ffn.", i);
         add_ffn(b, &e->ffn, pre, d, c->d_ff);
         snprintf(pre, sizeof pre, "enc.%d.ln2.", i);
-        add_ln(b, &e->ln2, pre, d);
+        add_ln(b, &e->ln2, pre, d, c->norm_type);
     }
-    if (c->norm == NORM_PRE) add_ln(b, &lay->enc_ln, "enc.ln.", d);
+    if (c->norm == NORM_PRE) add_ln(b, &lay->enc_ln, "enc.ln.", d, c->norm_type);
     for (int i = 0; i < c->dec_layers; i++) {
         DecP *e = lay->dec ? &lay->dec[i] : &dp;
         snprintf(pre, sizeof pre, "dec.%d.self.", i);
         add_attn(b, &e->self, pre, d);
         snprintf(pre, sizeof pre, "dec.%d.ln1.", i);
-        add_ln(b, &e->ln1, pre, d);
+        add_ln(b, &e->ln1, pre, d, c->norm_type);
         snprintf(pre, sizeof pre, "dec.%d.cross.", i);
         add_attn(b, &e->cross, pre, d);
         snprintf(pre, sizeof pre, "dec.%d.ln2.", i);
-        add_ln(b, &e->ln2, pre, d);
+        add_ln(b, &e->ln2, pre, d, c->norm_type);
         snprintf(pre, sizeof pre, "dec.%d.ffn.", i);
         add_ffn(b, &e->ffn, pre, d, c->d_ff);
         snprintf(pre, sizeof pre, "dec.%d.ln3.", i);
-        add_ln(b, &e->ln3, pre, d);
+        add_ln(b, &e->ln3, pre, d, c->norm_type);
     }
-    if (c->norm == NORM_PRE) add_ln(b, &lay->dec_ln, "dec.ln.", d);
+    if (c->norm == NORM_PRE) add_ln(b, &lay->dec_ln, "dec.ln.", d, c->norm_type);
 }
 
 size_t model_param_count(const ModelConfig *cfg)
@@ -139,6 +139,11 @@ size_t model_param_count(const ModelConfig *cfg)
     return b.overflow ? 0 : b.off;
 }
 
+static const float *param_or_null(const float *p, size_t off)
+{
+    return off == NO_PARAM ? NULL : p + off;
+}
+
 DecLayerWeights model_dec_layer_weights(const Model *m, int i)
 {
     const DecP *l = &m->layout->dec[i];
@@ -146,14 +151,14 @@ DecLayerWeights model_dec_layer_weights(const Model *m, int i)
     const size_t D = (size_t)m->cfg.d_model;
     return (DecLayerWeights){
         .wqkv = p + l->self.w, .bqkv = p + l->self.b, .wo = p + l->self.wo, .bo = p + l->self.bo,
-        .ln1_g = p + l->ln1.g, .ln1_b = p + l->ln1.b,
+        .ln1_g = p + l->ln1.g, .ln1_b = param_or_null(p, l->ln1.b),
         /* cross q, k, v are back to back (add_attn): k|v is one (2D, D) block after q */
         .cwq = p + l->cross.w, .cbq = p + l->cross.b,
         .cwkv = p + l->cross.w + D * D, .cbkv = p + l->cross.b + D,
         .cwo = p + l->cross.wo, .cbo = p + l->cross.bo,
-        .ln2_g = p + l->ln2.g, .ln2_b = p + l->ln2.b,
+        .ln2_g = p + l->ln2.g, .ln2_b = param_or_null(p, l->ln2.b),
         .w1 = p + l->ffn.w1, .b1 = p + l->ffn.b1, .w2 = p + l->ffn.w2, .b2 = p + l->ffn.b2,
-        .ln3_g = p + l->ln3.g, .ln3_b = p + l->ln3.b,
+        .ln3_g = p + l->ln3.g, .ln3_b = param_or_null(p, l->ln3.b),
     };
 }
 
@@ -161,7 +166,7 @@ void model_dec_final_ln(const Model *m, const float **g, const float **b)
 {
     const bool pre = m->cfg.norm == NORM_PRE;
     *g = pre ? m->params + m->layout->dec_ln.g : NULL;
-    *b = pre ? m->params + m->layout->dec_ln.b : NULL;
+    *b = pre ? param_or_null(m->params, m->layout->dec_ln.b) : NULL;
 }
 
 const TensorInfo *model_tensor(const Model *m, const char *name)

@@ -13,23 +13,23 @@
 
 /* F's input: pre-norm LN(x) written to ln (n, d) (mean, rstd (n) kept for
  * backward unless NULL); post-norm x itself. */
-static inline const float *sublayer_input(NormKind norm, float *ln, float *mean, float *rstd,
-                                          const float *x, const float *g, const float *b,
-                                          int n, int d)
+static inline const float *sublayer_input(NormKind norm, NormType nt, float *ln, float *mean,
+                                          float *rstd, const float *x, const float *g,
+                                          const float *b, int n, int d)
 {
     if (norm == NORM_POST) return x;
-    layernorm_forward(ln, mean, rstd, x, g, b, n, d);
+    norm_forward(nt, ln, mean, rstd, x, g, b, n, d);
     return ln;
 }
 
 /* The sublayer's output from r = x + drop(y): pre-norm r itself; post-norm
  * LN(r) written to ln (mean, rstd as above). */
-static inline const float *sublayer_output(NormKind norm, float *ln, float *mean, float *rstd,
-                                           const float *r, const float *g, const float *b,
-                                           int n, int d)
+static inline const float *sublayer_output(NormKind norm, NormType nt, float *ln, float *mean,
+                                           float *rstd, const float *r, const float *g,
+                                           const float *b, int n, int d)
 {
     if (norm == NORM_PRE) return r;
-    layernorm_forward(ln, mean, rstd, r, g, b, n, d);
+    norm_forward(nt, ln, mean, rstd, r, g, b, n, d);
     return ln;
 }
 

@@ -59,6 +59,24 @@ void layernorm_backward(float *dx, float *dg, float *db, const float *dy,
                         const float *x, const float *mean, const float *rstd,
                         const float *g, int n, int d);
 
+/* ---- RMSNorm (rmsnorm.c) ---- */
+
+/* y = x·rstd·g, rstd = (mean(x²) + LN_EPS)^-1/2 per row (no centring, no
+ * bias); rstd (n) is kept for backward unless NULL. */
+void rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, int n, int d);
+
+/* dx += ∂/∂x, dg += Σ dy·x̂ (either may be NULL). */
+void rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *rstd,
+                      const float *g, int n, int d);
+
+/* The model's normalisation (model.norm_type): LayerNorm uses mean and b
+ * (db), RMSNorm ignores them (they may be NULL). */
+typedef enum { NORM_LAYER = 0, NORM_RMS = 1 } NormType;
+void norm_forward(NormType t, float *y, float *mean, float *rstd, const float *x, const float *g,
+                  const float *b, int n, int d);
+void norm_backward(NormType t, float *dx, float *dg, float *db, const float *dy, const float *x,
+                   const float *mean, const float *rstd, const float *g, int n, int d);
+
 /* ---- attention (attention.c) ---- */
 
 /* Shapes and strides of multi-head scaled dot-product attention over n
