@@ -111,3 +111,12 @@ expect_exit 0 "empty input" -- sh -c "\"$TFM\" translate < /dev/null"
 check "empty input gives no output" test ! -s "$T/out"
 
 cli_summary
+
+# --no-repeat-ngram: accepted for greedy and beam, one line a line; a second
+# -m is refused (ensembles are not built) instead of silently used.
+expect_exit 0 "--no-repeat-ngram 2, beam" -- sh -c "\"$TFM\" translate --no-repeat-ngram 2 < in.txt"
+check "--no-repeat-ngram keeps one line a line" test "$(wc -l <"$T/out")" = "$(wc -l <in.txt)"
+expect_exit 0 "--no-repeat-ngram 1, greedy" -- sh -c "\"$TFM\" translate -b 1 --no-repeat-ngram=1 < in.txt"
+expect_exit 2 "--no-repeat-ngram out of range" -- "$TFM" translate --no-repeat-ngram -1 -i in.txt
+expect_exit 2 "two -m" -- "$TFM" translate -m model.tfm -m model.tfm -i in.txt
+expect_err_line "two -m message" "tfm: translate: -m given twice: ensembles of several models are not implemented yet; give one -m"

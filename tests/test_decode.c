@@ -272,3 +272,45 @@ TEST(test_decoder_update_weights_follows_model)
     decoder_free(fresh);
     model_free(&m);
 }
+
+/* True when tokens[0..len) holds some n-gram twice. */
+static int has_repeat(const int *tok, int len, int n)
+{
+    for (int i = 0; i + n <= len; i++)
+        for (int j = i + 1; j + n <= len; j++)
+            if (memcmp(tok + i, tok + j, sizeof(int) * (size_t)n) == 0) return 1;
+    return 0;
+}
+
+/* --no-repeat-ngram: the copy model repeats what the source repeats; with
+ * N = 2 (greedy and beam) no output holds a bigram twice, with N = 1 no
+ * token twice, and sources without repeats are copied as before. */
+TEST(test_no_repeat_ngram_bans_repeats)
+{
+    Model m;
+    CHECK(trained_model(&m, NORM_POST, true));
+    TfmErr err = {0};
+    Decoder *d;
+    CHECK(decoder_init(&d, &m, 2, 4, &err) == TFM_OK);
+    enum { S = 8 };
+    const int src[2 * S] = {5, 6, 7, 5, 6, 7, 5, TOK_EOS,       /* bigrams repeat */
+                            9, 10, 11, 12, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD};
+    Hypothesis hyp[2 * 4];
+    DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
+    CHECK(decoder_run(d, src, 2, S, &opt, hyp, &err) == TFM_OK);
+    CHECK(has_repeat(hyp[0].tokens, hyp[0].len, 2));   /* without the option: a copy */
+    for (int beam = 1; beam <= 4; beam += 3)
+        for (int n = 1; n <= 2; n++) {
+            opt.beam = beam;
+            opt.no_repeat_ngram = n;
+            CHECK(decoder_run(d, src, 2, S, &opt, hyp, &err) == TFM_OK);
+            for (int b = 0; b < 2; b++)
+                if (has_repeat(hyp[b].tokens, hyp[b].len, n))
+                    test_fail(__FILE__, __LINE__, "beam %d n %d sentence %d repeats", beam, n, b);
+            /* the second sentence has nothing to ban: still copied */
+            CHECK_EQ_INT(hyp[1].len, 4);
+            CHECK(hyp[1].len == 4 && memcmp(hyp[1].tokens, src + S, 4 * sizeof(int)) == 0);
+        }
+    decoder_free(d);
+    model_free(&m);
+}

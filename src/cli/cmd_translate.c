@@ -21,7 +21,8 @@
 
 static const char usage[] =
     "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
-    "                     [--batch-size N] [--max-len-a A] [--max-len-b B] [--threads N]\n"
+    "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
+    "                     [--no-repeat-ngram N] [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -44,6 +45,8 @@ static const char usage[] =
     "      --max-len-a A    output length limit A*source_len + B tokens, at least 1\n"
     "                       (default: decode.max_len_a)\n"
     "      --max-len-b B    (default: decode.max_len_b)\n"
+    "      --no-repeat-ngram N  no output repeats an n-gram of N tokens (BPE pieces),\n"
+    "                       for greedy and beam search (default 0: off)\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -53,7 +56,8 @@ static const char usage[] =
 
 typedef struct {
     const char *model, *input, *output;
-    int beam, nbest, batch, max_len_b, threads;
+    int beam, nbest, batch, max_len_b, threads, no_repeat;
+    int n_models;           /* -m given this many times */
     float alpha, max_len_a;
     bool have_beam, have_alpha, have_a, have_b, quiet;
 } Options;
@@ -82,7 +86,7 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
 
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
-    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS };
+    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -94,6 +98,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"max-len-a", required_argument, NULL, OPT_LEN_A},
         {"max-len-b", required_argument, NULL, OPT_LEN_B},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -111,7 +116,14 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         float *flt_out = NULL;
         double flo = 0, fhi = 0;
         switch (c) {
-        case 'm': o->model = optarg; break;
+        case 'm':
+            /* SPEC's ensembles are not built yet: refuse rather than
+             * silently use only the last model */
+            if (++o->n_models > 1)
+                return err_set(err, TFM_ERR_USAGE, "translate: -m given twice: ensembles of "
+                               "several models are not implemented yet; give one -m");
+            o->model = optarg;
+            break;
         case 'i': o->input = optarg; break;
         case 'o': o->output = optarg; break;
         case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
@@ -121,6 +133,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case OPT_LEN_A: flt_out = &o->max_len_a; fhi = DECODE_MAX_LEN_A; o->have_a = true; break;
         case OPT_LEN_B: int_out = &o->max_len_b; hi = DECODE_MAX_LEN_B; o->have_b = true; break;
         case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
+        case OPT_NO_REPEAT: int_out = &o->no_repeat; hi = 64; break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
@@ -288,6 +301,7 @@ static TfmStatus setup(Translator *t, TfmErr *err)
     t->dopt.max_len_b = o->have_b ? o->max_len_b
                                   : (dc->max_len_b < DECODE_MAX_LEN_B ? dc->max_len_b : DECODE_MAX_LEN_B);
     t->dopt.nbest = o->nbest > 0 ? o->nbest : 1;
+    t->dopt.no_repeat_ngram = o->no_repeat;
     if (t->dopt.nbest > t->dopt.beam)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
                        t->dopt.nbest, t->dopt.beam);

@@ -317,7 +317,18 @@ static inline float chunk_max(const float *p)
 
 /* Advances sentence b after the step at position t; rows of the next step
  * are written to parent/prev/score at the same row indices. */
-static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
+/* --no-repeat-ngram (fairseq's rule): a token that would complete an
+ * n-gram the row's history h[0..t) already holds is banned, by setting its
+ * log-probability to -inf. The history is short: a scan per row is enough. */
+static void ban_repeats(float *lp, const int *h, int t, int n)
+{
+    if (n <= 0 || t < n - 1) return;
+    const int *tail = h + t - (n - 1);          /* the last n-1 tokens */
+    for (int i = 0; i + n - 1 < t; i++)
+        if (memcmp(h + i, tail, sizeof(int) * (size_t)(n - 1)) == 0) lp[h[i + n - 1]] = -INFINITY;
+}
+
+static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int no_repeat)
 {
     const int V = d->V, T = d->T, base = b * k;
     Cand *c = d->beam.cand + (size_t)b * 2 * k;
@@ -325,7 +336,8 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha)
     for (int r = base; r < base + k; r++) {
         const float s = d->beam.score[r];
         if (s == -INFINITY) continue;
-        const float *lp = d->logits + (size_t)r * V;
+        float *lp = d->logits + (size_t)r * V;
+        ban_repeats(lp, d->beam.hist + (size_t)r * T, t, no_repeat);
         for (int v = 0; v < V; v++) {
             if (v == TOK_PAD || v == TOK_BOS) continue;
             /* Once 2k candidates are kept, a chunk whose best cannot beat
@@ -584,7 +596,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 }
                 continue;
             }
-            advance(d, b, k, opt->nbest, t, opt->alpha);
+            advance(d, b, k, opt->nbest, t, opt->alpha, opt->no_repeat_ngram);
             active += !d->beam.done[b];
         }
         if (!active) break;

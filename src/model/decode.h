@@ -25,6 +25,7 @@ typedef struct {
     float max_len_a;    /* output length limit: a · src_len + b */
     int max_len_b;
     int nbest;          /* hypotheses returned per sentence, 1..beam */
+    int no_repeat_ngram;    /* > 0: no hypothesis repeats an n-gram of this size */
 } DecodeOptions;
 
 typedef struct {
