@@ -211,7 +211,6 @@ check "help text on stdout" grep -q '^usage: tfm bleu HYP REF' "$T/out"
 expect_exit 0 "tfm help bleu" -- "$TFM" help bleu
 check "help via tfm help" grep -q -- '--tokenize 13a|intl|zh|char|none' "$T/out"
 
-cli_summary
 
 # Gzipped input, by its magic bytes (any name), on files and on stdin; a
 # truncated file is a one-line error that names it.
@@ -225,3 +224,5 @@ check "gzip stdin: same score" grep -q '^BLEU = 71.51 88.2/85.6/83.3/81.7 ' "$T/
 head -c 40 "$T/hyp.gz" >"$T/cut.gz"
 expect_exit 1 "truncated gzip" -- "$TFM" bleu "$T/cut.gz" "$D/ref.txt"
 expect_err_line "truncated gzip message" "tfm: $T/cut.gz: gzip data ends early (truncated file?)"
+
+cli_summary

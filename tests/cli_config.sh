@@ -42,7 +42,6 @@ mv "$T/out" "$T/again.json"
 expect_exit 0 dry_run_again -- "$TFM" train "$T/again.json" --dry-run
 check dry_run_fixed_point cmp -s <(sed '/^$/d' "$T/again.json") <(sed '/^$/d' "$T/out")
 
-cli_summary
 
 # --set KEY=VALUE: overrides checked like the file, errors name the key, a
 # typo gets a suggestion, data paths are relative to the current folder.
@@ -71,3 +70,5 @@ expect_err_line option_typo "tfm: train: unknown option '--restrat' (did you mea
 echo "{$DATA, \"train\": {\"validate_every\": 5}}" >"$T/typo.json"
 expect_exit 1 file_typo -- "$TFM" train "$T/typo.json" --dry-run
 expect_err_line file_typo "tfm: $T/typo.json: train.validate_every: unknown key (did you mean train.valid_every?)"
+
+cli_summary

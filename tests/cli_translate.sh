@@ -110,7 +110,6 @@ expect_exit 0 "help" -- "$TFM" translate --help
 expect_exit 0 "empty input" -- sh -c "\"$TFM\" translate < /dev/null"
 check "empty input gives no output" test ! -s "$T/out"
 
-cli_summary
 
 # --no-repeat-ngram: accepted for greedy and beam, one line a line; a second
 # -m is refused (ensembles are not built) instead of silently used.
@@ -120,3 +119,25 @@ expect_exit 0 "--no-repeat-ngram 1, greedy" -- sh -c "\"$TFM\" translate -b 1 --
 expect_exit 2 "--no-repeat-ngram out of range" -- "$TFM" translate --no-repeat-ngram -1 -i in.txt
 expect_exit 2 "two -m" -- "$TFM" translate -m model.tfm -m model.tfm -i in.txt
 expect_err_line "two -m message" "tfm: translate: -m given twice: ensembles of several models are not implemented yet; give one -m"
+
+# --sample: seeded draws that do not depend on the batch size or threads;
+# top-k 1 and a tiny top-p are greedy; another seed draws other text.
+"$TFM" translate -b 1 -q <in.txt >greedy.txt
+expect_exit 0 "--sample" -- sh -c "\"$TFM\" translate --sample -q < in.txt"
+cp "$T/out" sample1.txt
+check "--sample: a line per line" test "$(wc -l <sample1.txt)" = 5
+check "--sample: empty lines stay empty" test "$(sed -n 2p sample1.txt)" = ""
+expect_exit 0 "--sample, batch 1, 1 thread" -- sh -c "\"$TFM\" translate --sample --batch-size 1 --threads 1 -q < in.txt"
+check "--sample: same draws for any batch size" cmp -s sample1.txt "$T/out"
+expect_exit 0 "--sample --top-k 1" -- sh -c "\"$TFM\" translate --sample --top-k 1 -q < in.txt"
+check "--top-k 1 is greedy" cmp -s greedy.txt "$T/out"
+expect_exit 0 "--sample --top-p tiny" -- sh -c "\"$TFM\" translate --sample --top-p 0.000001 -q < in.txt"
+check "a tiny --top-p is greedy" cmp -s greedy.txt "$T/out"
+expect_exit 0 "--sample --seed 2 --temperature 1.5" -- sh -c "\"$TFM\" translate --sample --seed 2 --temperature 1.5 -q < in.txt"
+check "another seed draws other text" not cmp -s sample1.txt "$T/out"
+expect_exit 2 "--top-k without --sample" -- "$TFM" translate --top-k 5 -i in.txt
+expect_err_line "--top-k without --sample message" "tfm: translate: --top-k, --top-p, --temperature and --seed go with --sample"
+expect_exit 2 "--sample with a beam" -- "$TFM" translate --sample -b 4 -i in.txt
+expect_exit 2 "--temperature 0" -- "$TFM" translate --sample --temperature 0 -i in.txt
+
+cli_summary

@@ -3,6 +3,7 @@
  * at a time and writes detokenized lines in input order, flushing after each
  * batch so it works in a pipe. -o writes through atomic_file.c. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -22,7 +23,8 @@
 static const char usage[] =
     "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
-    "                     [--no-repeat-ngram N] [--threads N]\n"
+    "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
+    "                     [--temperature T] [--seed N]] [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -47,6 +49,13 @@ static const char usage[] =
     "      --max-len-b B    (default: decode.max_len_b)\n"
     "      --no-repeat-ngram N  no output repeats an n-gram of N tokens (BPE pieces),\n"
     "                       for greedy and beam search (default 0: off)\n"
+    "      --sample         draw each token from the model's distribution instead\n"
+    "                       of searching (back-translation data); implies beam 1\n"
+    "      --top-k K        sample among the K most likely tokens (default 0: all)\n"
+    "      --top-p P        ... and the fewest that hold P of the mass (default 1)\n"
+    "      --temperature T  divide the log-probabilities by T (default 1)\n"
+    "      --seed N         the draws are a function of N and the line number:\n"
+    "                       the same for any --batch-size or --threads (default 1)\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -58,6 +67,10 @@ typedef struct {
     const char *model, *input, *output;
     int beam, nbest, batch, max_len_b, threads, no_repeat;
     int n_models;           /* -m given this many times */
+    bool sample, have_seed;
+    int top_k;
+    float top_p, temperature;
+    long seed_l;
     float alpha, max_len_a;
     bool have_beam, have_alpha, have_a, have_b, quiet;
 } Options;
@@ -86,7 +99,8 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
 
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
-    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT };
+    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
+           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -99,6 +113,11 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"max-len-b", required_argument, NULL, OPT_LEN_B},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT},
+        {"sample", no_argument, NULL, OPT_SAMPLE},
+        {"top-k", required_argument, NULL, OPT_TOP_K},
+        {"top-p", required_argument, NULL, OPT_TOP_P},
+        {"temperature", required_argument, NULL, OPT_TEMP},
+        {"seed", required_argument, NULL, OPT_SEED},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -134,6 +153,15 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case OPT_LEN_B: int_out = &o->max_len_b; hi = DECODE_MAX_LEN_B; o->have_b = true; break;
         case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
         case OPT_NO_REPEAT: int_out = &o->no_repeat; hi = 64; break;
+        case OPT_SAMPLE: o->sample = true; break;
+        case OPT_TOP_K: int_out = &o->top_k; hi = 1 << 20; break;
+        case OPT_TOP_P: flt_out = &o->top_p; flo = 1e-6; fhi = 1; break;
+        case OPT_TEMP: flt_out = &o->temperature; flo = 1e-3; fhi = 1000; break;
+        case OPT_SEED:
+            if (!cmd_parse_long(optarg, 0, LONG_MAX, &o->seed_l))
+                return bad_int(opt, optarg, 0, LONG_MAX, err);
+            o->have_seed = true;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
@@ -172,6 +200,7 @@ typedef struct {
     const int **sents;      /* (batch): the token ids of the lines to decode */
     int *lens;              /* (batch) */
     int *order;             /* decoded sentence -> line index */
+    long *ids;              /* decoded sentence -> input line number (sampling seeds) */
     Hypothesis *hyps;
     char *text;             /* detokenized output */
     size_t text_len, text_cap;
@@ -239,6 +268,7 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
         for (int j = 0; j < n; j++) {
             t->sents[j] = t->lines[t->order[j]].ids;
             t->lens[j] = t->lines[t->order[j]].n;
+            t->ids[j] = t->lines_done + t->order[j];
         }
         TfmStatus st = decoder_translate(t->dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
         if (st != TFM_OK) return st;
@@ -302,6 +332,21 @@ static TfmStatus setup(Translator *t, TfmErr *err)
                                   : (dc->max_len_b < DECODE_MAX_LEN_B ? dc->max_len_b : DECODE_MAX_LEN_B);
     t->dopt.nbest = o->nbest > 0 ? o->nbest : 1;
     t->dopt.no_repeat_ngram = o->no_repeat;
+    if (!o->sample && (o->top_k || o->top_p != 1.0f || o->temperature != 1.0f || o->have_seed))
+        return err_set(err, TFM_ERR_USAGE, "translate: --top-k, --top-p, --temperature and "
+                       "--seed go with --sample");
+    if (o->sample) {
+        if (o->have_beam && o->beam != 1)
+            return err_set(err, TFM_ERR_USAGE, "translate: --sample draws one translation a "
+                           "line; it does not go with --beam %d", o->beam);
+        t->dopt.beam = 1;
+        t->dopt.sample = true;
+        t->dopt.top_k = o->top_k;
+        t->dopt.top_p = o->top_p;
+        t->dopt.temperature = o->temperature;
+        t->dopt.seed = o->have_seed ? (uint64_t)o->seed_l : 1;
+        t->dopt.sentence_ids = t->ids;
+    }
     if (t->dopt.nbest > t->dopt.beam)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
                        t->dopt.nbest, t->dopt.beam);
@@ -310,8 +355,10 @@ static TfmStatus setup(Translator *t, TfmErr *err)
     t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
     t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
     t->order = xcalloc((size_t)o->batch, sizeof(int), err);
+    t->ids = xcalloc((size_t)o->batch, sizeof(long), err);
+    if (t->dopt.sample) t->dopt.sentence_ids = t->ids;
     t->hyps = xcalloc((size_t)o->batch * t->dopt.nbest, sizeof(Hypothesis), err);
-    if (!t->lines || !t->sents || !t->lens || !t->order || !t->hyps) return TFM_ERR_NOMEM;
+    if (!t->lines || !t->sents || !t->lens || !t->order || !t->ids || !t->hyps) return TFM_ERR_NOMEM;
     return TFM_OK;
 }
 
@@ -323,6 +370,7 @@ static void teardown(Translator *t)
     free(t->sents);
     free(t->lens);
     free(t->order);
+    free(t->ids);
     free(t->hyps);
     free(t->text);
     decoder_free(t->dec);
@@ -334,6 +382,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     Translator t;
     memset(&t, 0, sizeof t);
     t.o.batch = 32;
+    t.o.top_p = 1.0f;
+    t.o.temperature = 1.0f;
     bool help = false;
     TfmStatus st = parse_options(argc, argv, &t.o, &help, err);
     if (st != TFM_OK) return st;

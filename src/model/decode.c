@@ -1,6 +1,8 @@
 /* decode: incremental decoder and beam search (see decode.h). */
 #include "model/decode.h"
 
+#include "base/rng.h"
+
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +56,12 @@ typedef struct {
     int *orig;                           /* index in the caller's batch (fin_* use it) */
 } Beam;
 
+/* A word's weight when sampling, and its id. */
+typedef struct {
+    float p;
+    int id;
+} SampItem;
+
 /* Sentences encoded together: sorted by length and taken 16 at a time, a
  * batch of mixed lengths pads far less than as one (n, S) block. */
 enum { ENC_GROUP = 16 };
@@ -73,6 +81,7 @@ struct Decoder {
                                             with the batch (cross-attention keys) */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     Beam beam;                           /* decoder_run's search over the cache */
+    SampItem *samp;                      /* (V): sampling's probabilities */
     int *src_buf;                        /* (n, S) source rows, compacted with the batch */
     int *padded;                         /* (n, S): decoder_translate's rows */
     /* the batch of the last decoder_begin */
@@ -97,7 +106,7 @@ void decoder_free(Decoder *d)
     void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
                     d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
                     d->beam.fin_tok, d->beam.fin_len, d->beam.fin_count, d->beam.fin_score, d->beam.fin_lp, d->beam.limit,
-                    d->beam.done, d->beam.orig, d->src_buf, d->padded};
+                    d->beam.done, d->beam.orig, d->src_buf, d->padded, d->samp};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(d);
 }
@@ -183,6 +192,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     d->beam.hist = alloc(R * T, sizeof(int), err, &ok);
     d->beam.hist_next = alloc(R * T, sizeof(int), err, &ok);
     d->beam.cand = alloc(n * k2, sizeof(Cand), err, &ok);
+    d->samp = alloc((size_t)c->vocab_size, sizeof(SampItem), err, &ok);
     d->beam.fin_tok = alloc(n * k2 * T, sizeof(int), err, &ok);
     d->beam.fin_len = alloc(n * k2, sizeof(int), err, &ok);
     d->beam.fin_count = alloc(n, sizeof(int), err, &ok);
@@ -411,6 +421,89 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int
     if (last || live == 0 || d->beam.fin_count[o] >= k || nth_fin >= best_live) d->beam.done[b] = 1;
 }
 
+/* ---- sampling ---- */
+
+static int cmp_prob_desc(const void *a, const void *b)
+{
+    const SampItem *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
+    return x->id - y->id;                       /* ties: the lower id first */
+}
+
+/* Draws a token from log-probabilities lp (V) under opt's temperature,
+ * top-k and top-p, with the uniform u in [0, 1). */
+static int sample_token(Decoder *d, const float *lp, const DecodeOptions *opt, double u)
+{
+    const int V = d->V;
+    SampItem *it = d->samp;
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
+    if (mx == -INFINITY) return TOK_EOS;        /* everything banned */
+    const float inv_t = 1.0f / opt->temperature;
+    double total = 0;
+    for (int v = 0; v < V; v++) {
+        it[v] = (SampItem){lp[v] == -INFINITY ? 0.0f : expf((lp[v] - mx) * inv_t), v};
+        total += it[v].p;
+    }
+    int n = V;
+    if ((opt->top_k > 0 && opt->top_k < V) || opt->top_p < 1.0f) {
+        qsort(it, (size_t)V, sizeof *it, cmp_prob_desc);   /* most likely first */
+        if (opt->top_k > 0 && opt->top_k < n) n = opt->top_k;
+        if (opt->top_p < 1.0f) {
+            double cum = 0;
+            for (int i = 0; i < n; i++) {
+                cum += it[i].p / total;
+                if (cum >= opt->top_p) { n = i + 1; break; }
+            }
+        }
+        total = 0;
+        for (int i = 0; i < n; i++) total += it[i].p;
+    }
+    double target = u * total, cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += it[i].p;
+        if (target < cum && it[i].p > 0) return it[i].id;
+    }
+    for (int i = n - 1; i >= 0; i--)             /* rounding: the last non-zero one */
+        if (it[i].p > 0) return it[i].id;
+    return TOK_EOS;
+}
+
+/* Sampling's step for sentence b (one row): draw, then end the sentence at
+ * </s> or the length limit, or carry the token on. */
+static void sample_advance(Decoder *d, int b, int t, const DecodeOptions *opt)
+{
+    const int V = d->V, T = d->T, r = b;
+    float *lp = d->logits + (size_t)r * V;
+    const int *h = d->beam.hist + (size_t)r * T;
+    ban_repeats(lp, h, t, opt->no_repeat_ngram);
+    lp[TOK_PAD] = lp[TOK_BOS] = -INFINITY;
+    const int o = d->beam.orig[b];
+    const uint64_t id = opt->sentence_ids ? (uint64_t)opt->sentence_ids[o] : (uint64_t)o;
+    Rng g;
+    rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
+    const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
+    const int tok = sample_token(d, lp, opt, u);
+    const float s = d->beam.score[r] + lp[tok];
+    d->beam.parent[r] = r;
+    if (tok == TOK_EOS) {
+        finish(d, b, 1, h, t, s, t + 1, opt->alpha);
+        d->beam.done[b] = 1;
+    } else if (t + 1 >= d->beam.limit[b]) {
+        int *tmp = d->beam.hist_next + (size_t)r * T;
+        memcpy(tmp, h, (size_t)t * sizeof(int));
+        tmp[t] = tok;
+        finish(d, b, 1, tmp, t + 1, s, t + 1, opt->alpha);
+        d->beam.done[b] = 1;
+    } else {
+        d->beam.prev[r] = tok;
+        d->beam.score[r] = s;
+        return;
+    }
+    d->beam.prev[r] = TOK_PAD;
+    d->beam.score[r] = -INFINITY;
+}
+
 /* Moves histories (through position t) to the new rows' parents. */
 static void reorder_history(Decoder *d, int R, int t)
 {
@@ -558,6 +651,9 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                       Hypothesis *out, TfmErr *err)
 {
     const int k = opt->beam;
+    if (opt->sample && (k != 1 || !(opt->temperature > 0) || !(opt->top_p > 0)))
+        return err_set(err, TFM_ERR_USAGE, "decoder: sampling needs beam 1, temperature > 0 "
+                       "and top_p > 0");
     if (opt->nbest < 1 || opt->nbest > k)
         return err_set(err, TFM_ERR_USAGE, "decoder: nbest %d must be in [1, beam %d]",
                        opt->nbest, k);
@@ -596,7 +692,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 }
                 continue;
             }
-            advance(d, b, k, opt->nbest, t, opt->alpha, opt->no_repeat_ngram);
+            if (opt->sample) sample_advance(d, b, t, opt);
+            else advance(d, b, k, opt->nbest, t, opt->alpha, opt->no_repeat_ngram);
             active += !d->beam.done[b];
         }
         if (!active) break;

@@ -16,6 +16,9 @@
 #ifndef TFM_DECODE_H
 #define TFM_DECODE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "base/err.h"
 #include "model/model.h"
 
@@ -26,6 +29,16 @@ typedef struct {
     int max_len_b;
     int nbest;          /* hypotheses returned per sentence, 1..beam */
     int no_repeat_ngram;    /* > 0: no hypothesis repeats an n-gram of this size */
+    /* sampling instead of search (beam must be 1): each token is drawn from
+     * the model's distribution at temperature, cut to the top_k most likely
+     * (0: all) and to the smallest set holding top_p of the mass (1: all) */
+    bool sample;
+    int top_k;
+    float top_p, temperature;
+    uint64_t seed;
+    /* (n) or NULL: an id per sentence (e.g. its input line) that, with seed,
+     * fixes its draws: samples do not depend on the batch or threads */
+    const long *sentence_ids;
 } DecodeOptions;
 
 typedef struct {
