@@ -43,7 +43,8 @@ check "log_every 7: rows at 7, 14, ... and the validation" \
 check "log_every 7: a progress line at step 35" grep -q '^step 35  epoch ' "$T/le.err"
 check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
 (cd le && "$TFM" train ../mini.json --restart >/dev/null 2>"$T/le.err")
-check "log_every 0 says what it picked" grep -q '^[0-9.]* s a step: progress every [0-9]* steps (train.log_every)$' "$T/le.err"
+check "log_every 0 says what it picked and the time to go" \
+    grep -q '^[0-9.]* s a step ([0-9]* s per 1000): about 0h00m to go; progress every [0-9]* steps (train.log_every)$' "$T/le.err"
 
 # model.norm_type rmsnorm: trains, the file records it, info shows it, it
 # translates; the SPEC keys not built yet are refused with a clear line.
@@ -246,6 +247,12 @@ expect_err_line "busy out_dir message" "tfm: ck: in use by another tfm train"
 expect_exit 0 "average output loads" -- "$TFM" info a/avg.tfm
 check "an averaged model has no step" grep -q "^step:        not recorded" "$T/out"
 expect_exit 2 "average needs two models" -- "$TFM" average -o x.tfm a/model.tfm
+# Resuming with another model config names each differing key, both values.
+sed 's/"d_ff": 64/"d_ff": 48/; s/"heads": 2/"heads": 4/' mini.json >other_model.json
+(cd b && expect_exit 1 "resume with another model config" -- "$TFM" train ../other_model.json)
+expect_err_line "resume names the keys" \
+    "tfm: ck/last.tfm: was trained with another model config: model.heads 2 -> 4, model.d_ff 64 -> 48 (use --restart to start over)"
+
 expect_exit 2 "average needs -o" -- "$TFM" average a/model.tfm a/model.tfm
 # Same shapes and vocabulary, but 4 heads instead of 2: not one model's checkpoints.
 sed 's/"heads": 2/"heads": 4/; s/"max_steps": 40/"max_steps": 2/' mini.json >heads4.json

@@ -47,12 +47,42 @@ static double now_s(void)
 
 double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + now_s() - t->run_start; }
 
-static bool same_model(const ModelConfig *a, const ModelConfig *b)
+/* Writes "model.d_model 256 -> 512, ..." for every model key (and
+ * data.max_len) where the checkpoint's config a differs from the config b;
+ * returns how many differ. */
+static int model_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t n)
 {
-    return a->d_model == b->d_model && a->heads == b->heads && a->enc_layers == b->enc_layers &&
-           a->dec_layers == b->dec_layers && a->d_ff == b->d_ff && a->norm == b->norm &&
-           a->share_embeddings == b->share_embeddings && a->dropout == b->dropout &&
-           a->attn_dropout == b->attn_dropout && a->relu_dropout == b->relu_dropout;
+    const ModelConfig *x = &a->model, *y = &b->model;
+    int count = 0;
+    size_t o = 0;
+    buf[0] = '\0';
+#define DIFF(name, fmt, differ, va, vb)                                                \
+    if (differ) {                                                                      \
+        count++;                                                                       \
+        if (o < n) o += (size_t)snprintf(buf + o, n - o, "%s" name " " fmt " -> " fmt, \
+                                         o ? ", " : "", va, vb);                      \
+    }
+#define DIFF_NUM(name, fmt, field) DIFF(name, fmt, x->field != y->field, x->field, y->field)
+    DIFF_NUM("model.d_model", "%d", d_model)
+    DIFF_NUM("model.heads", "%d", heads)
+    DIFF_NUM("model.enc_layers", "%d", enc_layers)
+    DIFF_NUM("model.dec_layers", "%d", dec_layers)
+    DIFF_NUM("model.d_ff", "%d", d_ff)
+    DIFF_NUM("model.dropout", "%g", dropout)
+    DIFF_NUM("model.attn_dropout", "%g", attn_dropout)
+    DIFF_NUM("model.relu_dropout", "%g", relu_dropout)
+    DIFF("model.norm", "%s", x->norm != y->norm, x->norm == NORM_PRE ? "pre" : "post",
+         y->norm == NORM_PRE ? "pre" : "post")
+    DIFF("model.norm_type", "%s", x->norm_type != y->norm_type,
+         x->norm_type == NORM_RMS ? "rmsnorm" : "layernorm",
+         y->norm_type == NORM_RMS ? "rmsnorm" : "layernorm")
+    DIFF("model.share_embeddings", "%s", x->share_embeddings != y->share_embeddings,
+         x->share_embeddings ? "true" : "false", y->share_embeddings ? "true" : "false")
+    DIFF("data.max_len", "%d", a->data.max_len != b->data.max_len, a->data.max_len,
+         b->data.max_len)
+#undef DIFF_NUM
+#undef DIFF
+    return count;
 }
 
 /* ---- set-up ---- */
@@ -109,10 +139,11 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
         return err_set(err, TFM_ERR_FORMAT, "%s: has no training state to resume from "
                        "(use --restart)", t->run.last_path);
     }
-    if (!same_model(&mf.cfg.model, &t->cfg->model) || mf.cfg.data.max_len != t->cfg->data.max_len) {
+    char diff[512];
+    if (model_diff(&mf.cfg, t->cfg, diff, sizeof diff) > 0) {
         ckpt_free(&mf);
-        return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config "
-                       "(use --restart to start over)", t->run.last_path);
+        return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config: %s "
+                       "(use --restart to start over)", t->run.last_path, diff);
     }
     /* a learned vocabulary of another size would not be the one the
      * config asks for (data.vocab_size is ignored with data.vocab) */
@@ -368,6 +399,22 @@ static TfmStatus log_training(Trainer *t, bool to_log, bool show, double step_s,
     return progress_log(&t->prog, &ev, err);
 }
 
+/* After the first steps: the time a step takes, how often progress shows,
+ * and how long the run will take under its limits (warned when over a day;
+ * validations and saves come on top). */
+static void announce_pace(Trainer *t, double step_s)
+{
+    double left = eta(t, step_s);
+    char total[80] = "no step, epoch or time limit";
+    if (!isnan(left)) {
+        long s = (long)(left + 0.5);
+        snprintf(total, sizeof total, "about %ldh%02ldm to go%s", s / 3600, s / 60 % 60,
+                 left > 86400 ? " (more than a day)" : "");
+    }
+    progress_note(&t->prog, "%.3f s a step (%.0f s per 1000): %s; progress every %ld steps "
+                  "(train.log_every)", step_s, 1000 * step_s, total, t->log_every);
+}
+
 static TfmStatus loop(Trainer *t, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
@@ -394,10 +441,9 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
         if (t->opt->after_step) t->opt->after_step(t->ts.step, t->opt->after_step_ctx);
         bool validating = tc->valid_every > 0 && t->ts.step % tc->valid_every == 0;
-        if (t->log_every == 0 && ++probed >= AUTO_LOG_PROBE) {
-            t->log_every = auto_log_every(step_time);
-            progress_note(&t->prog, "%.3f s a step: progress every %ld steps (train.log_every)",
-                          step_time, t->log_every);
+        if (++probed == AUTO_LOG_PROBE) {
+            if (t->log_every == 0) t->log_every = auto_log_every(step_time);
+            announce_pace(t, step_time);
         }
         bool row = t->log_every > 0 && t->ts.step % t->log_every == 0;
         if ((st = log_training(t, row || validating || limit_reached(t), row, step_time, err)) !=
