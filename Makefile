@@ -70,6 +70,10 @@ asan:
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test
 
+# Memcheck of a short train, translate, bleu, bpe and info (valgrind).
+valgrind: $(BIN)
+	bash scripts/valgrind.sh
+
 # Train configs/tiny.json on Multi30k and translate a few test sentences.
 demo: $(BIN) data
 	bash scripts/demo.sh
@@ -103,5 +107,5 @@ install: $(BIN)
 clean:
 	rm -rf build build-asan tfm
 
-.PHONY: all deps data walls test asan demo bench bench-kernel check-torch lint install clean
+.PHONY: all deps data walls test asan valgrind demo bench bench-kernel check-torch lint install clean
 -include $(wildcard $(BUILD)/*/*.d)
