@@ -23,6 +23,7 @@ check "log.jsonl valid record" grep -q '"valid_ppl"' a/ck/log.jsonl
 expect_exit 0 "info on the trained model" -- "$TFM" info a/model.tfm
 check "info shows the model's step" grep -q "^step:        40 (epoch [0-9]*)$" "$T/out"
 check "a model is not a checkpoint" grep -q "^kind:        model$" "$T/out"
+check "info shows the best validation" grep -q "^best valid:  loss [0-9.]*, ppl [0-9.]*$" "$T/out"
 
 # Gzipped training and validation data train the same model as plain text.
 mkdir gz

@@ -1,5 +1,6 @@
 /* cmd_info: `tfm info MODEL` — what a model file holds. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,6 +54,14 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
         printf("step:        %ld (epoch %ld)\n", mf.ts.step, mf.ts.epoch + 1);
     else
         printf("step:        not recorded (averaged models have none)\n");
+    /* the best validation of the run so far (checkpoints) or at this model
+     * (best.tfm and its copy train.model) */
+    if (mf.has_step && mf.ts.has_best) {
+        if (mf.cfg.train.valid_bleu)
+            printf("best valid:  BLEU %.2f (greedy, by train.valid_bleu)\n", -mf.ts.best_metric);
+        else
+            printf("best valid:  loss %.4f, ppl %.2f\n", mf.ts.best_metric, exp(mf.ts.best_metric));
+    }
     printf("blas kernel: %s (%s)\n", blas_kernel_name(), blas_kernel_source());
     char *json = config_to_json(&mf.cfg);
     if (json) printf("config:\n%s\n", json);
