@@ -25,6 +25,17 @@ check "info shows the model's step" grep -q "^step:        40 (epoch [0-9]*)$" "
 check "a model is not a checkpoint" grep -q "^kind:        model$" "$T/out"
 check "info shows the best validation" grep -q "^best valid:  loss [0-9.]*, ppl [0-9.]*$" "$T/out"
 
+# A fresh run refused on its data leaves nothing it made: no out_dir it
+# created, and in an existing one only what was there before.
+mkdir nul && cp train.de nul/train.de && printf 'a\0b\n' >>nul/train.de
+sed 's/"train\.de"/"nul\/train.de"/; s/"out_dir": "ck"/"out_dir": "nul\/new\/ck"/' mini.json >nul.json
+expect_exit 1 "a NUL byte in the data" -- "$TFM" train nul.json -q
+check "refused run: the new out_dir is gone" test ! -e nul/new
+mkdir nul/old && touch nul/old/mine
+sed 's/"out_dir": "nul\/new\/ck"/"out_dir": "nul\/old"/' nul.json >nul_old.json
+expect_exit 1 "a NUL byte, existing out_dir" -- "$TFM" train nul_old.json -q
+check "refused run: the existing out_dir holds what it held" test "$(ls nul/old)" = mine
+
 # Gzipped training and validation data train the same model as plain text.
 mkdir gz
 for f in train.de train.en valid.de valid.en; do gzip -c "$f" >"gz/$f.gz"; done

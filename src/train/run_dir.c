@@ -90,6 +90,14 @@ static TfmStatus make_dirs(const char *path, TfmErr *err)
     return st;
 }
 
+static bool has_file(const char *dir, const char *name)
+{
+    char *p = path_join(dir, name, NULL);
+    bool yes = p && access(p, F_OK) == 0;
+    free(p);
+    return yes;
+}
+
 bool run_dir_file_exists(const char *path)
 {
     struct stat sb;
@@ -333,7 +341,19 @@ TfmStatus run_dir_open(RunDir *rd, const TfmConfig *cfg, const char *config_path
         if (config_path) err_prefix(err, "%s: ", config_path);
         return st;
     }
-    if ((st = lock_out_dir(cfg->train.out_dir, &rd->lock_fd, err)) != TFM_OK) return st;
+    if (!(rd->out_dir = xstrdup(cfg->train.out_dir, err))) {
+        remove_made_dirs(cfg->train.out_dir, existed);
+        return TFM_ERR_NOMEM;
+    }
+    rd->out_dir_existed = existed;
+    rd->had_lock = has_file(rd->out_dir, "lock");
+    rd->had_log = has_file(rd->out_dir, "log.jsonl");
+    rd->had_vocab = has_file(rd->out_dir, "vocab.txt");
+    if ((st = lock_out_dir(cfg->train.out_dir, &rd->lock_fd, err)) != TFM_OK) {
+        free(rd->out_dir);
+        rd->out_dir = NULL;
+        return st;
+    }
     /* the model's folder now, not after hours of training, and before
      * --restart removes anything: a refused run changes nothing */
     char *model_dir = xstrdup(cfg->train.model, NULL);
@@ -363,8 +383,27 @@ fail:
     return st;
 }
 
+static void remove_file_in(const char *dir, const char *name)
+{
+    char *p = path_join(dir, name, NULL);
+    if (p) unlink(p);
+    free(p);
+}
+
+void run_dir_abandon(RunDir *rd)
+{
+    if (rd->out_dir) {
+        if (!rd->had_log) remove_file_in(rd->out_dir, "log.jsonl");
+        if (!rd->had_vocab) remove_file_in(rd->out_dir, "vocab.txt");
+        if (!rd->had_lock) remove_file_in(rd->out_dir, "lock");
+        remove_made_dirs(rd->out_dir, rd->out_dir_existed);   /* only empty ones go */
+    }
+    run_dir_close(rd);
+}
+
 void run_dir_close(RunDir *rd)
 {
+    free(rd->out_dir);
     free(rd->last_path);
     free(rd->best_path);
     free(rd->average_path);

@@ -15,6 +15,10 @@ typedef struct {
     int lock_fd;            /* holds out_dir/lock for the run; -1 when closed */
     char *last_path, *best_path, *average_path;    /* out_dir/{last,best,average}.tfm */
     bool resuming;          /* last.tfm is there to resume from (and no --restart) */
+    /* what run_dir_abandon may remove: what this run created */
+    char *out_dir;
+    size_t out_dir_existed;     /* the length of out_dir's prefix that existed */
+    bool had_lock, had_log, had_vocab;
 } RunDir;
 
 /* Prepares cfg's out_dir for a run: refuses outputs that would overwrite the
@@ -26,6 +30,11 @@ typedef struct {
  * rd is closed. */
 TfmStatus run_dir_open(RunDir *rd, const TfmConfig *cfg, const char *config_path, bool restart,
                        TfmErr *err);
+
+/* A fresh run that failed before its first checkpoint: removes the files
+ * and folders it created (lock, log.jsonl, vocab.txt, a new out_dir), so a
+ * refused run leaves nothing behind. Then closes rd. */
+void run_dir_abandon(RunDir *rd);
 
 /* Releases the lock and frees the paths; safe on a closed RunDir. */
 void run_dir_close(RunDir *rd);

@@ -521,6 +521,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     st = loop(&t, err);
 done:
     progress_close(&t.prog);
+    /* a fresh run refused before its first checkpoint leaves nothing */
+    if (st != TFM_OK && st != TFM_INTERRUPTED && !resuming && t.run.last_path &&
+        !run_dir_file_exists(t.run.last_path))
+        run_dir_abandon(&t.run);
     decoder_free(t.decoder);
     batcher_free(&t.train_b);
     batcher_free(&t.valid_b);
