@@ -38,10 +38,11 @@ check "nbest gives exactly N lines per input line" test "$(wc -l <"$T/out")" = 8
 
 # Streaming: a line is answered before the next one is written.
 coproc TR { "$TFM" translate -b 1 2>/dev/null; }
+tr_pid=$TR_PID     # bash unsets TR_PID once the coprocess has ended
 echo "Ein Hund" >&"${TR[1]}"
 if read -r -t 20 answer <&"${TR[0]}"; then cli_ok; else cli_fail "translate answers a line without waiting for more input"; fi
 exec {TR[1]}>&-
-wait "$TR_PID" 2>/dev/null
+wait "$tr_pid" 2>/dev/null
 expect_exit 2 "nbest over beam" -- sh -c "\"$TFM\" translate --nbest 5 -b 4 < in.txt"
 
 # A line over the model's max_len: a warning naming the line, still one output line.
@@ -139,5 +140,14 @@ expect_exit 2 "--top-k without --sample" -- "$TFM" translate --top-k 5 -i in.txt
 expect_err_line "--top-k without --sample message" "tfm: translate: --top-k, --top-p, --temperature and --seed go with --sample"
 expect_exit 2 "--sample with a beam" -- "$TFM" translate --sample -b 4 -i in.txt
 expect_exit 2 "--temperature 0" -- "$TFM" translate --sample --temperature 0 -i in.txt
+
+# --score-reference: one log-probability a line, negative; a reference with
+# fewer lines than the input is an error naming both.
+head -n 3 in.txt >ref3.txt
+printf 'Ein Hund.\n\nZwei Männer.\n  \nEine Frau.\n' | gzip >ref5.gz
+expect_exit 0 "--score-reference" -- "$TFM" translate -i in.txt --score-reference ref5.gz -q
+check "--score-reference: a number a line" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
+expect_exit 1 "--score-reference, short reference" -- "$TFM" translate -i in.txt --score-reference ref3.txt -q
+expect_err_line "--score-reference: short reference message" "tfm: translate: --score-reference: ref3.txt ends at line 4, in.txt goes on"
 
 cli_summary

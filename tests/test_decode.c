@@ -314,3 +314,44 @@ TEST(test_no_repeat_ngram_bans_repeats)
     decoder_free(d);
     model_free(&m);
 }
+
+/* Forced decoding: the score of the model's own greedy output is the
+ * greedy log-probability (the same steps, </s> included), and a worse
+ * target scores lower. */
+TEST(test_score_reference_equals_greedy_logprob)
+{
+    Model m;
+    CHECK(trained_model(&m, NORM_PRE, true));
+    TfmErr err = {0};
+    Decoder *d;
+    CHECK(decoder_init(&d, &m, NSENT, 1, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 91);
+    int src[NSENT * MAXLEN], lens[NSENT];
+    int S = make_src(&rng, NSENT, src, lens);
+    DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
+    Hypothesis hyp[NSENT];
+    CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
+    int outs[NSENT][MAXLEN], out_lens[NSENT];
+    float want[NSENT];
+    const int *srcs[NSENT], *tgts[NSENT];
+    for (int b = 0; b < NSENT; b++) {
+        out_lens[b] = hyp[b].len;
+        memcpy(outs[b], hyp[b].tokens, sizeof(int) * hyp[b].len);
+        want[b] = hyp[b].logprob;
+        srcs[b] = src + b * S;
+        tgts[b] = outs[b];
+    }
+    double got[NSENT];
+    CHECK(decoder_score(d, &m, srcs, lens, tgts, out_lens, NSENT, got, &err) == TFM_OK);
+    /* (a hypothesis cut by the length limit has no </s> in its log-probability) */
+    for (int b = 0; b < NSENT; b++)
+        if (out_lens[b] < lens[b] + 3) CHECK_NEAR(got[b], want[b], 1e-4);
+    /* a target with one token changed is less likely */
+    outs[0][0] = outs[0][0] == 5 ? 6 : 5;
+    double worse;
+    CHECK(decoder_score(d, &m, srcs, lens, tgts, out_lens, 1, &worse, &err) == TFM_OK);
+    CHECK(worse < got[0]);
+    decoder_free(d);
+    model_free(&m);
+}

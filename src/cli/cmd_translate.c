@@ -24,7 +24,8 @@ static const char usage[] =
     "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
     "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
-    "                     [--temperature T] [--seed N]] [--threads N]\n"
+    "                     [--temperature T] [--seed N]] [--score-reference REF]\n"
+    "                     [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -56,6 +57,10 @@ static const char usage[] =
     "      --temperature T  divide the log-probabilities by T (default 1)\n"
     "      --seed N         the draws are a function of N and the line number:\n"
     "                       the same for any --batch-size or --threads (default 1)\n"
+    "      --score-reference REF  no search: print, for each input line, the model's\n"
+    "                       log-probability of REF's line (its tokens and </s>,\n"
+    "                       summed; natural log), one number a line (rescoring,\n"
+    "                       data filtering). REF may be gzipped\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -64,7 +69,7 @@ static const char usage[] =
     "max_len as tfm info shows it) is truncated, with a warning.\n";
 
 typedef struct {
-    const char *model, *input, *output;
+    const char *model, *input, *output, *score_ref;
     int beam, nbest, batch, max_len_b, threads, no_repeat;
     int n_models;           /* -m given this many times */
     bool sample, have_seed;
@@ -100,7 +105,7 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
     enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
-           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED };
+           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -118,6 +123,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"top-p", required_argument, NULL, OPT_TOP_P},
         {"temperature", required_argument, NULL, OPT_TEMP},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"score-reference", required_argument, NULL, OPT_SCORE_REF},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -154,6 +160,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
         case OPT_NO_REPEAT: int_out = &o->no_repeat; hi = 64; break;
         case OPT_SAMPLE: o->sample = true; break;
+        case OPT_SCORE_REF: o->score_ref = optarg; break;
         case OPT_TOP_K: int_out = &o->top_k; hi = 1 << 20; break;
         case OPT_TOP_P: flt_out = &o->top_p; flo = 1e-6; fhi = 1; break;
         case OPT_TEMP: flt_out = &o->temperature; flo = 1e-3; fhi = 1000; break;
@@ -362,6 +369,73 @@ static TfmStatus setup(Translator *t, TfmErr *err)
     return TFM_OK;
 }
 
+/* Reads a line into l (BPE ids, cut to max_src with a warning). Returns
+ * 1, 0 at the end, -1 on error. */
+static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *err)
+{
+    char *line;
+    size_t len;
+    int got = text_read_line(r, &line, &len, err);
+    if (got <= 0) return got;
+    if (bpe_encode(t->mf.bpe, line, len, &l->ids, &l->n, &l->cap, err) != TFM_OK) return -1;
+    if (l->n > max_src) {
+        if (!t->o.quiet)
+            fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the model's "
+                    "limit of %d\n", r->name, r->line_no, l->n, max_src);
+        l->n = max_src;
+    }
+    return 1;
+}
+
+/* --score-reference: the log-probability of each reference line given its
+ * input line, batch by batch. */
+static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
+{
+    LineReader ref = {0};
+    const int B = t->o.batch, max_src = t->mf.model.cfg.max_len - 1;
+    Line *refs = xcalloc((size_t)B, sizeof *refs, err);
+    const int **tgts = xcalloc((size_t)B, sizeof *tgts, err);
+    int *tlens = xcalloc((size_t)B, sizeof *tlens, err);
+    double *scores = xcalloc((size_t)B, sizeof *scores, err);
+    TfmStatus st = refs && tgts && tlens && scores ? TFM_OK : TFM_ERR_NOMEM;
+    if (st == TFM_OK) st = text_reader_open(&ref, t->o.score_ref, err);
+    for (bool more = true; st == TFM_OK && more;) {
+        int n = 0;
+        while (n < B) {
+            int a = read_ids(t, in, &t->lines[n], max_src, err);
+            if (a < 0) { st = err->status; break; }
+            int b = read_ids(t, &ref, &refs[n], max_src, err);
+            if (b < 0) { st = err->status; break; }
+            if (a != b) {
+                st = err_set(err, TFM_ERR_FORMAT, "translate: --score-reference: %s ends at line "
+                             "%ld, %s goes on", a ? ref.name : in->name,
+                             (a ? ref.line_no : in->line_no) + 1, a ? in->name : ref.name);
+                break;
+            }
+            if (!a) { more = false; break; }
+            t->sents[n] = t->lines[n].ids;
+            t->lens[n] = t->lines[n].n;
+            tgts[n] = refs[n].ids;
+            tlens[n] = refs[n].n;
+            n++;
+        }
+        if (st != TFM_OK || n == 0) break;
+        st = decoder_score(t->dec, &t->mf.model, t->sents, t->lens, tgts, tlens, n, scores, err);
+        for (int i = 0; st == TFM_OK && i < n; i++) fprintf(t->out, "%.6f\n", scores[i]);
+        if (fflush(t->out) != 0 && st == TFM_OK)
+            st = err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
+        t->lines_done += n;
+    }
+    if (refs)
+        for (int i = 0; i < B; i++) free(refs[i].ids);
+    free(refs);
+    free(tgts);
+    free(tlens);
+    free(scores);
+    text_reader_close(&ref);
+    return st;
+}
+
 static void teardown(Translator *t)
 {
     if (t->lines)
@@ -410,7 +484,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     }
     const int max_src = t.mf.model.cfg.max_len - 1;    /* room for </s> */
     int count = 0;
-    for (;;) {
+    if (t.o.score_ref) st = score_references(&t, &in, err);
+    for (; !t.o.score_ref;) {
         char *line;
         size_t len;
         /* Nothing more to read right now (an interactive user, a pipe fed

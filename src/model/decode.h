@@ -77,6 +77,13 @@ TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens
  * parent (n·k, or NULL) first moves row parent[r]'s cached history to row r,
  * as beam search does after choosing continuations. */
 TfmStatus decoder_begin(Decoder *d, const int *src, int n, int src_len, int k, TfmErr *err);
+
+/* Forced decoding (score.c): out[b] = log P(tgts[b] + </s> | srcs[b]) under
+ * d's model m, summed over the target tokens and </s>, for n sentences
+ * (n <= the decoder's max_sents; each at most m's max_len - 1 tokens). */
+TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, const int *src_lens,
+                        const int *const *tgts, const int *tgt_lens, int n, double *out,
+                        TfmErr *err);
 const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t);
 
 void decoder_free(Decoder *d);
