@@ -118,8 +118,20 @@ expect_exit 0 "--no-repeat-ngram 2, beam" -- sh -c "\"$TFM\" translate --no-repe
 check "--no-repeat-ngram keeps one line a line" test "$(wc -l <"$T/out")" = "$(wc -l <in.txt)"
 expect_exit 0 "--no-repeat-ngram 1, greedy" -- sh -c "\"$TFM\" translate -b 1 --no-repeat-ngram=1 < in.txt"
 expect_exit 2 "--no-repeat-ngram out of range" -- "$TFM" translate --no-repeat-ngram -1 -i in.txt
-expect_exit 2 "two -m" -- "$TFM" translate -m model.tfm -m model.tfm -i in.txt
-expect_err_line "two -m message" "tfm: translate: -m given twice: ensembles of several models are not implemented yet; give one -m"
+# Ensembles: a model with itself translates exactly as alone; weights are
+# counted; models with another vocabulary are refused.
+"$TFM" translate -m model.tfm --nbest 2 -b 3 -q <in.txt >alone.txt
+expect_exit 0 "ensemble of a model with itself" -- "$TFM" translate -m model.tfm -m model.tfm --nbest 2 -b 3 -q -i in.txt
+check "self-ensemble = the model alone (n-best and scores)" cmp -s alone.txt "$T/out"
+expect_exit 0 "ensemble with --weights" -- "$TFM" translate -m model.tfm -m model.tfm --weights 0.3,0.7 -q -i in.txt
+expect_exit 2 "--weights count" -- "$TFM" translate -m model.tfm -m model.tfm --weights 1 -i in.txt
+expect_err_line "--weights count message" "tfm: translate: --weights has 1 values for 2 models (-m)"
+expect_exit 2 "--weights not numbers" -- "$TFM" translate -m model.tfm -m model.tfm --weights 1,x -i in.txt
+mkdir v400 && sed 's/"vocab_size": 500/"vocab_size": 400/; s/"max_steps": 30/"max_steps": 2/' "$MINI/mini.json" >v400/mini.json
+cp "$MINI"/train.* "$MINI"/valid.* v400/
+(cd v400 && "$TFM" train mini.json -q >/dev/null 2>&1)
+expect_exit 1 "ensemble with another vocabulary" -- "$TFM" translate -m model.tfm -m v400/model.tfm -i in.txt
+expect_err_line "another vocabulary message" "tfm: v400/model.tfm: its vocabulary differs from model.tfm's (an ensemble needs models with one vocabulary)"
 
 # --sample: seeded draws that do not depend on the batch size or threads;
 # top-k 1 and a tiny top-p are greedy; another seed draws other text.

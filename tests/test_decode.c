@@ -355,3 +355,71 @@ TEST(test_score_reference_equals_greedy_logprob)
     decoder_free(d);
     model_free(&m);
 }
+
+/* Ensembles: a model with itself decodes exactly as alone (the mean of
+ * equal log-probabilities is them); with weights 1, 0 the pair decodes as
+ * its first model; two different models give each sentence a result that
+ * does not depend on the batch (one sentence at a time = all at once). */
+TEST(test_ensemble_means_log_probabilities)
+{
+    Model a, b;
+    CHECK(trained_model(&a, NORM_POST, true));
+    CHECK(trained_model(&b, NORM_PRE, false));
+    TfmErr err = {0};
+    Decoder *da, *da2, *db, *solo;
+    CHECK(decoder_init(&da, &a, NSENT, 4, &err) == TFM_OK);
+    CHECK(decoder_init(&da2, &a, NSENT, 4, &err) == TFM_OK);
+    CHECK(decoder_init(&db, &b, NSENT, 4, &err) == TFM_OK);
+    CHECK(decoder_init(&solo, &a, NSENT, 4, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 123);
+    int src[NSENT * MAXLEN], lens[NSENT];
+    int S = make_src(&rng, NSENT, src, lens);
+    DecodeOptions opt = {.beam = 4, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 2};
+    Hypothesis want[NSENT * 2], got[NSENT * 2];
+    int want_tok[NSENT * 2][MAXLEN];
+    CHECK(decoder_run(solo, src, NSENT, S, &opt, want, &err) == TFM_OK);
+    for (int i = 0; i < NSENT * 2; i++) memcpy(want_tok[i], want[i].tokens, sizeof(int) * want[i].len);
+    /* a with itself */
+    CHECK(decoder_set_ensemble(da, &da2, 1, NULL, &err) == TFM_OK);
+    CHECK(decoder_run(da, src, NSENT, S, &opt, got, &err) == TFM_OK);
+    for (int i = 0; i < NSENT * 2; i++) {
+        CHECK_EQ_INT(got[i].len, want[i].len);
+        CHECK(got[i].len == want[i].len && memcmp(got[i].tokens, want_tok[i], sizeof(int) * got[i].len) == 0);
+        CHECK(got[i].logprob == want[i].logprob);
+    }
+    /* a and b, weights 1 and 0 */
+    const float w10[2] = {1, 0};
+    CHECK(decoder_set_ensemble(da, &db, 1, w10, &err) == TFM_OK);
+    CHECK(decoder_run(da, src, NSENT, S, &opt, got, &err) == TFM_OK);
+    for (int i = 0; i < NSENT * 2; i++)
+        CHECK(got[i].len == want[i].len && memcmp(got[i].tokens, want_tok[i], sizeof(int) * got[i].len) == 0);
+    /* a and b, equal weights: batch independence */
+    CHECK(decoder_set_ensemble(da, &db, 1, NULL, &err) == TFM_OK);
+    CHECK(decoder_run(da, src, NSENT, S, &opt, got, &err) == TFM_OK);
+    int all_tok[NSENT * 2][MAXLEN], all_len[NSENT * 2];
+    float all_lp[NSENT * 2];
+    int differs = 0;
+    for (int i = 0; i < NSENT * 2; i++) {
+        all_len[i] = got[i].len;
+        all_lp[i] = got[i].logprob;
+        memcpy(all_tok[i], got[i].tokens, sizeof(int) * got[i].len);
+        differs += got[i].logprob != want[i].logprob;
+    }
+    CHECK(differs > 0);              /* b does take part */
+    for (int s = 0; s < NSENT; s++) {
+        Hypothesis one[2];
+        CHECK(decoder_run(da, src + s * S, 1, S, &opt, one, &err) == TFM_OK);
+        for (int j = 0; j < 2; j++) {
+            const int i = s * 2 + j;
+            CHECK(one[j].len == all_len[i] && memcmp(one[j].tokens, all_tok[i], sizeof(int) * all_len[i]) == 0);
+            CHECK(one[j].logprob == all_lp[i]);
+        }
+    }
+    decoder_free(da);
+    decoder_free(da2);
+    decoder_free(db);
+    decoder_free(solo);
+    model_free(&a);
+    model_free(&b);
+}

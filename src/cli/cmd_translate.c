@@ -21,7 +21,8 @@
 #include "cli/cmds.h"
 
 static const char usage[] =
-    "usage: tfm translate [-m MODEL] [-i IN] [-o OUT] [-b BEAM] [--alpha A] [--nbest N]\n"
+    "usage: tfm translate [-m MODEL [-m MODEL ...] [--weights W,W,...]] [-i IN] [-o OUT]\n"
+    "                     [-b BEAM] [--alpha A] [--nbest N]\n"
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
     "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
     "                     [--temperature T] [--seed N]] [--score-reference REF]\n"
@@ -61,6 +62,9 @@ static const char usage[] =
     "                       log-probability of REF's line (its tokens and </s>,\n"
     "                       summed; natural log), one number a line (rescoring,\n"
     "                       data filtering). REF may be gzipped\n"
+    "  -m A -m B ...        an ensemble: each step uses the mean of the models'\n"
+    "                       log-probabilities (they must share one vocabulary)\n"
+    "      --weights W,W..  the ensemble's weights, one a model (default: equal)\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -68,10 +72,14 @@ static const char usage[] =
     "A line longer than the model's positions allow (max_len + 1 tokens, with\n"
     "max_len as tfm info shows it) is truncated, with a warning.\n";
 
+enum { MAX_ENSEMBLE = 16 };
+
 typedef struct {
     const char *model, *input, *output, *score_ref;
     int beam, nbest, batch, max_len_b, threads, no_repeat;
-    int n_models;           /* -m given this many times */
+    int n_models;           /* -m given this many times: an ensemble when > 1 */
+    const char *models[MAX_ENSEMBLE];
+    const char *weights_arg;    /* --weights "w1,w2,..." */
     bool sample, have_seed;
     int top_k;
     float top_p, temperature;
@@ -105,7 +113,7 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
     enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
-           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF };
+           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF, OPT_WEIGHTS };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -124,6 +132,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"temperature", required_argument, NULL, OPT_TEMP},
         {"seed", required_argument, NULL, OPT_SEED},
         {"score-reference", required_argument, NULL, OPT_SCORE_REF},
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -142,13 +151,12 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         double flo = 0, fhi = 0;
         switch (c) {
         case 'm':
-            /* SPEC's ensembles are not built yet: refuse rather than
-             * silently use only the last model */
-            if (++o->n_models > 1)
-                return err_set(err, TFM_ERR_USAGE, "translate: -m given twice: ensembles of "
-                               "several models are not implemented yet; give one -m");
-            o->model = optarg;
+            if (o->n_models == MAX_ENSEMBLE)
+                return err_set(err, TFM_ERR_USAGE, "translate: at most %d models (-m)", MAX_ENSEMBLE);
+            o->models[o->n_models++] = optarg;
+            o->model = o->models[0];
             break;
+        case OPT_WEIGHTS: o->weights_arg = optarg; break;
         case 'i': o->input = optarg; break;
         case 'o': o->output = optarg; break;
         case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
@@ -202,6 +210,9 @@ typedef struct {
     Options o;
     ModelFile mf;
     Decoder *dec;
+    ModelFile *extra_mf;    /* the other models of an ensemble (-m given twice or more) */
+    Decoder **extra_dec;
+    int n_extra;
     DecodeOptions dopt;
     Line *lines;
     const int **sents;      /* (batch): the token ids of the lines to decode */
@@ -321,6 +332,72 @@ static bool input_waiting(FILE *f)
     return poll(&p, 1, 0) != 0;
 }
 
+/* The weights of --weights "w1,w2,...": one a model, each >= 0. */
+static TfmStatus parse_weights(const char *arg, int n, float *w, TfmErr *err)
+{
+    const char *p = arg;
+    int count = 0;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v >= 0) || v > 1e6 || (*end && *end != ','))
+            return err_set(err, TFM_ERR_USAGE, "translate: --weights: expected comma-separated "
+                           "numbers >= 0, got '%s'", arg);
+        if (count < n) w[count] = (float)v;
+        count++;
+        p = *end ? end + 1 : end;
+    }
+    if (count != n)
+        return err_set(err, TFM_ERR_USAGE, "translate: --weights has %d values for %d models (-m)",
+                       count, n);
+    return TFM_OK;
+}
+
+/* Several -m: load the other models, check they share the first one's
+ * vocabulary and positions, and make t->dec their ensemble. */
+static TfmStatus setup_ensemble(Translator *t, TfmErr *err)
+{
+    const Options *o = &t->o;
+    float w[MAX_ENSEMBLE];
+    TfmStatus st;
+    if (o->weights_arg && (st = parse_weights(o->weights_arg, o->n_models, w, err)) != TFM_OK)
+        return st;
+    if (o->n_models < 2) return TFM_OK;
+    const int n = o->n_models - 1;
+    t->extra_mf = xcalloc((size_t)n, sizeof *t->extra_mf, err);
+    t->extra_dec = xcalloc((size_t)n, sizeof *t->extra_dec, err);
+    if (!t->extra_mf || !t->extra_dec) return TFM_ERR_NOMEM;
+    size_t vlen0, vlen;
+    char *v0 = bpe_serialize(t->mf.bpe, &vlen0);
+    if (!v0) return err_set(err, TFM_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *path = o->models[i + 1];
+        if ((st = ckpt_load(path, &t->extra_mf[i], false, err)) != TFM_OK) break;
+        t->n_extra = i + 1;
+        char *v = bpe_serialize(t->extra_mf[i].bpe, &vlen);
+        bool same = v && vlen == vlen0 && memcmp(v, v0, vlen) == 0;
+        free(v);
+        if (!same) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: its vocabulary differs from %s's (an ensemble "
+                         "needs models with one vocabulary)", path, o->models[0]);
+            break;
+        }
+        if (t->extra_mf[i].model.cfg.max_len != t->mf.model.cfg.max_len) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: data.max_len %d differs from %s's %d (an "
+                         "ensemble needs one length limit)", path,
+                         t->extra_mf[i].model.cfg.max_len - 2, o->models[0],
+                         t->mf.model.cfg.max_len - 2);
+            break;
+        }
+        if ((st = decoder_init(&t->extra_dec[i], &t->extra_mf[i].model, o->batch, t->dopt.beam,
+                               err)) != TFM_OK)
+            break;
+    }
+    free(v0);
+    if (st != TFM_OK) return st;
+    return decoder_set_ensemble(t->dec, t->extra_dec, n, o->weights_arg ? w : NULL, err);
+}
+
 static TfmStatus setup(Translator *t, TfmErr *err)
 {
     Options *o = &t->o;
@@ -358,6 +435,7 @@ static TfmStatus setup(Translator *t, TfmErr *err)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
                        t->dopt.nbest, t->dopt.beam);
     if ((st = decoder_init(&t->dec, &t->mf.model, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
+    if ((st = setup_ensemble(t, err)) != TFM_OK) return st;
     t->lines = xcalloc((size_t)o->batch, sizeof *t->lines, err);
     t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
     t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
@@ -449,6 +527,12 @@ static void teardown(Translator *t)
     free(t->text);
     decoder_free(t->dec);
     ckpt_free(&t->mf);
+    for (int i = 0; i < t->n_extra; i++) {
+        decoder_free(t->extra_dec ? t->extra_dec[i] : NULL);
+        ckpt_free(&t->extra_mf[i]);
+    }
+    free(t->extra_dec);
+    free(t->extra_mf);
 }
 
 TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)

@@ -82,6 +82,12 @@ struct Decoder {
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
     Beam beam;                           /* decoder_run's search over the cache */
     SampItem *samp;                      /* (V): sampling's probabilities */
+    /* an ensemble: other models' decoders, stepped in lockstep with this
+     * one; the log-probabilities are the weighted mean (weights[0] is this
+     * decoder's own) */
+    Decoder **members;
+    int n_members;
+    float *weights;
     int *src_buf;                        /* (n, S) source rows, compacted with the batch */
     int *padded;                         /* (n, S): decoder_translate's rows */
     /* the batch of the last decoder_begin */
@@ -106,7 +112,7 @@ void decoder_free(Decoder *d)
     void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
                     d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
                     d->beam.fin_tok, d->beam.fin_len, d->beam.fin_count, d->beam.fin_score, d->beam.fin_lp, d->beam.limit,
-                    d->beam.done, d->beam.orig, d->src_buf, d->padded, d->samp};
+                    d->beam.done, d->beam.orig, d->src_buf, d->padded, d->samp, d->members, d->weights};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(d);
 }
@@ -586,6 +592,29 @@ static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *
     return TFM_OK;
 }
 
+TfmStatus decoder_set_ensemble(Decoder *d, Decoder *const *members, int n,
+                               const float *weights, TfmErr *err)
+{
+    for (int i = 0; i < n; i++)
+        if (members[i]->V != d->V || members[i]->T != d->T || members[i]->max_sents < d->max_sents ||
+            members[i]->max_beam < d->max_beam || members[i]->n_members)
+            return err_set(err, TFM_ERR_USAGE, "decoder: ensemble member %d does not match "
+                           "(vocabulary %d vs %d, positions %d vs %d)", i + 1, members[i]->V, d->V,
+                           members[i]->T, d->T);
+    double sum = 0;
+    for (int i = 0; i <= n; i++) sum += weights ? weights[i] : 1.0;
+    if (!(sum > 0)) return err_set(err, TFM_ERR_USAGE, "decoder: ensemble weights sum to %g", sum);
+    free(d->members);
+    free(d->weights);
+    d->members = xcalloc((size_t)n + 1, sizeof *d->members, err);
+    d->weights = xcalloc((size_t)n + 1, sizeof *d->weights, err);
+    if (!d->members || !d->weights) return TFM_ERR_NOMEM;
+    for (int i = 0; i < n; i++) d->members[i] = members[i];
+    for (int i = 0; i <= n; i++) d->weights[i] = (float)((weights ? weights[i] : 1.0) / sum);
+    d->n_members = n;
+    return TFM_OK;
+}
+
 TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
 {
     if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->S)
@@ -593,6 +622,8 @@ TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr 
                        "with beam %d", n, S, k);
     TfmStatus st = encode_batch(d, src, n, S, err);
     if (st != TFM_OK) return st;
+    for (int i = 0; i < d->n_members; i++)
+        if ((st = decoder_begin(d->members[i], src, n, S, k, err)) != TFM_OK) return st;
     d->cur_src = src;
     d->cur_n = n;
     d->cur_S = S;
@@ -607,6 +638,20 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
     if (parent && t > 0) reorder_cache(d, parent, R, t);
     if (prev != d->beam.prev) memcpy(d->beam.prev, prev, (size_t)R * sizeof(int));
     step(d, d->cur_n, d->cur_k, d->cur_S, d->cur_src, t);
+    if (d->n_members > 0) {
+        /* the weighted mean of the members' log-probabilities (Marian's
+         * ensembles do the same; the mean is not renormalised) */
+        const size_t nv = (size_t)R * d->V;
+        const float w0 = d->weights[0];
+        for (size_t i = 0; i < nv; i++) d->logits[i] *= w0;
+        for (int m = 0; m < d->n_members; m++) {
+            Decoder *e = d->members[m];
+            e->cur_src = d->cur_src;        /* compaction moves d's copy of the batch */
+            const float *lp = decoder_step(e, prev, parent, t);
+            const float w = d->weights[m + 1];
+            for (size_t i = 0; i < nv; i++) d->logits[i] += w * lp[i];
+        }
+    }
     return d->logits;
 }
 
@@ -626,6 +671,15 @@ static void compact(Decoder *d, int k)
                 float *kv = d->layer[i].cross_kv;
                 memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
             }
+            for (int m = 0; m < d->n_members; m++) {  /* their copies of the batch too */
+                Decoder *e = d->members[m];
+                const int E2 = 2 * e->D;
+                for (int i = 0; i < e->m->cfg.dec_layers; i++) {
+                    float *kv = e->layer[i].cross_kv;
+                    memmove(kv + (size_t)j * S * E2, kv + (size_t)b * S * E2, sizeof(float) * S * E2);
+                }
+                e->enc_len[j] = e->enc_len[b];
+            }
             d->beam.limit[j] = d->beam.limit[b];
             d->enc_len[j] = d->enc_len[b];
             d->beam.orig[j] = d->beam.orig[b];
@@ -639,6 +693,7 @@ static void compact(Decoder *d, int k)
         j++;
     }
     d->cur_n = j;
+    for (int m = 0; m < d->n_members; m++) d->members[m]->cur_n = j;
 }
 
 static int cmp_hyp(const void *a, const void *b)

@@ -78,6 +78,14 @@ TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens
  * as beam search does after choosing continuations. */
 TfmStatus decoder_begin(Decoder *d, const int *src, int n, int src_len, int k, TfmErr *err);
 
+/* Makes d an ensemble: members (other models' decoders, made with at least
+ * d's max_sents and max_beam; same vocabulary size and positions; d does
+ * not own them and they must outlive it) are stepped with d, and every
+ * step's log-probabilities are the weighted mean over d and the members.
+ * weights: n + 1 values, d's first, normalised here; NULL: equal. */
+TfmStatus decoder_set_ensemble(Decoder *d, Decoder *const *members, int n,
+                               const float *weights, TfmErr *err);
+
 /* Forced decoding (score.c): out[b] = log P(tgts[b] + </s> | srcs[b]) under
  * d's model m, summed over the target tokens and </s>, for n sentences
  * (n <= the decoder's max_sents; each at most m's max_len - 1 tokens). */
