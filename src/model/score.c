@@ -26,7 +26,8 @@ TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, cons
         goto done;
     }
     for (int b = 0; b < n; b++) {                      /* <pad> is 0 */
-        memcpy(src + (size_t)b * S, srcs[b], sizeof(int) * (size_t)src_lens[b]);
+        if (src_lens[b] > 0)                           /* an empty line may have no ids */
+            memcpy(src + (size_t)b * S, srcs[b], sizeof(int) * (size_t)src_lens[b]);
         src[(size_t)b * S + src_lens[b]] = TOK_EOS;
         out[b] = 0;
     }
