@@ -76,6 +76,7 @@ expect_err_line "linear attention message" \
 # run had already finished.
 mkdir sm
 (cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")
+check "start: the parameter count and the memory plan" grep -q '^model: 37376 parameters; [0-9]* MB in use with the optimizer, gradients and activations for 600 tokens ([0-9]* MB available)$' "$T/sm.err"
 check "summary: why it stopped" grep -q '^finished: train.max_steps (40) reached at step 40 (epoch [0-9]*) after 0h00m[0-9][0-9]s of training$' "$T/sm.err"
 check "summary: the best validation" grep -q '^best validation at step 40: loss [0-9.]* ppl [0-9.]*; model: best.tfm -> model.tfm$' "$T/sm.err"
 (cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")

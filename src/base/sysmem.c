@@ -28,6 +28,18 @@ static double meminfo_available(void)
     return kb >= 0 ? kb * 1024 : -1;
 }
 
+double sysmem_resident(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lf kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
 double sysmem_available(void)
 {
     /* MemAvailable, not the total: memory other processes hold is not ours */

@@ -11,6 +11,9 @@
  * memory.current) when one is set. 0 when unknown. */
 double sysmem_available(void);
 
+/* This process's resident memory in bytes (VmRSS), 0 when unknown. */
+double sysmem_resident(void);
+
 /* TFM_OK when need bytes fit in 80% of sysmem_available() (or it is
  * unknown). Else TFM_ERR_NOMEM with
  * "WHAT needs about N GB of memory, this machine has M GB available (HINT)". */

@@ -516,6 +516,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens,
                                    config_row_len(cfg->data.max_len), err)) != TFM_OK)
         goto done;
+    /* the memory plan: everything is allocated now, nothing grows per step */
+    progress_note(&t.prog, "model: %zu parameters; %.0f MB in use with the optimizer, gradients "
+                  "and activations for %d tokens (%.0f MB available)", t.model.n_params,
+                  sysmem_resident() / 1e6, cfg->train.batch_tokens, sysmem_available() / 1e6);
     t.run_start = now_s();
     if (opt->stop) opt->stop->started = 1;
     st = loop(&t, err);
