@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "base/path.h"
-#include "base/text.h"
+#include "model/config_schema.h"
 #include "model/json_strict.h"
 #include "text/bpe.h"
 
@@ -32,25 +32,7 @@ _Static_assert(sizeof(LrSchedule) == sizeof(int), "LrSchedule must be int-sized"
 
 enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text; refuse /dev/zero */
 
-typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NULL, K_ENUM } KeyType;
 
-enum {
-    F_REQUIRED = 1,      /* missing key is an error */
-    F_INPUT = 2,         /* a path relative to the config's folder */
-    F_MUST_EXIST = 4,    /* with check_files: a readable regular file (unless null) */
-};
-
-typedef struct {
-    const char *path;            /* JSON path, e.g. "train.lr.warmup" */
-    KeyType type;
-    size_t offset;               /* of the field in TfmConfig */
-    double min, max;             /* numbers: the allowed range */
-    bool min_open, max_open;     /* exclusive bounds */
-    double def;                  /* numbers, bools, enums (index into names) */
-    const char *def_str;         /* strings; NULL for none */
-    const char *const *names;    /* enums: NULL-terminated, index = value */
-    unsigned flags;
-} KeySpec;
 
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
@@ -74,7 +56,7 @@ static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant",
 #define STR_(p, f, d, flags)    {p, K_STR, OFF(f), 0, 0, false, false, 0, d, NULL, flags}
 
 /* The schema, in the order config_to_json writes it. Defaults: SPEC.md. */
-static const KeySpec schema[] = {
+const KeySpec config_schema[] = {
     STR_("data.train_src", data.train_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.train_tgt", data.train_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.valid_src", data.valid_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
@@ -132,7 +114,8 @@ static const KeySpec schema[] = {
     NONNEG_("decode.max_len_a", decode.max_len_a, 1.0),
     INT_("decode.max_len_b", decode.max_len_b, 0, INT_MAX, 50),
 };
-enum { N_KEYS = sizeof schema / sizeof *schema };
+const int config_n_keys = sizeof config_schema / sizeof *config_schema;
+enum { N_KEYS = sizeof config_schema / sizeof *config_schema };
 
 static void *field(TfmConfig *cfg, const KeySpec *k) { return (char *)cfg + k->offset; }
 static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
@@ -281,7 +264,7 @@ void config_defaults(TfmConfig *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < N_KEYS; i++) {
-        const KeySpec *k = &schema[i];
+        const KeySpec *k = &config_schema[i];
         void *f = field(cfg, k);
         switch (k->type) {
         case K_INT: case K_ENUM: *(int *)f = (int)k->def; break;
@@ -306,8 +289,8 @@ void config_free(TfmConfig *cfg)
 {
     if (!cfg) return;
     for (int i = 0; i < N_KEYS; i++) {
-        if (schema[i].type != K_STR && schema[i].type != K_STR_NULL) continue;
-        char **s = field(cfg, &schema[i]);
+        if (config_schema[i].type != K_STR && config_schema[i].type != K_STR_NULL) continue;
+        char **s = field(cfg, &config_schema[i]);
         free(*s);
         *s = NULL;
     }
@@ -316,7 +299,7 @@ void config_free(TfmConfig *cfg)
 /* ---- one value ---- */
 
 /* Stores JSON value v into the field of k, after checking type and range. */
-static TfmStatus set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err)
+TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err)
 {
     char got[96];
     describe_value(got, sizeof got, v);
@@ -375,25 +358,25 @@ static TfmStatus set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, Tfm
 
 /* ---- walking the JSON tree ---- */
 
-static int spec_find(const char *path)
+int config_spec_find(const char *path)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (strcmp(schema[i].path, path) == 0) return i;
+        if (strcmp(config_schema[i].path, path) == 0) return i;
     return -1;
 }
 
 /* A section is a path that prefixes some key: "train", "train.lr". */
-static bool is_section(const char *path)
+bool config_is_section(const char *path)
 {
     size_t n = strlen(path);
     for (int i = 0; i < N_KEYS; i++)
-        if (strncmp(schema[i].path, path, n) == 0 && schema[i].path[n] == '.') return true;
+        if (strncmp(config_schema[i].path, path, n) == 0 && config_schema[i].path[n] == '.') return true;
     return false;
 }
 
 /* Keys are shown bare when they are plain words, else as JSON strings, so a
  * key with a newline or a dot cannot break or fake the error line. */
-static bool plain_key(const char *key)
+bool config_plain_key(const char *key)
 {
     size_t n = strlen(key);
     if (n == 0 || n > 64) return false;
@@ -407,12 +390,10 @@ static bool plain_key(const char *key)
 static void child_path(char *buf, size_t n, const char *prefix, const char *key)
 {
     char shown[96];
-    if (plain_key(key)) snprintf(shown, sizeof shown, "%s", key);
+    if (config_plain_key(key)) snprintf(shown, sizeof shown, "%s", key);
     else quote(shown, sizeof shown, key, 40);
     snprintf(buf, n, "%s%s%s", prefix, prefix[0] ? "." : "", shown);
 }
-
-static TfmStatus unknown_key(const char *shown, const char *path, TfmErr *err);
 
 static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool *seen, TfmErr *err)
 {
@@ -423,12 +404,12 @@ static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool
             if (strcmp(p->string, c->string) == 0)
                 return err_set(err, TFM_ERR_CONFIG, "%s: duplicate key", path);
         /* Non-plain keys can never match the schema (no key has a dot). */
-        int i = plain_key(c->string) ? spec_find(path) : -1;
+        int i = config_plain_key(c->string) ? config_spec_find(path) : -1;
         if (i >= 0) {
-            TfmStatus st = set_value(cfg, &schema[i], c, err);
+            TfmStatus st = config_set_value(cfg, &config_schema[i], c, err);
             if (st != TFM_OK) return st;
             seen[i] = true;
-        } else if (plain_key(c->string) && is_section(path)) {
+        } else if (config_plain_key(c->string) && config_is_section(path)) {
             if (!cJSON_IsObject(c)) {
                 char got[96];
                 describe_value(got, sizeof got, c);
@@ -436,129 +417,11 @@ static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool
             }
             TfmStatus st = walk(cfg, c, path, seen, err);
             if (st != TFM_OK) return st;
-        } else if (plain_key(c->string)) {
-            return unknown_key(path, path, err);
+        } else if (config_plain_key(c->string)) {
+            return config_unknown_key(path, path, err);
         } else {
             return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", path);
         }
-    }
-    return TFM_OK;
-}
-
-/* ---- "did you mean" ---- */
-
-const char *config_suggest_key(const char *path)
-{
-    const char *leaf = strrchr(path, '.');
-    leaf = leaf ? leaf + 1 : path;
-    const char *best = NULL;
-    size_t best_d = 1 + strlen(leaf) / 4;   /* a typo or two, not a new word */
-    for (int i = 0; i < N_KEYS; i++) {
-        const char *kl = strrchr(schema[i].path, '.');
-        kl = kl ? kl + 1 : schema[i].path;
-        if (strcmp(kl, leaf) == 0) return schema[i].path;   /* the right key, another section */
-        size_t d = text_edit_distance(path, strlen(path), schema[i].path, strlen(schema[i].path));
-        if (d <= best_d && (!best || d < best_d)) {
-            best = schema[i].path;
-            best_d = d;
-        }
-    }
-    return best;
-}
-
-static TfmStatus unknown_key(const char *shown, const char *path, TfmErr *err)
-{
-    const char *hint = config_suggest_key(path);
-    if (hint) return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %s?)", shown, hint);
-    return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", shown);
-}
-
-/* ---- command-line overrides ---- */
-
-/* The JSON value of one `--set KEY=VALUE`: VALUE as JSON when it parses
- * (3, true, null, "x"), else as a string; string keys take VALUE as it is
- * unless it is null or quoted. Input paths are made absolute here, since on
- * the command line they are relative to the current folder, not the
- * config's. */
-static cJSON *override_value(const KeySpec *k, const char *value, TfmErr *err)
-{
-    cJSON *v = NULL;
-    bool str_key = k->type == K_STR || k->type == K_STR_NULL;
-    if (!str_key || strcmp(value, "null") == 0 || value[0] == '"') {
-        TfmErr ignored = {0};
-        if (json_strict_parse(value, strlen(value), &v, &ignored) != TFM_OK) v = NULL;
-    }
-    if (!v && (k->flags & F_INPUT) && value[0] && value[0] != '/') {
-        char cwd[4096];
-        if (!getcwd(cwd, sizeof cwd)) {
-            err_set(err, TFM_ERR_IO, "cannot read the current folder: %s", strerror(errno));
-            return NULL;
-        }
-        char *abs = path_join(cwd, value, err);
-        if (!abs) return NULL;
-        v = cJSON_CreateString(abs);
-        free(abs);
-    } else if (!v) {
-        v = cJSON_CreateString(value);
-    }
-    if (!v) err_set(err, TFM_ERR_NOMEM, "out of memory");
-    return v;
-}
-
-/* Puts each "KEY=VALUE" of sets into the JSON tree (creating sections as
- * needed), after checking the key and the value as the file's would be
- * checked. Errors start "--set KEY: ". */
-static TfmStatus apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
-                                 TfmErr *err)
-{
-    for (int s = 0; s < n_sets; s++) {
-        const char *eq = strchr(sets[s], '=');
-        char key[192];
-        size_t kn = eq ? (size_t)(eq - sets[s]) : strlen(sets[s]);
-        if (!eq || kn == 0 || kn >= sizeof key)
-            return err_set(err, TFM_ERR_USAGE, "--set: expected KEY=VALUE, got '%s'", sets[s]);
-        memcpy(key, sets[s], kn);
-        key[kn] = '\0';
-        for (size_t j = 0; j < kn; j++)
-            if (!(key[j] == '.' || key[j] == '_' || (key[j] >= 'a' && key[j] <= 'z') ||
-                  (key[j] >= 'A' && key[j] <= 'Z') || (key[j] >= '0' && key[j] <= '9')))
-                return err_set(err, TFM_ERR_USAGE, "--set: KEY must be a config key such as "
-                               "train.max_steps, got a key with character 0x%02X",
-                               (unsigned char)key[j]);
-        int i = spec_find(key);
-        if (i < 0) {
-            char shown[200];
-            snprintf(shown, sizeof shown, "--set %s", key);
-            if (is_section(key))
-                return err_set(err, TFM_ERR_CONFIG, "%s: is a section; set one of its keys", shown);
-            return unknown_key(shown, key, err);
-        }
-        cJSON *v = override_value(&schema[i], eq + 1, err);
-        if (!v) return err->status;
-        TfmStatus st = set_value(cfg, &schema[i], v, err);
-        if (st != TFM_OK) {
-            cJSON_Delete(v);
-            err_prefix(err, "--set ");
-            return st;
-        }
-        /* walk down the sections, making the missing ones */
-        cJSON *obj = root;
-        char part[192];
-        const char *p = key;
-        for (const char *dot; (dot = strchr(p, '.')); p = dot + 1) {
-            memcpy(part, p, (size_t)(dot - p));
-            part[dot - p] = '\0';
-            cJSON *child = cJSON_GetObjectItemCaseSensitive(obj, part);
-            if (!child) child = cJSON_AddObjectToObject(obj, part);
-            if (!child || !cJSON_IsObject(child)) { obj = NULL; break; }
-            obj = child;
-        }
-        if (!obj) {   /* a section that is not an object: walk reports it */
-            cJSON_Delete(v);
-            continue;
-        }
-        if (cJSON_GetObjectItemCaseSensitive(obj, p)) cJSON_ReplaceItemInObjectCaseSensitive(obj, p, v);
-        else cJSON_AddItemToObject(obj, p, v);
     }
     return TFM_OK;
 }
@@ -640,7 +503,7 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
     bool seen[N_KEYS] = {false};
     config_defaults(cfg);
     for (int i = 0; i < N_KEYS; i++)
-        if (schema[i].def_str && !*(char **)field(cfg, &schema[i])) {
+        if (config_schema[i].def_str && !*(char **)field(cfg, &config_schema[i])) {
             st = err_set(err, TFM_ERR_NOMEM, "out of memory");
             goto fail;
         }
@@ -652,18 +515,18 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         st = err_set(err, TFM_ERR_CONFIG, "expected a JSON object at the top level, got %s", got);
         goto fail;
     }
-    if (n_sets > 0 && (st = apply_overrides(cfg, root, sets, n_sets, err)) != TFM_OK) goto fail;
+    if (n_sets > 0 && (st = config_apply_overrides(cfg, root, sets, n_sets, err)) != TFM_OK) goto fail;
     if ((st = walk(cfg, root, "", seen, err)) != TFM_OK) goto fail;
     for (int i = 0; i < N_KEYS; i++)
-        if ((schema[i].flags & F_REQUIRED) && !seen[i]) {
-            st = err_set(err, TFM_ERR_CONFIG, "%s: required key missing", schema[i].path);
+        if ((config_schema[i].flags & F_REQUIRED) && !seen[i]) {
+            st = err_set(err, TFM_ERR_CONFIG, "%s: required key missing", config_schema[i].path);
             goto fail;
         }
     if ((st = check_cross(cfg, err)) != TFM_OK) goto fail;
     cfg->model.max_len = config_positions(cfg->data.max_len);
 
     for (int i = 0; i < N_KEYS; i++) {
-        const KeySpec *k = &schema[i];
+        const KeySpec *k = &config_schema[i];
         char **s = field(cfg, k);
         if (!(k->flags & F_INPUT) || !*s) continue;
         char *resolved = path_join(base_dir, *s, err);
@@ -762,7 +625,7 @@ fail:
 TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
 {
     for (int i = 0; i < N_KEYS; i++) {
-        const KeySpec *k = &schema[i];
+        const KeySpec *k = &config_schema[i];
         const void *f = cfield(cfg, k);
         double v;
         char got[96];
@@ -904,7 +767,7 @@ char *config_to_json(const TfmConfig *cfg)
     buf_printf(&b, "{");
     for (int i = 0; i < N_KEYS; i++) {
         char comp[4][32];
-        int n = split_path(schema[i].path, comp), parents = n - 1;
+        int n = split_path(config_schema[i].path, comp), parents = n - 1;
         int common = 0;
         while (common < depth && common < parents && strcmp(open_[common], comp[common]) == 0)
             common++;
@@ -917,7 +780,7 @@ char *config_to_json(const TfmConfig *cfg)
             memcpy(open_[depth], comp[depth], 32);
         }
         buf_printf(&b, "%s\n%*s\"%s\": ", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[n - 1]);
-        write_value(&b, cfg, &schema[i]);
+        write_value(&b, cfg, &config_schema[i]);
         comma[depth] = true;
     }
     for (; depth > 0; depth--)

@@ -1,0 +1,53 @@
+/* config_override: what the config parser shares with its command-line
+ * side (config_override.c: `tfm train --set` and the "did you mean" hints):
+ * the schema table and its one-value setter. Private to model/config*.c. */
+#ifndef TFM_CONFIG_SCHEMA_H
+#define TFM_CONFIG_SCHEMA_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/config.h"
+
+typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NULL, K_ENUM } KeyType;
+
+enum {
+    F_REQUIRED = 1,      /* missing key is an error */
+    F_INPUT = 2,         /* a path relative to the config's folder */
+    F_MUST_EXIST = 4,    /* with check_files: a readable regular file (unless null) */
+};
+
+typedef struct {
+    const char *path;            /* JSON path, e.g. "train.lr.warmup" */
+    KeyType type;
+    size_t offset;               /* of the field in TfmConfig */
+    double min, max;             /* numbers: the allowed range */
+    bool min_open, max_open;     /* exclusive bounds */
+    double def;                  /* numbers, bools, enums (index into names) */
+    const char *def_str;         /* strings; NULL for none */
+    const char *const *names;    /* enums: NULL-terminated, index = value */
+    unsigned flags;
+} KeySpec;
+
+/* Every key: path, type, offset, range, default (config.c). */
+extern const KeySpec config_schema[];
+extern const int config_n_keys;
+
+/* The schema index of a full key path, or -1. */
+int config_spec_find(const char *path);
+/* A path that prefixes some key ("train", "train.lr"). */
+bool config_is_section(const char *path);
+/* A plain JSON key: letters, digits, '_' (at most 64). */
+bool config_plain_key(const char *key);
+/* Stores JSON value v into k's field of cfg after the type and range checks. */
+TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err);
+
+/* "SHOWN: unknown key", with " (did you mean K?)" when a key is close. */
+TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err);
+/* Puts each "KEY=VALUE" of sets into the JSON tree, checked; errors start
+ * "--set KEY: ". */
+TfmStatus config_apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
+                                 TfmErr *err);
+
+#endif
