@@ -162,4 +162,17 @@ check "--score-reference: a number a line" test "$(grep -c '^-[0-9]*\.[0-9]*$' "
 expect_exit 1 "--score-reference, short reference" -- "$TFM" translate -i in.txt --score-reference ref3.txt -q
 expect_err_line "--score-reference: short reference message" "tfm: translate: --score-reference: ref3.txt ends at line 4, in.txt goes on"
 
+# On a terminal, with the output going to a file, a live progress line for a
+# long input (at most twice a second: 20000 lines take seconds), cleared
+# before the summary; nothing of it in the output file.
+if command -v script >/dev/null; then
+    for i in $(seq 500); do cat "$MINI/valid.de"; done | head -n 20000 >long_in.txt
+    script -qec "\"$TFM\" translate -i long_in.txt -o long_out.txt --batch-size 8" /dev/null \
+        | tr '\r' '\n' >pty.txt
+    check "progress line on a terminal" grep -aq '^.*translated [0-9]* lines, [0-9.]* sentences/s$' pty.txt
+    check "then the summary" grep -aq 'tfm: translated 20000 lines' pty.txt
+    check "progress is not in the output" test "$(grep -c 'sentences/s' long_out.txt)" = 0
+    check "all lines translated" test "$(wc -l <long_out.txt)" = 20000
+fi
+
 cli_summary

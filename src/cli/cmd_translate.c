@@ -226,6 +226,9 @@ typedef struct {
     FILE *out;              /* stdout, or -o's temporary file */
     const char *out_name;
     long long src_tokens, out_tokens;   /* for the summary line */
+    bool progress;          /* a live progress line on stderr (a terminal; output elsewhere) */
+    bool progress_shown;
+    struct timespec start, last_progress;
 } Translator;
 
 /* Makes t->text safe as one output line: each invalid UTF-8 byte becomes
@@ -275,6 +278,34 @@ static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis 
     return TFM_OK;
 }
 
+static double seconds_since(const struct timespec *a)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - a->tv_sec) + 1e-9 * (double)(now.tv_nsec - a->tv_nsec);
+}
+
+/* The live line for long inputs: lines so far and their rate, at most
+ * twice a second, on a terminal's stderr while the output goes elsewhere. */
+static void show_progress(Translator *t)
+{
+    if (!t->progress || seconds_since(&t->last_progress) < 0.5) return;
+    clock_gettime(CLOCK_MONOTONIC, &t->last_progress);
+    const double s = seconds_since(&t->start);
+    fprintf(stderr, "\r\033[Ktranslated %ld lines, %.1f sentences/s", t->lines_done,
+            s > 0 ? (double)t->lines_done / s : 0.0);
+    fflush(stderr);
+    t->progress_shown = true;
+}
+
+/* Takes the live line off the screen before other text goes to stderr. */
+static void clear_progress(Translator *t)
+{
+    if (!t->progress_shown) return;
+    fputs("\r\033[K", stderr);
+    t->progress_shown = false;
+}
+
 /* Translates lines[0..count) and writes them in order. */
 static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
 {
@@ -316,6 +347,7 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
     t->lines_done += count;
     if (fflush(t->out) != 0 || ferror(t->out))
         return err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
+    show_progress(t);
     return TFM_OK;
 }
 
@@ -457,6 +489,7 @@ static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *
     if (got <= 0) return got;
     if (bpe_encode(t->mf.bpe, line, len, &l->ids, &l->n, &l->cap, err) != TFM_OK) return -1;
     if (l->n > max_src) {
+        clear_progress(t);
         if (!t->o.quiet)
             fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the model's "
                     "limit of %d\n", r->name, r->line_no, l->n, max_src);
@@ -568,6 +601,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     }
     const int max_src = t.mf.model.cfg.max_len - 1;    /* room for </s> */
     int count = 0;
+    t.progress = !t.o.quiet && isatty(STDERR_FILENO) && !isatty(fileno(t.out));
+    t.start = t.last_progress = t0;
     if (t.o.score_ref) st = score_references(&t, &in, err);
     for (; !t.o.score_ref;) {
         char *line;
@@ -598,6 +633,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
          * its markers. */
         if (strspn(line, " \t\r\v\f") == len) l->n = 0;
         if (l->n > max_src) {
+            clear_progress(&t);
             if (!t.o.quiet)
                 fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the "
                         "model's limit of %d\n", in.name, in.line_no, l->n, max_src);
@@ -608,6 +644,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
             count = 0;
         }
     }
+    clear_progress(&t);                 /* the summary replaces it */
     if (st == TFM_OK && af.f) {
         st = atomic_commit(&af, err);
         t.out = stdout;
