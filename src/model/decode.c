@@ -1,7 +1,7 @@
-/* decode: incremental decoder and beam search (see decode.h). */
+/* decode: incremental decoder, beam search and ensembles (see decode.h;
+ * the state is in decode_internal.h, sampling in decode_sample.c). */
 #include "model/decode.h"
-
-#include "base/rng.h"
+#include "model/decode_internal.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -13,17 +13,6 @@
 #include "nn/packed_linear.h"
 #include "base/sysmem.h"
 #include "model/sublayer.h"
-
-typedef struct {
-    DecLayerWeights w;          /* views into the model's parameters */
-    float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
-    float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
-    PackedLinear pk[7];         /* the products over packed weights (LP_*) */
-} DecLayer;
-
-/* A layer's products: self-attention QKV and output, cross-attention query,
- * output and K | V (of the encoder output, once per batch), FFN. */
-enum { LP_QKV, LP_O, LP_CQ, LP_CO, LP_CKV, LP_F1, LP_F2, LP_COUNT };
 
 typedef struct { const float *w, *b; int in, out; } Product;
 
@@ -37,64 +26,6 @@ static Product layer_product(const DecLayer *l, int i, int D, int F)
     };
     return p[i];
 }
-
-typedef struct { float score; int row, tok; } Cand;
-
-/* Beam search's state (decoder_run), apart from the cache state that
- * decoder_begin/decoder_step keep in Decoder. Rows: sentence b's are
- * b·k .. b·k + k - 1. */
-typedef struct {
-    float *score;                        /* (rows): log-probability so far */
-    int *prev, *hist, *hist_next, *parent;
-    Cand *cand;                          /* 2k candidates per sentence */
-    /* finished hypotheses: up to 2k per sentence */
-    int *fin_tok, *fin_len, *fin_count;
-    float *fin_score, *fin_lp;
-    /* per sentence of the current (compacted) batch */
-    int *limit;                          /* output length limit */
-    char *done;
-    int *orig;                           /* index in the caller's batch (fin_* use it) */
-} Beam;
-
-/* A word's weight when sampling, and its id. */
-typedef struct {
-    float p;
-    int id;
-} SampItem;
-
-/* Sentences encoded together: sorted by length and taken 16 at a time, a
- * batch of mixed lengths pads far less than as one (n, S) block. */
-enum { ENC_GROUP = 16 };
-
-struct Decoder {
-    const Model *m;
-    int max_sents, max_beam, rows, T, S, D, H, F, V;
-    DecLayer *layer;
-    const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
-    PackedLinear p_out;                  /* output projection to the vocabulary */
-    EncoderPack *enc_pack;               /* the encoder's weights, packed */
-    /* encoding in groups of similar length (encode_batch) */
-    float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
-    float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
-    int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */
-    int *enc_len;                        /* (n): source length with </s>, compacted
-                                            with the batch (cross-attention keys) */
-    float *x, *in, *qkv, *ctx, *y, *q, *h, *att, *logits;
-    Beam beam;                           /* decoder_run's search over the cache */
-    SampItem *samp;                      /* (V): sampling's probabilities */
-    /* an ensemble: other models' decoders, stepped in lockstep with this
-     * one; the log-probabilities are the weighted mean (weights[0] is this
-     * decoder's own) */
-    Decoder **members;
-    int n_members;
-    float *weights;
-    int *src_buf;                        /* (n, S) source rows, compacted with the batch */
-    int *padded;                         /* (n, S): decoder_translate's rows */
-    /* the batch of the last decoder_begin */
-    const int *cur_src;
-    int cur_n, cur_S, cur_k;
-    int cur_rows;           /* rows whose caches hold the last step */
-};
 
 void decoder_free(Decoder *d)
 {
@@ -306,8 +237,8 @@ static void offer(Cand *c, int *have, int want, float score, int row, int tok)
     c[i] = (Cand){score, row, tok};
 }
 
-static void finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
-                   int out_len, float alpha)
+void decoder_finish(Decoder *d, int b, int k, const int *tokens, int len, float logprob,
+                    int out_len, float alpha)
 {
     const int o = d->beam.orig[b];
     int slot = o * 2 * k + d->beam.fin_count[o]++;
@@ -336,7 +267,7 @@ static inline float chunk_max(const float *p)
 /* --no-repeat-ngram (fairseq's rule): a token that would complete an
  * n-gram the row's history h[0..t) already holds is banned, by setting its
  * log-probability to -inf. The history is short: a scan per row is enough. */
-static void ban_repeats(float *lp, const int *h, int t, int n)
+void decoder_ban_repeats(float *lp, const int *h, int t, int n)
 {
     if (n <= 0 || t < n - 1) return;
     const int *tail = h + t - (n - 1);          /* the last n-1 tokens */
@@ -353,7 +284,7 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int
         const float s = d->beam.score[r];
         if (s == -INFINITY) continue;
         float *lp = d->logits + (size_t)r * V;
-        ban_repeats(lp, d->beam.hist + (size_t)r * T, t, no_repeat);
+        decoder_ban_repeats(lp, d->beam.hist + (size_t)r * T, t, no_repeat);
         for (int v = 0; v < V; v++) {
             if (v == TOK_PAD || v == TOK_BOS) continue;
             /* Once 2k candidates are kept, a chunk whose best cannot beat
@@ -373,7 +304,7 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int
     for (int i = 0; i < have; i++) {
         const int *h = d->beam.hist + (size_t)c[i].row * T;
         if (c[i].tok == TOK_EOS) {
-            if (i < k) finish(d, b, k, h, t, c[i].score, t + 1, alpha);
+            if (i < k) decoder_finish(d, b, k, h, t, c[i].score, t + 1, alpha);
             continue;
         }
         if (live == k) continue;
@@ -383,7 +314,7 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int
                 int *tmp = d->beam.hist_next + (size_t)(base + live) * T;
                 memcpy(tmp, h, (size_t)t * sizeof(int));
                 tmp[t] = c[i].tok;
-                finish(d, b, k, tmp, t + 1, c[i].score, t + 1, alpha);
+                decoder_finish(d, b, k, tmp, t + 1, c[i].score, t + 1, alpha);
             }
             live++;
             continue;
@@ -425,89 +356,6 @@ static void advance(Decoder *d, int b, int k, int nbest, int t, float alpha, int
         best_live = fmaxf(best_live, bound);
     }
     if (last || live == 0 || d->beam.fin_count[o] >= k || nth_fin >= best_live) d->beam.done[b] = 1;
-}
-
-/* ---- sampling ---- */
-
-static int cmp_prob_desc(const void *a, const void *b)
-{
-    const SampItem *x = a, *y = b;
-    if (x->p != y->p) return x->p > y->p ? -1 : 1;
-    return x->id - y->id;                       /* ties: the lower id first */
-}
-
-/* Draws a token from log-probabilities lp (V) under opt's temperature,
- * top-k and top-p, with the uniform u in [0, 1). */
-static int sample_token(Decoder *d, const float *lp, const DecodeOptions *opt, double u)
-{
-    const int V = d->V;
-    SampItem *it = d->samp;
-    float mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
-    if (mx == -INFINITY) return TOK_EOS;        /* everything banned */
-    const float inv_t = 1.0f / opt->temperature;
-    double total = 0;
-    for (int v = 0; v < V; v++) {
-        it[v] = (SampItem){lp[v] == -INFINITY ? 0.0f : expf((lp[v] - mx) * inv_t), v};
-        total += it[v].p;
-    }
-    int n = V;
-    if ((opt->top_k > 0 && opt->top_k < V) || opt->top_p < 1.0f) {
-        qsort(it, (size_t)V, sizeof *it, cmp_prob_desc);   /* most likely first */
-        if (opt->top_k > 0 && opt->top_k < n) n = opt->top_k;
-        if (opt->top_p < 1.0f) {
-            double cum = 0;
-            for (int i = 0; i < n; i++) {
-                cum += it[i].p / total;
-                if (cum >= opt->top_p) { n = i + 1; break; }
-            }
-        }
-        total = 0;
-        for (int i = 0; i < n; i++) total += it[i].p;
-    }
-    double target = u * total, cum = 0;
-    for (int i = 0; i < n; i++) {
-        cum += it[i].p;
-        if (target < cum && it[i].p > 0) return it[i].id;
-    }
-    for (int i = n - 1; i >= 0; i--)             /* rounding: the last non-zero one */
-        if (it[i].p > 0) return it[i].id;
-    return TOK_EOS;
-}
-
-/* Sampling's step for sentence b (one row): draw, then end the sentence at
- * </s> or the length limit, or carry the token on. */
-static void sample_advance(Decoder *d, int b, int t, const DecodeOptions *opt)
-{
-    const int V = d->V, T = d->T, r = b;
-    float *lp = d->logits + (size_t)r * V;
-    const int *h = d->beam.hist + (size_t)r * T;
-    ban_repeats(lp, h, t, opt->no_repeat_ngram);
-    lp[TOK_PAD] = lp[TOK_BOS] = -INFINITY;
-    const int o = d->beam.orig[b];
-    const uint64_t id = opt->sentence_ids ? (uint64_t)opt->sentence_ids[o] : (uint64_t)o;
-    Rng g;
-    rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
-    const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
-    const int tok = sample_token(d, lp, opt, u);
-    const float s = d->beam.score[r] + lp[tok];
-    d->beam.parent[r] = r;
-    if (tok == TOK_EOS) {
-        finish(d, b, 1, h, t, s, t + 1, opt->alpha);
-        d->beam.done[b] = 1;
-    } else if (t + 1 >= d->beam.limit[b]) {
-        int *tmp = d->beam.hist_next + (size_t)r * T;
-        memcpy(tmp, h, (size_t)t * sizeof(int));
-        tmp[t] = tok;
-        finish(d, b, 1, tmp, t + 1, s, t + 1, opt->alpha);
-        d->beam.done[b] = 1;
-    } else {
-        d->beam.prev[r] = tok;
-        d->beam.score[r] = s;
-        return;
-    }
-    d->beam.prev[r] = TOK_PAD;
-    d->beam.score[r] = -INFINITY;
 }
 
 /* Moves histories (through position t) to the new rows' parents. */
@@ -747,7 +595,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 }
                 continue;
             }
-            if (opt->sample) sample_advance(d, b, t, opt);
+            if (opt->sample) decoder_sample_advance(d, b, t, opt);
             else advance(d, b, k, opt->nbest, t, opt->alpha, opt->no_repeat_ngram);
             active += !d->beam.done[b];
         }

@@ -1,0 +1,92 @@
+/* decode_sample: drawing translations instead of searching for them
+ * (`tfm translate --sample`): temperature, top-k, top-p, seeded by the
+ * sentence's id so that draws do not depend on the batch or threads. */
+#include "model/decode_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+
+static int cmp_prob_desc(const void *a, const void *b)
+{
+    const SampItem *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
+    return x->id - y->id;                       /* ties: the lower id first */
+}
+
+/* Draws a token from log-probabilities lp (V) under opt's temperature,
+ * top-k and top-p, with the uniform u in [0, 1). */
+static int sample_token(Decoder *d, const float *lp, const DecodeOptions *opt, double u)
+{
+    const int V = d->V;
+    SampItem *it = d->samp;
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
+    if (mx == -INFINITY) return TOK_EOS;        /* everything banned */
+    const float inv_t = 1.0f / opt->temperature;
+    double total = 0;
+    for (int v = 0; v < V; v++) {
+        it[v] = (SampItem){lp[v] == -INFINITY ? 0.0f : expf((lp[v] - mx) * inv_t), v};
+        total += it[v].p;
+    }
+    int n = V;
+    if ((opt->top_k > 0 && opt->top_k < V) || opt->top_p < 1.0f) {
+        qsort(it, (size_t)V, sizeof *it, cmp_prob_desc);   /* most likely first */
+        if (opt->top_k > 0 && opt->top_k < n) n = opt->top_k;
+        if (opt->top_p < 1.0f) {
+            double cum = 0;
+            for (int i = 0; i < n; i++) {
+                cum += it[i].p / total;
+                if (cum >= opt->top_p) { n = i + 1; break; }
+            }
+        }
+        total = 0;
+        for (int i = 0; i < n; i++) total += it[i].p;
+    }
+    double target = u * total, cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += it[i].p;
+        if (target < cum && it[i].p > 0) return it[i].id;
+    }
+    for (int i = n - 1; i >= 0; i--)             /* rounding: the last non-zero one */
+        if (it[i].p > 0) return it[i].id;
+    return TOK_EOS;
+}
+
+/* Sampling's step for sentence b (one row): draw, then end the sentence at
+ * </s> or the length limit, or carry the token on. */
+void decoder_sample_advance(Decoder *d, int b, int t, const DecodeOptions *opt)
+{
+    const int V = d->V, T = d->T, r = b;
+    float *lp = d->logits + (size_t)r * V;
+    const int *h = d->beam.hist + (size_t)r * T;
+    decoder_ban_repeats(lp, h, t, opt->no_repeat_ngram);
+    lp[TOK_PAD] = lp[TOK_BOS] = -INFINITY;
+    const int o = d->beam.orig[b];
+    const uint64_t id = opt->sentence_ids ? (uint64_t)opt->sentence_ids[o] : (uint64_t)o;
+    Rng g;
+    rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
+    const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
+    const int tok = sample_token(d, lp, opt, u);
+    const float s = d->beam.score[r] + lp[tok];
+    d->beam.parent[r] = r;
+    if (tok == TOK_EOS) {
+        decoder_finish(d, b, 1, h, t, s, t + 1, opt->alpha);
+        d->beam.done[b] = 1;
+    } else if (t + 1 >= d->beam.limit[b]) {
+        int *tmp = d->beam.hist_next + (size_t)r * T;
+        memcpy(tmp, h, (size_t)t * sizeof(int));
+        tmp[t] = tok;
+        decoder_finish(d, b, 1, tmp, t + 1, s, t + 1, opt->alpha);
+        d->beam.done[b] = 1;
+    } else {
+        d->beam.prev[r] = tok;
+        d->beam.score[r] = s;
+        return;
+    }
+    d->beam.prev[r] = TOK_PAD;
+    d->beam.score[r] = -INFINITY;
+}
+
