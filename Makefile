@@ -15,7 +15,7 @@ CFLAGS  ?= -O2 -g
 # -fno-math-errno: sqrtf and friends never set errno here (no one reads it),
 # so loops that call them can be vectorized.
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -fopenmp -MMD -MP $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS   = $(PKG_LIBS) -fopenmp -lm $(EXTRA_LDFLAGS)
+LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
 # One folder per layer (README.md, "Source map"); includes name the folder:

@@ -12,14 +12,15 @@
 #   2. base/, nn/ and text/ do not include cJSON (only configs, --json and
 #      the logs, above them, speak JSON).
 #   3. A vendor library is included by its wrapper only: <cblas.h> by
-#      nn/blas.c. (oneDNN and MPI get an entry in WRAPPERS when they land.)
+#      nn/blas.c, <dnnl.h> by nn/gemm_bf16.c. (MPI gets an entry in WRAPPERS
+#      when it lands.)
 #   4. Only cli/main.c ends or replaces the process: no exit, _exit, _Exit,
 #      quick_exit, abort or exec* anywhere else.
 # Comments are skipped, so a comment may name what the code may not do.
 set -u
 SRC=${1:-src}
 RANKS="base=0 nn=1 text=1 model=2 train=3 cli=4"
-WRAPPERS="cblas.h=nn/blas.c"        # header=the one file that may include it
+WRAPPERS="cblas.h=nn/blas.c dnnl.h=nn/gemm_bf16.c"        # header=the one file that may include it
 NO_JSON="base nn text"
 PROCESS_OWNER=cli/main.c
 

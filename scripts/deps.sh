@@ -10,6 +10,7 @@ else
     pkg-config --exists openblas || missing="$missing libopenblas-dev"
     pkg-config --exists libcjson || missing="$missing libcjson-dev"
     pkg-config --exists zlib || missing="$missing zlib1g-dev"
+    [ -e /usr/include/oneapi/dnnl/dnnl.h ] || missing="$missing libdnnl-dev"
     [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
         [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
     command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"

@@ -144,7 +144,10 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         goto done;
     }
     blas_set_threads(cfg.train.threads);
-    if ((st = blas_selftest(err)) == TFM_OK) {
+    st = blas_selftest(err);
+    if (st == TFM_OK && cfg.train.precision == PRECISION_BF16)
+        st = blas_use_bf16("train.precision", err);
+    if (st == TFM_OK) {
         opt.config_path = argv[optind];
         /* Lets tests interrupt a run at an exact step through the real signal path. */
         const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");

@@ -453,9 +453,6 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
     if (cfg->model.attention != 0)
         return err_set(err, TFM_ERR_CONFIG, "model.attention: \"linear\" is not implemented in "
                        "this version of tfm; use \"softmax\"");
-    if (cfg->train.precision != 0)
-        return err_set(err, TFM_ERR_CONFIG, "train.precision: \"bf16\" is not available: this "
-                       "tfm is built without bfloat16 support (oneDNN); use \"fp32\"");
     const LrConfig *lr = &cfg->train.lr;
     if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) &&
         cfg->train.max_steps <= lr->warmup)

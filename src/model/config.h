@@ -14,6 +14,8 @@
 #define CONFIG_MAX_JSON_INT 9007199254740991LL
 
 typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
+/* train.precision, and tfm translate --precision */
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
 
 typedef struct {
     char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
@@ -56,7 +58,7 @@ typedef struct {
     int keep;
     int average_last;       /* 0: train.model is best.tfm */
     long log_every;         /* steps between progress lines and log rows; 0: ~20 s */
-    int precision;          /* train.precision: 0 fp32 (bf16 is refused) */
+    int precision;          /* train.precision: PRECISION_FP32 or PRECISION_BF16 */
     int threads;            /* 0: all cores */
 } TrainConfig;
 

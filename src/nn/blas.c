@@ -1,6 +1,8 @@
 /* blas: kernel selection, self-test and sgemm wrappers over OpenBLAS. */
 #include "nn/blas.h"
 
+#include "nn/gemm_bf16.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -126,8 +128,27 @@ static void gemm_run_rows(const GemmArgs *g, int r0, int r1)
 
 enum { PAR_MAX_PRODUCTS = 4, PAR_MIN_ROWS = 32 };
 
+static bool use_bf16;
+
+void blas_set_bf16(bool on) { use_bf16 = on; }
+
+TfmStatus blas_use_bf16(const char *what, TfmErr *err)
+{
+    TfmStatus st = bf16_require(what, err);
+    if (st == TFM_OK) st = bf16_selftest(err);
+    if (st == TFM_OK) use_bf16 = true;
+    return st;
+}
+bool blas_bf16(void) { return use_bf16; }
+
 void blas_gemm_parallel(const GemmArgs *g, int count)
 {
+    if (use_bf16 && !omp_in_parallel()) {
+        /* oneDNN threads each product itself */
+        for (int i = 0; i < count; i++)
+            if (!bf16_gemm(&g[i])) gemm_run_rows(&g[i], 0, g[i].m);
+        return;
+    }
     const int nt = omp_get_max_threads();
     double start[PAR_MAX_PRODUCTS] = {0}, total = 0;
     long rows = 0;

@@ -59,6 +59,19 @@ typedef struct {
  * itself: no hand-offs between threads inside a product. */
 void blas_gemm_parallel(const GemmArgs *g, int count);
 
+/* The precision of blas_gemm_parallel's products: float32 (sgemm, the
+ * default) or, with bf16 on, bfloat16 inputs with float32 accumulation and
+ * output (gemm_bf16.h; the caller has checked bf16_available). The other
+ * entry points stay float32: they serve attention's per-head products,
+ * which are small, and the self-tests. */
+void blas_set_bf16(bool on);
+bool blas_bf16(void);
+
+/* Turns bf16 on after checking that the CPU has a bf16 unit and that
+ * oneDNN's product is right (bf16_require, bf16_selftest); `what` names
+ * the setting that asked for it in the error. */
+TfmStatus blas_use_bf16(const char *what, TfmErr *err);
+
 /* Strided batched gemm over `count` independent products. */
 void blas_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, long stride_a,

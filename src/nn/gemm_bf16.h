@@ -1,0 +1,41 @@
+/* gemm_bf16: the large products in bfloat16 on the CPU's bf16 units (AMX or
+ * AVX512-BF16), through oneDNN's matmul. The only module that includes
+ * <dnnl.h>. Inputs are float32, rounded to bfloat16 (round to nearest even)
+ * on the way in; products accumulate and land in float32. */
+#ifndef TFM_GEMM_BF16_H
+#define TFM_GEMM_BF16_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "nn/blas.h"
+
+/* The bf16 unit oneDNN uses on this CPU: "AMX", "AVX512-BF16", or "none"
+ * (then bf16_available is false). */
+const char *bf16_isa_name(void);
+bool bf16_available(void);
+
+/* TFM_OK, or TFM_ERR_CONFIG naming what this CPU lacks. `what` begins the
+ * message, e.g. "train.precision". */
+TfmStatus bf16_require(const char *what, TfmErr *err);
+
+/* Checks a bf16 product against a float32 loop over the same rounded
+ * inputs (the sums may differ only by float32 rounding): a wrong kernel is
+ * TFM_ERR_NUMERIC. TFM_OK without checking when bf16 is not available. */
+TfmStatus bf16_selftest(TfmErr *err);
+
+/* One product of blas.h's GemmArgs, with alpha = 1, beta 0 or 1 and ldc = n (the
+ * linear layers' products), run over all threads by oneDNN. Returns false,
+ * doing nothing, for other alpha/beta (the caller then uses sgemm) or when
+ * oneDNN fails (which it does not for these shapes; then sgemm is right). */
+bool bf16_gemm(const GemmArgs *g);
+
+/* float32 -> bfloat16, round to nearest even (NaN stays NaN). */
+uint16_t bf16_from_float(float x);
+float bf16_to_float(uint16_t h);
+
+/* Frees the conversion buffers and primitives (at exit, for leak checks). */
+void bf16_release(void);
+
+#endif
