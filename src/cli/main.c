@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nn/blas.h"
+#include "nn/gemm_bf16.h"
 #include "cli/cmds.h"
 #include "nn/packed_linear.h"
 #include "base/text.h"
@@ -186,8 +187,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
-        printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n",
-               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa());
+        printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n"
+               "bf16 products: %s (oneDNN %s)\n",
+               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa(),
+               bf16_isa_name(), bf16_library_version());
         return 0;
     }
     if (strcmp(name, "help") == 0) {

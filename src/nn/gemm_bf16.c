@@ -4,6 +4,7 @@
 #include <dnnl.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,14 @@ const char *bf16_isa_name(void)
 }
 
 bool bf16_available(void) { return isa_level() > 0; }
+
+const char *bf16_library_version(void)
+{
+    static char text[32];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(text, sizeof text, "%d.%d.%d", v->major, v->minor, v->patch);
+    return text;
+}
 
 TfmStatus bf16_require(const char *what, TfmErr *err)
 {

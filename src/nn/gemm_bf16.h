@@ -16,6 +16,9 @@
 const char *bf16_isa_name(void);
 bool bf16_available(void);
 
+/* oneDNN's version, e.g. "2.6.3". */
+const char *bf16_library_version(void);
+
 /* TFM_OK, or TFM_ERR_CONFIG naming what this CPU lacks. `what` begins the
  * message, e.g. "train.precision". */
 TfmStatus bf16_require(const char *what, TfmErr *err);
