@@ -72,6 +72,28 @@ expect_exit 1 "linear attention refused" -- "$TFM" train mini.json --dry-run --s
 expect_err_line "linear attention message" \
     "tfm: mini.json: model.attention: \"linear\" is not implemented in this version of tfm; use \"softmax\""
 
+# train.precision bf16: refused with a clear line on a CPU without a bf16
+# unit (forced here through oneDNN's ISA cap, so every machine checks it);
+# where there is one, a run interrupted by SIGTERM and resumed ends with the
+# uninterrupted run's model, byte for byte, and the file records bf16.
+expect_exit 1 "bf16 refused without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 "$TFM" train mini.json --set train.precision=bf16 --set train.out_dir=nobf16
+expect_err_line "bf16 refusal names what is missing" \
+    "tfm: train.precision: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither (use \"fp32\")"
+check "bf16 refusal leaves no folder" test ! -e nobf16
+if "$TFM" --version | grep -q '^bf16 products: none'; then
+    echo "  (no bf16 unit on this CPU: bf16 training not run)"
+else
+    mkdir bfa bfb
+    sed 's/"keep": 2,/"keep": 2, "precision": "bf16",/' mini.json >bf.json
+    (cd bfa && expect_exit 0 "bf16 training" -- "$TFM" train ../bf.json -q)
+    (cd bfb && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "bf16: SIGTERM exits 143" -- "$TFM" train ../bf.json -q)
+    (cd bfb && expect_exit 0 "bf16: resumed run finishes" -- "$TFM" train ../bf.json -q)
+    check "bf16: resumed model equals uninterrupted" cmp -s bfa/model.tfm bfb/model.tfm
+    check "bf16: differs from the fp32 model" test -n "$(cmp a/model.tfm bfa/model.tfm 2>&1)"
+    expect_exit 0 "info on a bf16 model" -- "$TFM" info bfa/model.tfm
+    check "info shows bf16" grep -q 'precision: *bf16' "$T/out"
+fi
+
 # The end of a run says why it stopped and what it kept; a rerun says the
 # run had already finished.
 mkdir sm

@@ -22,6 +22,7 @@ static struct {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     dnnl_primitive_t prim[2][2][2]; /* [trans_a][trans_b][accumulate] */
+    int threads;                  /* the OpenMP thread count they were made for */
     uint16_t *a, *b;              /* the inputs rounded to bf16, packed */
     size_t cap_a, cap_b;
 } S;
@@ -116,26 +117,43 @@ done:
     return p;
 }
 
+static void destroy_primitives(void)
+{
+    for (int i = 0; i < 8; i++) {
+        dnnl_primitive_t *p = &S.prim[i >> 2][(i >> 1) & 1][i & 1];
+        if (*p) dnnl_primitive_destroy(*p);
+        *p = NULL;
+    }
+}
+
+/* A primitive plans its work for the thread count at its creation and
+ * waits for that many at run time: run with fewer (blas_set_threads
+ * lowered it) it would wait forever, so a new count makes new primitives. */
 static bool ready(void)
 {
-    if (S.state) return S.state > 0;
+    const int threads = omp_get_max_threads();
+    if (S.state > 0 && S.threads == threads) return true;
+    if (S.state < 0) return false;
+    if (S.state == 0) {
+        S.state = -1;
+        if (!bf16_available()) return false;
+        if (dnnl_engine_create(&S.engine, dnnl_cpu, 0) != dnnl_success) return false;
+        if (dnnl_stream_create(&S.stream, S.engine, dnnl_stream_default_flags) != dnnl_success)
+            return false;
+    }
+    destroy_primitives();
     S.state = -1;
-    if (!bf16_available()) return false;
-    if (dnnl_engine_create(&S.engine, dnnl_cpu, 0) != dnnl_success) return false;
-    if (dnnl_stream_create(&S.stream, S.engine, dnnl_stream_default_flags) != dnnl_success)
-        return false;
     for (int i = 0; i < 8; i++)
         if (!(S.prim[i >> 2][(i >> 1) & 1][i & 1] = make_primitive(i >> 2, (i >> 1) & 1, i & 1)))
             return false;
+    S.threads = threads;
     S.state = 1;
     return true;
 }
 
 void bf16_release(void)
 {
-    for (int i = 0; i < 8; i++)
-        if (S.prim[i >> 2][(i >> 1) & 1][i & 1])
-            dnnl_primitive_destroy(S.prim[i >> 2][(i >> 1) & 1][i & 1]);
+    destroy_primitives();
     if (S.stream) dnnl_stream_destroy(S.stream);
     if (S.engine) dnnl_engine_destroy(S.engine);
     free(S.a);
