@@ -175,4 +175,41 @@ if command -v script >/dev/null; then
     check "all lines translated" test "$(wc -l <long_out.txt)" = 20000
 fi
 
+# --precision: fp32 or bf16; bf16 is refused on a CPU without a bf16 unit
+# (forced through oneDNN's ISA cap, so every machine checks it).
+expect_exit 2 "--precision takes fp32 or bf16" -- "$TFM" translate --precision fp16 -i in.txt
+expect_err_line "--precision message" "tfm: translate: --precision must be fp32 or bf16, got 'fp16'"
+expect_exit 1 "--precision bf16 refused without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 "$TFM" translate --precision bf16 -i in.txt
+expect_err_line "bf16 refusal message" \
+    "tfm: translate: --precision bf16: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither (use \"fp32\")"
+expect_exit 0 "--precision fp32" -- "$TFM" translate --precision fp32 -i in.txt -q
+check "fp32 is the fp32 model's default" cmp -s first.txt "$T/out"
+if "$TFM" --version | grep -q '^bf16 products: none'; then
+    echo "  (no bf16 unit on this CPU: bf16 translation not run)"
+else
+    head -n 40 "$MINI/valid.de" >bf_in.txt
+    expect_exit 0 "bf16 beam, batch 32" -- "$TFM" translate --precision bf16 -b 4 --nbest 2 -i bf_in.txt -q
+    cp "$T/out" bf_b32.txt
+    check "bf16 translates every line" test "$(wc -l <bf_b32.txt)" = 80
+    expect_exit 0 "bf16 beam, batch 1, 1 thread" -- "$TFM" translate --precision bf16 -b 4 --nbest 2 --batch-size 1 --threads 1 -i bf_in.txt -q
+    check "bf16: output does not depend on the batch size or threads" cmp -s bf_b32.txt "$T/out"
+    expect_exit 0 "fp32 beam on the same lines" -- "$TFM" translate -b 4 --nbest 2 -i bf_in.txt -q
+    check "bf16 scores differ from fp32 ones (bf16 really ran)" test -n "$(cmp bf_b32.txt "$T/out" 2>&1)"
+    # a model trained in bf16 translates in bf16 by default, and in fp32
+    # (with a note) where there is no bf16 unit
+    sed 's/"keep": 2,/"keep": 2, "precision": "bf16",/; s/"out_dir": "ck"/"out_dir": "bfck"/; s/"model": "model.tfm"/"model": "bf.tfm"/' \
+        "$MINI/mini.json" | sed "s#\"\\(train\\|valid\\)\\.\\(de\\|en\\)\"#\"$MINI/\\1.\\2\"#g" >bf.json
+    "$TFM" train bf.json -q >/dev/null 2>&1
+    check "a bf16 model trains" test -s bf.tfm
+    expect_exit 0 "bf16 model, default precision" -- "$TFM" translate -m bf.tfm -b 4 --nbest 2 -i bf_in.txt -q
+    cp "$T/out" bf_default.txt
+    expect_exit 0 "bf16 model, --precision bf16" -- "$TFM" translate -m bf.tfm -b 4 --nbest 2 -i bf_in.txt -q --precision bf16
+    check "a bf16 model translates in bf16 by default" cmp -s bf_default.txt "$T/out"
+    expect_exit 0 "bf16 model, --precision fp32" -- "$TFM" translate -m bf.tfm -b 4 --nbest 2 -i bf_in.txt -q --precision fp32
+    cp "$T/out" bf_fp32.txt
+    expect_exit 0 "bf16 model without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 "$TFM" translate -m bf.tfm -b 4 --nbest 2 -i bf_in.txt
+    check "... falls back to fp32" cmp -s bf_fp32.txt "$T/out"
+    check "... with a note" grep -q "^tfm: note: bf.tfm was trained in bf16; this CPU has no bf16 unit (AVX512-BF16 or AMX), so it translates in fp32$" "$T/err"
+fi
+
 cli_summary

@@ -1,10 +1,14 @@
 /* packed_linear: agrees with a double-precision loop, and each row's result is
  * bit-identical whatever the other rows, the row count and the threads. */
 #include <omp.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/packed_linear.h"
+#include "nn/blas.h"
+#include "nn/gemm_bf16.h"
 #include "base/rng.h"
 #include "test.h"
 
@@ -17,8 +21,15 @@ static void fill(float *a, long n, Rng *rng)
  * (in = 1) and the decoder's usual sizes. */
 static const int shapes[][2] = {{1, 5}, {3, 37}, {16, 64}, {128, 384}, {67, 8003}, {512, 96}};
 
-TEST(test_packed_linear_matches_loop)
+/* bf16: the inputs and weights as the kernel sees them */
+static double as_used(float x, bool bf16)
 {
+    return bf16 ? bf16_to_float(bf16_from_float(x)) : x;
+}
+
+static void matches_loop(bool bf16)
+{
+    blas_set_bf16(bf16);
     Rng rng;
     rng_seed(&rng, 7);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -37,11 +48,14 @@ TEST(test_packed_linear_matches_loop)
                 for (int j = 0; j < out; j++) {
                     double want = b[j], mag = fabs(b[j]);
                     for (int k = 0; k < in; k++) {
-                        want += (double)x[r * in + k] * w[(long)j * in + k];
-                        mag += fabs((double)x[r * in + k] * w[(long)j * in + k]);
+                        double t = as_used(x[r * in + k], bf16) * as_used(w[(long)j * in + k], bf16);
+                        want += t;
+                        mag += fabs(t);
                     }
                     if (relu && want < 0) want = 0;
-                    /* float32 accumulation: error below in · 2^-24 · Σ|terms| */
+                    /* float32 accumulation: error below in · 2^-24 · Σ|terms|
+                     * (bf16: the products of two bf16 values are exact in
+                     * float32, and vdpbf16ps sums them in float32 too) */
                     double e = fabs(y[(long)r * out + j] - want) / (mag * (in + 1));
                     if (e > worst) worst = e;
                 }
@@ -50,10 +64,23 @@ TEST(test_packed_linear_matches_loop)
         packed_linear_free(&p);
         free(w), free(b), free(x), free(y);
     }
+    blas_set_bf16(false);
 }
 
-TEST(test_packed_linear_rows_independent)
+TEST(test_packed_linear_matches_loop) { matches_loop(false); }
+
+TEST(test_packed_linear_bf16_matches_loop)
 {
+    if (!bf16_available()) {
+        printf("  (no bf16 unit on this CPU: not run)\n");
+        return;
+    }
+    matches_loop(true);
+}
+
+static void rows_independent(bool bf16)
+{
+    blas_set_bf16(bf16);
     Rng rng;
     rng_seed(&rng, 11);
     const int in = 128, out = 1000, n = 23;
@@ -84,4 +111,17 @@ TEST(test_packed_linear_rows_independent)
     omp_set_num_threads(saved);
     packed_linear_free(&p);
     free(w), free(b), free(x), free(all), free(one);
+    blas_set_bf16(false);
+}
+
+TEST(test_packed_linear_rows_independent) { rows_independent(false); }
+
+/* bf16 too: a sentence translates the same alone or in a batch */
+TEST(test_packed_linear_bf16_rows_independent)
+{
+    if (!bf16_available()) {
+        printf("  (no bf16 unit on this CPU: not run)\n");
+        return;
+    }
+    rows_independent(true);
 }

@@ -16,6 +16,7 @@
 #include "base/atomic_file.h"
 #include "base/text.h"
 #include "nn/blas.h"
+#include "nn/gemm_bf16.h"
 #include "model/ckpt.h"
 #include "model/decode.h"
 #include "cli/cmds.h"
@@ -26,7 +27,7 @@ static const char usage[] =
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
     "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
     "                     [--temperature T] [--seed N]] [--score-reference REF]\n"
-    "                     [--threads N]\n"
+    "                     [--precision fp32|bf16] [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -65,6 +66,10 @@ static const char usage[] =
     "  -m A -m B ...        an ensemble: each step uses the mean of the models'\n"
     "                       log-probabilities (they must share one vocabulary)\n"
     "      --weights W,W..  the ensemble's weights, one a model (default: equal)\n"
+    "      --precision P    fp32, or bf16 (products in bfloat16 on the CPU's bf16\n"
+    "                       unit: AVX512-BF16 or AMX). Default: the precision the\n"
+    "                       model was trained with; a bf16 model on a CPU without\n"
+    "                       a bf16 unit translates in fp32, with a note\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -80,6 +85,7 @@ typedef struct {
     int n_models;           /* -m given this many times: an ensemble when > 1 */
     const char *models[MAX_ENSEMBLE];
     const char *weights_arg;    /* --weights "w1,w2,..." */
+    const char *precision;      /* --precision "fp32" or "bf16"; NULL: the model's */
     bool sample, have_seed;
     int top_k;
     float top_p, temperature;
@@ -113,7 +119,8 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
     enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
-           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF, OPT_WEIGHTS };
+           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF, OPT_WEIGHTS,
+           OPT_PRECISION };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -133,6 +140,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"seed", required_argument, NULL, OPT_SEED},
         {"score-reference", required_argument, NULL, OPT_SCORE_REF},
         {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -157,6 +165,12 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
             o->model = o->models[0];
             break;
         case OPT_WEIGHTS: o->weights_arg = optarg; break;
+        case OPT_PRECISION:
+            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0)
+                return err_set(err, TFM_ERR_USAGE, "translate: --precision must be fp32 or bf16, "
+                               "got '%s'", optarg);
+            o->precision = optarg;
+            break;
         case 'i': o->input = optarg; break;
         case 'o': o->output = optarg; break;
         case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
@@ -430,6 +444,24 @@ static TfmStatus setup_ensemble(Translator *t, TfmErr *err)
     return decoder_set_ensemble(t->dec, t->extra_dec, n, o->weights_arg ? w : NULL, err);
 }
 
+/* --precision, else the model's train.precision. Before any decoder packs
+ * its weights: they are packed in the precision on at that time. */
+static TfmStatus choose_precision(Translator *t, TfmErr *err)
+{
+    if (t->o.precision) {
+        if (strcmp(t->o.precision, "bf16") != 0) return TFM_OK;
+        return blas_use_bf16("translate: --precision bf16", err);
+    }
+    if (t->mf.cfg.train.precision != PRECISION_BF16) return TFM_OK;
+    if (!bf16_available()) {
+        if (!t->o.quiet)
+            fprintf(stderr, "tfm: note: %s was trained in bf16; this CPU has no bf16 unit "
+                    "(AVX512-BF16 or AMX), so it translates in fp32\n", t->o.model);
+        return TFM_OK;
+    }
+    return blas_use_bf16("translate: the model's train.precision bf16", err);
+}
+
 static TfmStatus setup(Translator *t, TfmErr *err)
 {
     Options *o = &t->o;
@@ -439,6 +471,7 @@ static TfmStatus setup(Translator *t, TfmErr *err)
                        "$TFM_MODEL)", o->model, strerror(ENOENT));
     TfmStatus st = ckpt_load(o->model, &t->mf, false, err);
     if (st != TFM_OK) return st;
+    if ((st = choose_precision(t, err)) != TFM_OK) return st;
     const DecodeConfig *dc = &t->mf.cfg.decode;
     t->dopt.beam = o->have_beam ? o->beam : dc->beam;
     /* a model written before decode.* had these limits may hold more */

@@ -4,7 +4,12 @@
  * broadcasts one input of each of the MR rows. */
 #include "nn/packed_linear.h"
 
+#include "nn/blas.h"
+#include "nn/gemm_bf16.h"
+
 #include <omp.h>
+#include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +93,19 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, in
     p->out = out;
     p->panels = (out + NR - 1) / NR;
     const size_t cols = (size_t)p->panels * NR;
-    p->w = alloc_aligned(cols * (size_t)in, err);
     p->b = alloc_aligned(cols, err);
-    if (!p->w || !p->b) {
+    if (blas_bf16()) {
+        /* bf16 values, two to a float slot: panels × pairs × NR × 2 */
+        p->wh = (uint16_t *)alloc_aligned(cols * (size_t)((in + 1) / 2), err);
+        p->scratch = xcalloc(1, sizeof *p->scratch, err);
+        if (!p->wh || !p->scratch) {
+            packed_linear_free(p);
+            return TFM_ERR_NOMEM;
+        }
+    } else {
+        p->w = alloc_aligned(cols * (size_t)in, err);
+    }
+    if ((!p->w && !p->wh) || !p->b) {
         packed_linear_free(p);
         return TFM_ERR_NOMEM;
     }
@@ -101,6 +116,17 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, in
 void packed_linear_update(PackedLinear *p, const float *w, const float *b)
 {
     const int in = p->in;
+    if (p->wh) {
+        const int pairs = (in + 1) / 2;
+        for (int j = 0; j < p->out; j++) {
+            uint16_t *panel = p->wh + (size_t)(j / NR) * pairs * NR * 2;
+            for (int k = 0; k < in; k++)
+                panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] =
+                    bf16_from_float(w[(size_t)j * in + k]);
+            p->b[j] = b ? b[j] : 0.0f;
+        }
+        return;
+    }
     for (int j = 0; j < p->out; j++) {
         float *panel = p->w + (size_t)(j / NR) * in * NR;
         for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = w[(size_t)j * in + k];
@@ -112,7 +138,63 @@ void packed_linear_free(PackedLinear *p)
 {
     free_aligned(p->w);
     free_aligned(p->b);
+    free_aligned((float *)p->wh);
+    if (p->scratch) free(p->scratch->x);
+    free(p->scratch);
     p->w = p->b = NULL;
+    p->wh = NULL;
+    p->scratch = NULL;
+}
+
+/* ---- bf16: the same blocking over vdpbf16ps (AVX512-BF16), compiled for
+ * that instruction set whatever the build's -march, and run only when
+ * blas_bf16() was on at packing (blas_use_bf16 checked the CPU). Per pair
+ * of inputs, one load of NV vectors of the panel (16 columns x 2 values
+ * each) and one broadcast of each row's pair. ---- */
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+static inline __attribute__((always_inline)) BF16_TARGET void
+block_bf16(const int mr, const uint32_t *x, int pairs, const uint16_t *panel, const float *bias,
+           float *y, int ldy, int ncols, int relu)
+{
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 2; v++) acc[r][v] = _mm512_loadu_ps(bias + v * 16);
+    for (int k = 0; k < pairs; k++) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + (size_t)k * 64);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + (size_t)k * 64 + 32);
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            const __m512bh a = (__m512bh)_mm512_set1_epi32((int)x[(size_t)r * pairs + k]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+        float *yr = y + (size_t)r * ldy;
+        float tmp[32];
+        for (int v = 0; v < 2; v++) {
+            if (relu) acc[r][v] = _mm512_max_ps(acc[r][v], _mm512_setzero_ps());
+            _mm512_storeu_ps(tmp + v * 16, acc[r][v]);
+        }
+        memcpy(yr, tmp, (size_t)ncols * sizeof(float));
+    }
+}
+
+static BF16_TARGET void block_rows_bf16(int mr, const uint32_t *x, int pairs,
+                                        const uint16_t *panel, const float *bias, float *y,
+                                        int ldy, int ncols, int relu)
+{
+    switch (mr) {
+    case 1: block_bf16(1, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    case 2: block_bf16(2, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    case 3: block_bf16(3, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    case 4: block_bf16(4, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    case 5: block_bf16(5, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    default: block_bf16(MR, x, pairs, panel, bias, y, ldy, ncols, relu); break;
+    }
 }
 
 /* y[0..mr) × [0..ncols) of one panel; mr is a constant after inlining, so
@@ -165,6 +247,29 @@ static void block_rows(int mr, const float *x, int in, const float *panel, const
     }
 }
 
+/* bf16: the n input rows rounded into the scratch as pairs (a last odd
+ * input paired with 0, matching the zero weights past `in`). */
+static bool round_inputs(const PackedLinear *p, const float *x, int n)
+{
+    const int in = p->in, pairs = (in + 1) / 2;
+    PackedScratch *s = p->scratch;
+    const size_t need = (size_t)n * pairs;
+    if (need > s->cap) {
+        uint32_t *nx = realloc(s->x, need * sizeof *nx);
+        if (!nx) return false;
+        s->x = nx;
+        s->cap = need;
+    }
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < pairs; k++) {
+            const float lo = x[(size_t)r * in + 2 * k];
+            const float hi = 2 * k + 1 < in ? x[(size_t)r * in + 2 * k + 1] : 0.0f;
+            s->x[(size_t)r * pairs + k] =
+                (uint32_t)bf16_from_float(lo) | (uint32_t)bf16_from_float(hi) << 16;
+        }
+    return true;
+}
+
 /* Tasks [t0, t1) of packed_linear_forward: (row chunk, panel) pairs. */
 static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, int relu,
                       int chunk, long t0, long t1)
@@ -173,8 +278,17 @@ static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, in
     for (long t = t0; t < t1; t++) {
         const int j = (int)(t % panels), r0 = (int)(t / panels) * chunk;
         const int r1 = n - r0 < chunk ? n : r0 + chunk;
-        const float *panel = p->w + (size_t)j * in * NR;
         const int ncols = out - j * NR < NR ? out - j * NR : NR;
+        if (p->wh) {
+            const int pairs = (in + 1) / 2;
+            const uint16_t *panel = p->wh + (size_t)j * pairs * NR * 2;
+            for (int r = r0; r < r1; r += MR)
+                block_rows_bf16(r1 - r < MR ? r1 - r : MR, p->scratch->x + (size_t)r * pairs,
+                                pairs, panel, p->b + j * NR, y + (size_t)r * out + j * NR, out,
+                                ncols, relu);
+            continue;
+        }
+        const float *panel = p->w + (size_t)j * in * NR;
         for (int r = r0; r < r1; r += MR)
             block_rows(r1 - r < MR ? r1 - r : MR, x + (size_t)r * in, in, panel, p->b + j * NR,
                        y + (size_t)r * out + j * NR, out, ncols, relu);
@@ -188,6 +302,12 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
      * blocks pass over it, and the weights stream from memory once per
      * chunk (once per call in a decoder step). Threads split the (chunk,
      * panel) pairs, which changes no element's arithmetic. */
+    if (p->wh && !round_inputs(p, x, n)) {
+        /* no memory for the rounded inputs: zeros rather than garbage; the
+         * caller's next allocation reports it (never seen) */
+        memset(y, 0, (size_t)n * p->out * sizeof *y);
+        return;
+    }
     int chunk = (65536 / p->in) / MR * MR;
     if (chunk < MR) chunk = MR;
     const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;

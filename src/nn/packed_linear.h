@@ -14,15 +14,33 @@
 #ifndef TFM_PACKED_LINEAR_H
 #define TFM_PACKED_LINEAR_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "base/err.h"
+
+/* The inputs of a bf16 product, rounded to bf16 pairs (grown as needed). */
+typedef struct {
+    uint32_t *x;
+    size_t cap;
+} PackedScratch;
 
 typedef struct {
     int in, out, panels;
     float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
+    /* bf16 (packed while blas_bf16() is on, as in tfm translate --precision
+     * bf16): panels × ceil(in/2) × panel width × 2, each column's pair of
+     * consecutive inputs side by side, as vdpbf16ps reads them; w is then
+     * not used. */
+    uint16_t *wh;
+    PackedScratch *scratch;
 } PackedLinear;
 
-/* Packs w (out, in) row-major and copies b (out, or NULL). */
+/* Packs w (out, in) row-major and copies b (out, or NULL); in bf16 when
+ * blas_bf16() is on (the CPU has AVX512-BF16 then: blas_use_bf16 checked).
+ * In bf16 each output element is still one chain in a fixed order, with
+ * the inputs and weights rounded to bf16 and float32 sums. */
 TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
                              TfmErr *err);
 /* Repacks after the weights changed (same shape), e.g. during training. */
