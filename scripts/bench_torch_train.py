@@ -27,6 +27,9 @@ OpenBLAS pick Cooperlake (AVX-512) kernels, ~1.6-2x faster here; with two
 threads, OMP_WAIT_POLICY=PASSIVE is needed, else torch's OpenMP pool and
 OpenBLAS's pool spin against each other on the 2 cores (3-5x slower).
 
+--bf16 runs forward and loss under torch.autocast("cpu", bfloat16): the
+matmuls in bf16 (oneDNN), float32 master weights and optimizer.
+
 Example:
   /usr/bin/python3 scripts/bench_torch_train.py --d 256 --heads 4 --layers 3 \
       --d-ff 1024 --vocab 8000 --threads 2 --steps 10
@@ -167,6 +170,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--bf16", action="store_true",
+                    help="torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss "
+                         "(float32 weights and Adam, as tfm's train.precision bf16)")
     args = ap.parse_args()
     enc = args.enc_layers if args.enc_layers is not None else args.layers
     dec = args.dec_layers if args.dec_layers is not None else args.layers
@@ -191,8 +197,9 @@ def main():
     for i, (src, tin, tout) in enumerate(batches):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits = model(src, tin)
-        loss, _, n_tok = tm.loss_sums(logits, tout, args.label_smoothing)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(src, tin)
+            loss, _, n_tok = tm.loss_sums(logits, tout, args.label_smoothing)
         (loss / n_tok).backward()
         for g in opt.param_groups:
             g["lr"] = tm.noam_lr(i + 1, args.d, 4000, 1.0)
@@ -206,6 +213,7 @@ def main():
     times.sort()
     print(json.dumps({
         "impl": "pytorch", "torch": torch.__version__, "threads": args.threads,
+        "precision": "bf16 autocast" if args.bf16 else "fp32",
         "blas": "openblas " + blas.openblas_get_corename().decode() if blas else "unknown",
         "blas_threads": blas.openblas_get_num_threads() if blas else None,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY") or "default",

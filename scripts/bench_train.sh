@@ -13,6 +13,10 @@
 # (without it torch's OpenMP pool and OpenBLAS's pthreads spin against each
 # other on 2 cores), and the OpenMP build of OpenBLAS (LD_LIBRARY_PATH), one
 # thread pool as in tfm. Both take tfm's batches (bench_torch_train.py).
+# Where the CPU has a bf16 unit (tfm --version), a second table: tfm with
+# train.precision bf16 against PyTorch under torch.autocast("cpu", bfloat16)
+# (set-up (a)) and PyTorch's best float32, with oneDNN's bf16 matmul peak
+# (scripts/bf16_peak.c) measured in the same run. BF16=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s tfm data >/dev/null
@@ -27,6 +31,10 @@ OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
 # sgemm peak with the same OpenBLAS build tfm links.
 cc -O2 -o "$W/sgemm_peak" scripts/sgemm_peak.c $(pkg-config --cflags openblas) \
     -L$OMP_BLAS -Wl,-rpath=$OMP_BLAS -l:libopenblas.so.0
+# oneDNN's bf16 matmul peak (fixed shape, its best kernel).
+cc -O2 -o "$W/bf16_peak" scripts/bf16_peak.c -ldnnl
+BF16=${BF16:-1}
+"$TFM" --version | grep -q '^bf16 products: none' && BF16=0
 # The CPU's float32 FMA ceiling (registers only): what no program can pass.
 cc -O2 -march=native -fopenmp -o "$W/fma_peak" scripts/fma_peak.c
 
@@ -69,6 +77,7 @@ echo "# 2x needs: the GFLOP/s of 2x PyTorch's tok/s, as a share of that ceiling"
 echo
 echo "| kernel | shape | threads | sgemm peak GFLOP/s | FMA ceiling GFLOP/s | tfm tok/s | tfm GFLOP/s (% of sgemm peak) | PyTorch tok/s (a / b) | tfm / PyTorch | 2x needs |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
+BF16_ROWS=()
 for kernel in $KERNELS; do
 if [ "$kernel" = env ]; then kernel_env=""; else kernel_env="OPENBLAS_CORETYPE=$kernel"; fi
 for name in $SHAPES; do
@@ -93,8 +102,10 @@ JSON
         (cd "$W/run" && env $kernel_env $TFM train cfg.json --restart -q --threads "$th" >/dev/null)
         tfm_tps=$(grep '"train_loss"' "$W/run/ck/log.jsonl" | tail -n 1 |
                   sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
-        torch_run() {
-            env $kernel_env "$@" /usr/bin/python3 scripts/bench_torch_train.py \
+        torch_run() {   # ENV... [--bf16]
+            local envs=() extra=()
+            for a in "$@"; do case $a in --*) extra+=("$a") ;; *) envs+=("$a") ;; esac; done
+            env $kernel_env "${envs[@]}" /usr/bin/python3 scripts/bench_torch_train.py "${extra[@]}" \
                 --d "$d" --heads "$heads" --layers "$layers" --d-ff "$dff" --vocab 8000 \
                 --threads "$th" --batch-tokens 4096 --lengths "$W/lengths" \
                 --warmup 3 --steps "$(( steps < 20 ? steps : 20 ))" |
@@ -107,6 +118,27 @@ JSON
         g2=$(gflops "$(awk -v b="$torch_tps" 'BEGIN { print 2 * b }')" "$d" "$layers" "$dff")
         pct() { awk -v g="$1" -v p="$2" 'BEGIN { printf "%.0f%%", 100 * g / p }'; }
         echo "| $kname | $name (d=$d, $layers+$layers) | $th | $peak | $fma | ${tfm_tps%.*} | $g ($(pct "$g" "$peak")) | ${torch_a%.*} / ${torch_b%.*} | $(awk -v a="$tfm_tps" -v b="$torch_tps" 'BEGIN { printf "%.2fx", a / b }') | $g2 ($(pct "$g2" "$fma")) |"
+        if [ "$BF16" = 1 ]; then
+            bpeak=$(OMP_NUM_THREADS=$th "$W/bf16_peak" 2048 5 | sed 's/.*"gflops": \([0-9.]*\).*/\1/')
+            (cd "$W/run" && env $kernel_env $TFM train cfg.json --restart -q --threads "$th" \
+                --set train.precision=bf16 >/dev/null)
+            bf_tps=$(grep '"train_loss"' "$W/run/ck/log.jsonl" | tail -n 1 |
+                     sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
+            torch_bf=$(torch_run OMP_WAIT_POLICY=PASSIVE --bf16)
+            best=$(awk -v a="$torch_tps" -v b="$torch_bf" 'BEGIN { print (a > b ? a : b) }')
+            gb=$(gflops "$bf_tps" "$d" "$layers" "$dff")
+            ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+            BF16_ROWS+=("| $kname | $name (d=$d, $layers+$layers) | $th | $bpeak | ${bf_tps%.*} | $gb ($(pct "$gb" "$bpeak")) | ${tfm_tps%.*} | ${torch_tps%.*} | ${torch_bf%.*} | $(ratio "$bf_tps" "$best") | $(ratio "$bf_tps" "$tfm_tps") |")
+        fi
     done
 done
 done
+if [ "${#BF16_ROWS[@]}" -gt 0 ]; then
+    echo
+    echo "# bf16: tfm train.precision bf16 against PyTorch's torch.autocast(\"cpu\", bfloat16) (set-up (a));"
+    echo "# bf16 peak: oneDNN's bf16 matmul at 2048^3 (scripts/bf16_peak.c); best PyTorch = the faster of its fp32 and bf16"
+    echo
+    echo "| kernel | shape | threads | bf16 peak GFLOP/s | tfm bf16 tok/s | tfm bf16 GFLOP/s (% of bf16 peak) | tfm fp32 tok/s | PyTorch fp32 tok/s (best) | PyTorch bf16 autocast tok/s | tfm bf16 / best PyTorch | tfm bf16 / tfm fp32 |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${BF16_ROWS[@]}"
+fi
