@@ -128,6 +128,27 @@ TEST(bf16_products)
     blas_set_threads(threads == 1 ? 2 : 1);
     check_products(false);
     blas_set_threads(threads);
+    /* a group whose products share an input (a backward's dy: dx = dy·W,
+     * dW = dyᵀ·x) gives what the products give one by one */
+    {
+        Rng r2;
+        rng_seed(&r2, 5);
+        const int n = 50, in = 24, out = 40;
+        float *dy = random_floats((long)n * out, &r2), *w = random_floats((long)out * in, &r2);
+        float *x = random_floats((long)n * in, &r2);
+        float *dx1 = calloc((size_t)n * in, sizeof(float)), *dx2 = calloc((size_t)n * in, sizeof(float));
+        float *dw1 = calloc((size_t)out * in, sizeof(float)), *dw2 = calloc((size_t)out * in, sizeof(float));
+        GemmArgs g[2] = {{0, 0, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx1, in},
+                         {1, 0, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw1, in}};
+        blas_set_bf16(true);
+        blas_gemm_parallel(g, 2);
+        blas_set_bf16(false);
+        g[0].c = dx2, g[1].c = dw2;
+        CHECK(bf16_gemm(&g[0]) && bf16_gemm(&g[1]));
+        CHECK(memcmp(dx1, dx2, (size_t)n * in * sizeof(float)) == 0);
+        CHECK(memcmp(dw1, dw2, (size_t)out * in * sizeof(float)) == 0);
+        free(dy), free(w), free(x), free(dx1), free(dx2), free(dw1), free(dw2);
+    }
     /* what bf16_gemm does not take, it leaves to sgemm: alpha != 1, a
      * strided C */
     float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[6] = {0};

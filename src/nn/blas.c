@@ -144,9 +144,15 @@ bool blas_bf16(void) { return use_bf16; }
 void blas_gemm_parallel(const GemmArgs *g, int count)
 {
     if (use_bf16 && !omp_in_parallel()) {
-        /* oneDNN threads each product itself */
-        for (int i = 0; i < count; i++)
-            if (!bf16_gemm(&g[i])) gemm_run_rows(&g[i], 0, g[i].m);
+        /* oneDNN threads each product itself; inputs shared by the
+         * products are rounded to bf16 once (outputs never overlap inputs) */
+        bool ran[PAR_MAX_PRODUCTS];
+        for (int i0 = 0; i0 < count; i0 += PAR_MAX_PRODUCTS) {
+            const int n = count - i0 < PAR_MAX_PRODUCTS ? count - i0 : PAR_MAX_PRODUCTS;
+            bf16_gemm_group(g + i0, n, ran);
+            for (int i = 0; i < n; i++)
+                if (!ran[i]) gemm_run_rows(&g[i0 + i], 0, g[i0 + i].m);
+        }
         return;
     }
     const int nt = omp_get_max_threads();

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { BF16_SLOTS = 8 };        /* two inputs for each of up to four products */
+
 /* oneDNN state, made at first use. One primitive per (A transposed, B
  * transposed, C = or +=) takes every shape at run time
  * (DNNL_RUNTIME_DIM_VAL): eight primitives serve all the products of a run,
@@ -23,8 +25,18 @@ static struct {
     dnnl_stream_t stream;
     dnnl_primitive_t prim[2][2][2]; /* [trans_a][trans_b][accumulate] */
     int threads;                  /* the OpenMP thread count they were made for */
-    uint16_t *a, *b;              /* the inputs rounded to bf16, packed */
-    size_t cap_a, cap_b;
+    /* The inputs rounded to bf16, packed. A group of products (one
+     * blas_gemm_parallel call: inputs do not change during it) rounds a
+     * matrix they share once: a backward's dx = dy·W and dW = dyᵀ·x read
+     * the same dy, and the output layer's two products the same logits,
+     * the largest matrix of the step. */
+    struct Rounded {
+        uint16_t *data;
+        size_t cap;
+        const float *src;         /* what it holds, in this group */
+        int rows, cols, ld;
+    } slot[BF16_SLOTS];
+    int used;                     /* slots filled in this group */
 } S;
 
 uint16_t bf16_from_float(float x)
@@ -156,20 +168,8 @@ void bf16_release(void)
     destroy_primitives();
     if (S.stream) dnnl_stream_destroy(S.stream);
     if (S.engine) dnnl_engine_destroy(S.engine);
-    free(S.a);
-    free(S.b);
+    for (int i = 0; i < BF16_SLOTS; i++) free(S.slot[i].data);
     memset(&S, 0, sizeof S);
-}
-
-/* Grows *buf to hold n values; false when memory runs out. */
-static bool reserve(uint16_t **buf, size_t *cap, size_t n)
-{
-    if (n <= *cap) return true;
-    uint16_t *p = realloc(*buf, n * sizeof *p);
-    if (!p) return false;
-    *buf = p;
-    *cap = n;
-    return true;
 }
 
 /* dst (rows, cols) packed = bf16(src (rows, cols) with leading dimension ld). */
@@ -184,6 +184,30 @@ static void round_rows(uint16_t *dst, const float *src, int rows, int cols, int 
     }
 }
 
+/* src (rows, cols; leading dimension ld) rounded to bf16 and packed: the
+ * copy this group already made, or a new one; NULL when memory runs out or
+ * the group has no slot left. */
+static const uint16_t *rounded(const float *src, int rows, int cols, int ld)
+{
+    for (int i = 0; i < S.used; i++) {
+        const struct Rounded *r = &S.slot[i];
+        if (r->src == src && r->rows == rows && r->cols == cols && r->ld == ld) return r->data;
+    }
+    if (S.used == BF16_SLOTS) return NULL;
+    struct Rounded *r = &S.slot[S.used];
+    const size_t n = (size_t)rows * cols;
+    if (n > r->cap) {
+        uint16_t *p = realloc(r->data, n * sizeof *p);
+        if (!p) return NULL;
+        r->data = p;
+        r->cap = n;
+    }
+    round_rows(r->data, src, rows, cols, ld);
+    r->src = src, r->rows = rows, r->cols = cols, r->ld = ld;
+    S.used++;
+    return r->data;
+}
+
 static bool memory(dnnl_memory_t *mem, dnnl_data_type_t type, long rows, long cols,
                    int transposed, void *data)
 {
@@ -192,7 +216,7 @@ static bool memory(dnnl_memory_t *mem, dnnl_data_type_t type, long rows, long co
            dnnl_memory_create(mem, &d, S.engine, data) == dnnl_success;
 }
 
-bool bf16_gemm(const GemmArgs *g)
+static bool run_one(const GemmArgs *g)
 {
     if (g->alpha != 1.0f || (g->beta != 0.0f && g->beta != 1.0f) || g->ldc != g->n ||
         !ready())
@@ -209,13 +233,11 @@ bool bf16_gemm(const GemmArgs *g)
      * oneDNN which way to read them. */
     const int ar = g->trans_a ? k : m, ac = g->trans_a ? m : k;
     const int br = g->trans_b ? n : k, bc = g->trans_b ? k : n;
-    if (!reserve(&S.a, &S.cap_a, (size_t)ar * ac) || !reserve(&S.b, &S.cap_b, (size_t)br * bc))
-        return false;
-    round_rows(S.a, g->a, ar, ac, g->lda);
-    round_rows(S.b, g->b, br, bc, g->ldb);
+    const uint16_t *a = rounded(g->a, ar, ac, g->lda), *b = a ? rounded(g->b, br, bc, g->ldb) : NULL;
+    if (!b) return false;
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    bool ok = memory(&ma, dnnl_bf16, m, k, g->trans_a, S.a) &&
-              memory(&mb, dnnl_bf16, k, n, g->trans_b, S.b) &&
+    bool ok = memory(&ma, dnnl_bf16, m, k, g->trans_a, (void *)a) &&
+              memory(&mb, dnnl_bf16, k, n, g->trans_b, (void *)b) &&
               memory(&mc, dnnl_f32, m, n, 0, g->c);
     if (ok) {
         const dnnl_exec_arg_t args[] = {
@@ -227,6 +249,19 @@ bool bf16_gemm(const GemmArgs *g)
     if (mb) dnnl_memory_destroy(mb);
     if (mc) dnnl_memory_destroy(mc);
     return ok;
+}
+
+void bf16_gemm_group(const GemmArgs *g, int count, bool *ran)
+{
+    S.used = 0;                 /* copies of an earlier group are never trusted */
+    for (int i = 0; i < count; i++) ran[i] = run_one(&g[i]);
+}
+
+bool bf16_gemm(const GemmArgs *g)
+{
+    bool ran;
+    bf16_gemm_group(g, 1, &ran);
+    return ran;
 }
 
 TfmStatus bf16_selftest(TfmErr *err)

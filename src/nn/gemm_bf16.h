@@ -34,6 +34,11 @@ TfmStatus bf16_selftest(TfmErr *err);
  * oneDNN fails (which it does not for these shapes; then sgemm is right). */
 bool bf16_gemm(const GemmArgs *g);
 
+/* Products whose outputs are none of their inputs, as bf16_gemm each
+ * (ran[i]: whether product i ran), with a matrix that several of them
+ * read rounded to bf16 once. At most four products. */
+void bf16_gemm_group(const GemmArgs *g, int count, bool *ran);
+
 /* float32 -> bfloat16, round to nearest even (NaN stays NaN). */
 uint16_t bf16_from_float(float x);
 float bf16_to_float(uint16_t h);
