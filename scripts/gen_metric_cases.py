@@ -48,7 +48,17 @@ RUNS = {
     "ter": (TER, {}, ["-m", "ter"]),
     "ter_cs": (TER, {"case_sensitive": True}, ["-m", "ter", "--ter-case-sensitive"]),
     "ter_nopunct": (TER, {"no_punct": True}, ["-m", "ter", "--ter-no-punct"]),
+    "ter_norm": (TER, {"normalized": True}, ["-m", "ter", "--ter-normalized"]),
+    "ter_norm_asian": (TER, {"normalized": True, "asian_support": True},
+                       ["-m", "ter", "--ter-normalized", "--ter-asian-support"]),
+    "ter_nopunct_asian": (TER, {"no_punct": True, "asian_support": True},
+                          ["-m", "ter", "--ter-no-punct", "--ter-asian-support"]),
+    "ter_all": (TER, {"normalized": True, "no_punct": True, "asian_support": True,
+                      "case_sensitive": True},
+                ["-m", "ter", "--ter-normalized", "--ter-no-punct", "--ter-asian-support",
+                 "--ter-case-sensitive"]),
 }
+TER_NORM_RUNS = ["ter_norm", "ter_norm_asian", "ter_nopunct_asian", "ter_all"]
 ALL_RUNS = list(RUNS)
 CHEAP_RUNS = ["chrf", "chrf_pp", "ter"]
 
@@ -85,22 +95,30 @@ def score_run(run, hyps, refs):
     return res, seconds
 
 
-def write_case(name, hyp_path, ref_paths, runs, description):
+def write_case(name, hyp_path, ref_paths, runs, description, merge=False):
+    """merge (--runs=...): keep the case's other runs as they are in its JSON."""
     hyps = read_lines(os.path.join(ROOT, hyp_path))
     refs = [read_lines(os.path.join(ROOT, p)) for p in ref_paths]
+    path = os.path.join(OUT, name + ".json")
+    old_runs = {}
+    if merge and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old_runs = json.load(f)["runs"]
     out = {
         "sacrebleu_version": sacrebleu.__version__,
         "description": description,
         "hyp": hyp_path,
         "refs": ref_paths,
         "n_lines": len(hyps),
-        "runs": {},
+        "runs": dict(old_runs),
     }
     for run in runs:
         r, seconds = score_run(run, hyps, refs)
         out["runs"][run] = r
         print(f"{name:24s} {run:12s} {r['line']}  ({seconds:.2f} s)", flush=True)
-    with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:
+    order = [r for r in ALL_RUNS if r in out["runs"]]
+    out["runs"] = {r: out["runs"][r] for r in order}
+    with open(path, "w", encoding="utf-8") as f:
         f.write(compact_json(out))
 
 
@@ -232,6 +250,30 @@ def make_inputs(rng):
     cases["unicode"] = (f"{d}/unicode/hyp.txt", [f"{d}/unicode/ref1.txt", f"{d}/unicode/ref2.txt"],
                         ALL_RUNS, "400 lines: casing specials, Unicode spaces, CJK, emoji, "
                         "punctuation, empty references (second file)")
+
+    # tercom's normalization (--ter-normalized, --ter-asian-support): XML
+    # entities, possessives, periods and commas next to digits or not,
+    # dashes after digits, ASCII punctuation, CJK ideographs, kana, CJK and
+    # full-width punctuation, and plain words
+    pieces = ["&amp;", "&lt;", "&gt;", "&quot;", "&amp;lt;", "&apos;", "dog's", "it's", "'s",
+              "3.5", "1,000", "a.b", "x,y", "end.", ",start", "9.", ".9", "x-ray", "10-20",
+              "5-", "-5", "(a)", "[b]", "{c}", "a/b", "~", "@home", "#tag", "$5", "100%",
+              "東京都", "日本語です", "中文，标点。", "、", "。", "「引用」", "【注】", "！", "？",
+              "（括弧）", "ひらがな", "カタカナ", "ｶﾀｶﾅ", "・", "ｰ", "ㇰ", "⺀", "㌀", "豈", "︰", "㈀",
+              "ＡＢＣ", "Hello", "WORLD", "café", "naïve", "the", "a", "of", ".", ",", "-", "'"]
+    hyps, refs = [], []
+    for i in range(300):
+        ref = [rng.choice(pieces) for _ in range(rng.choice([0, 1, 2, 4, 7, 12]))]
+        hyp = perturb(ref, rng)
+        glue = rng.choice([" ", "", " "])
+        hyps.append(glue.join(hyp))
+        refs.append(" ".join(ref) if i % 3 else "".join(ref))
+    write_lines(f"{ROOT}/{d}/ter_norm/hyp.txt", hyps)
+    write_lines(f"{ROOT}/{d}/ter_norm/ref.txt", refs)
+    cases["ter_norm"] = (f"{d}/ter_norm/hyp.txt", [f"{d}/ter_norm/ref.txt"],
+                         ["ter", "ter_cs", "ter_nopunct"] + TER_NORM_RUNS,
+                         "300 lines for tercom's normalization: entities, possessives, "
+                         "numbers, punctuation, CJK, kana, full-width forms")
     return cases
 
 
@@ -267,7 +309,7 @@ def main():
             continue
         if runs_only:
             runs = [r for r in runs if r in runs_only]
-        write_case(name, hyp, refs, runs, desc)
+        write_case(name, hyp, refs, runs, desc, merge=runs_only is not None)
 
 
 if __name__ == "__main__":

@@ -160,6 +160,20 @@ expect_exit 0 "--chrf-lowercase" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ch
 check "--chrf-lowercase line and signature" test "$(cat "$T/out")" = "chrF2 = 88.58" -a -n "$(grep '|case:lc|' "$T/err")"
 expect_exit 0 "--ter-case-sensitive" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter --ter-case-sensitive
 check "--ter-case-sensitive line and signature" test "$(cat "$T/out")" = "TER = 12.24" -a -n "$(grep '|case:mixed|' "$T/err")"
+# every TER tokenizer option through the binary: the line and the signature
+# (up to its version field) as sacreBLEU printed them
+N=tests/data/metrics/ter_norm
+for run in ter ter_cs ter_nopunct ter_norm ter_norm_asian ter_nopunct_asian ter_all; do
+    read -r -a opts < <(/usr/bin/python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["runs"][sys.argv[2]]["tfm_options"]))' "$N.json" "$run")
+    expect_exit 0 "TER $run (${opts[*]:2})" -- "$TFM" bleu "$N/hyp.txt" "$N/ref.txt" "${opts[@]}"
+    check "TER $run: line and signature as sacreBLEU's" /usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][sys.argv[2]]
+line, sig = open(sys.argv[3]).read().strip(), open(sys.argv[4]).read().strip()
+assert line == r["line"], (line, r["line"])
+assert sig.split("|version:")[0] == r["signature"].split("|version:")[0], (sig, r["signature"])
+' "$N.json" "$run" "$T/out" "$T/err"
+done
 expect_exit 0 "TER --sentence" -- "$TFM" bleu "$M/hyp.txt" "$M/ref1.txt" -m ter --sentence
 check "one TER a line" test "$(wc -l <"$T/out")" = 600
 expect_exit 0 "chrF of empty files" -- "$TFM" bleu "$T/empty1" "$T/empty2" -m chrf ter

@@ -100,6 +100,8 @@ static int check_run(const char *cname, const char *rname, const cJSON *run, con
     co.eps_smoothing = has_opt(opts, "--chrf-eps-smoothing", NULL);
     to.case_sensitive = has_opt(opts, "--ter-case-sensitive", NULL);
     to.no_punct = has_opt(opts, "--ter-no-punct", NULL);
+    to.normalized = has_opt(opts, "--ter-normalized", NULL);
+    to.asian_support = has_opt(opts, "--ter-asian-support", NULL);
 
     ChrfScorer *cs = NULL;
     TerScorer *ts = NULL;

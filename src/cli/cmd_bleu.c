@@ -54,6 +54,10 @@ static const char usage[] =
     "                              default effective order\n"
     "  --ter-case-sensitive        case-sensitive TER (TER lowercases by default)\n"
     "  --ter-no-punct              TER without the punctuation . , ? : ; ! \" ( )\n"
+    "  --ter-normalized            TER with tercom's normalization (punctuation split\n"
+    "                              off, XML entities decoded)\n"
+    "  --ter-asian-support         TER: CJK characters apart (with --ter-normalized),\n"
+    "                              CJK punctuation dropped (with --ter-no-punct)\n"
     "  --sentence                  one sentence score a line, for one metric (BLEU\n"
     "                              with effective order, as sacreBLEU\n"
     "                              --sentence-level)\n"
@@ -140,6 +144,8 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         {"chrf-eps-smoothing", no_argument, NULL, 'E'},
         {"ter-case-sensitive", no_argument, NULL, 'T'},
         {"ter-no-punct", no_argument, NULL, 'N'},
+        {"ter-normalized", no_argument, NULL, 'Z'},
+        {"ter-asian-support", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -201,6 +207,8 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         case 'E': a->chrf.eps_smoothing = true; break;
         case 'T': a->ter.case_sensitive = true; break;
         case 'N': a->ter.no_punct = true; break;
+        case 'Z': a->ter.normalized = true; break;
+        case 'A': a->ter.asian_support = true; break;
         case ':':
             return err_set(err, TFM_ERR_USAGE, "bleu: option '%s' needs a value", copy[optind - 1]);
         default:

@@ -11,6 +11,8 @@
  * first word the shift changes. Same numbers, no trie. */
 #include "text/ter.h"
 
+#include "text/ter_normalize.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +39,11 @@ struct TerScorer {
     TerOptions opt;
     MText text;
     WordIds words;
+    TerNorm norm;                   /* --ter-normalized / --ter-asian-support */
     unsigned char *nopunct;         /* the line without --ter-no-punct's marks */
     size_t cap_nopunct;
+    unsigned char *joined;          /* a reference's first tokenization */
+    size_t cap_joined;
     uint32_t *hyp, *ref;            /* word ids of the segment */
     size_t cap_hyp, cap_ref;
     /* ter_edits scratch */
@@ -75,7 +80,9 @@ void ter_scorer_free(TerScorer *s)
     if (!s) return;
     mtext_free(&s->text);
     wordids_free(&s->words);
+    ter_norm_free(&s->norm);
     free(s->nopunct);
+    free(s->joined);
     free(s->hyp);
     free(s->ref);
     free(s->lo);
@@ -312,12 +319,20 @@ TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t
 
 /* ---- segments and corpus ---- */
 
-/* TercomTokenizer with sacreBLEU's defaults: rstrip, lowercase unless
- * case-sensitive, optionally drop punctuation, split on whitespace. */
-static TfmStatus line_words(TerScorer *s, const char *line, size_t len, uint32_t **ids,
-                            size_t *cap, size_t *n, TfmErr *err)
+/* TercomTokenizer as sacreBLEU runs it: rstrip, lowercase unless
+ * case-sensitive, normalize (ter_normalize.h) and drop punctuation when
+ * asked, split on whitespace: s->text's words. */
+static TfmStatus tokenize(TerScorer *s, const char *line, size_t len, TfmErr *err)
 {
     if (mtext_prepare(&s->text, line, len, !s->opt.case_sensitive, err)) return err->status;
+    const bool asian_punct = s->opt.no_punct && s->opt.asian_support;
+    if (s->opt.normalized || asian_punct) {
+        if (ter_norm_apply(&s->norm, s->text.text, s->text.len, s->opt.normalized,
+                           s->opt.asian_support, asian_punct, err))
+            return err->status;
+        s->text.text = s->norm.out;
+        s->text.len = s->norm.out_len;
+    }
     if (s->opt.no_punct) {
         if (GROW(s->nopunct, s->cap_nopunct, s->text.len + 1)) return err->status;
         size_t k = 0;
@@ -327,8 +342,29 @@ static TfmStatus line_words(TerScorer *s, const char *line, size_t len, uint32_t
         s->text.text = s->nopunct;
         s->text.len = k;
     }
-    if (mtext_split(&s->text, err) || xgrow((void **)ids, cap, s->text.n_words + 1, sizeof **ids, err))
-        return err->status;
+    return mtext_split(&s->text, err);
+}
+
+/* The word ids of a line. sacreBLEU tokenizes a reference twice
+ * (TER._cache_references, then _extract_reference_info, on the first
+ * result joined with spaces); only normalization is changed by that: a
+ * possessive that the first pass splits from punctuation ("it's." ->
+ * "it's .") is split on the second ("it 's ."). Hence `reference`. */
+static TfmStatus line_words(TerScorer *s, const char *line, size_t len, bool reference,
+                            uint32_t **ids, size_t *cap, size_t *n, TfmErr *err)
+{
+    if (tokenize(s, line, len, err)) return err->status;
+    if (reference && s->opt.normalized) {
+        size_t need = s->text.len + 1, k = 0;
+        if (GROW(s->joined, s->cap_joined, need)) return err->status;
+        for (size_t i = 0; i < s->text.n_words; i++) {
+            if (i) s->joined[k++] = ' ';
+            memcpy(s->joined + k, s->text.text + s->text.words[i].off, s->text.words[i].len);
+            k += s->text.words[i].len;
+        }
+        if (tokenize(s, (const char *)s->joined, k, err)) return err->status;
+    }
+    if (xgrow((void **)ids, cap, s->text.n_words + 1, sizeof **ids, err)) return err->status;
     for (size_t i = 0; i < s->text.n_words; i++)
         if (wordids_get(&s->words, s->text.text + s->text.words[i].off, s->text.words[i].len,
                         &(*ids)[i], err))
@@ -345,12 +381,12 @@ TfmStatus ter_segment_stats(TerScorer *s, const char *hyp, size_t hyp_len,
     if (n_refs == 0) return err_set(err, TFM_ERR_USAGE, "ter: no reference");
     wordids_reset(&s->words);
     size_t nh, nr;
-    if (line_words(s, hyp, hyp_len, &s->hyp, &s->cap_hyp, &nh, err)) return err->status;
+    if (line_words(s, hyp, hyp_len, false, &s->hyp, &s->cap_hyp, &nh, err)) return err->status;
     /* TER._compute_segment_statistics: the fewest edits, the mean length */
     long long best = (long long)1e16, ref_lengths = 0;
     for (size_t r = 0; r < n_refs; r++) {
         long long e;
-        if (line_words(s, refs[r], ref_lens[r], &s->ref, &s->cap_ref, &nr, err) ||
+        if (line_words(s, refs[r], ref_lens[r], true, &s->ref, &s->cap_ref, &nr, err) ||
             ter_edits(s, s->hyp, nh, s->ref, nr, &e, err))
             return err->status;
         ref_lengths += (long long)nr;
@@ -378,7 +414,7 @@ double ter_compute(const TerStats *st)
 
 void ter_signature(const TerOptions *opt, size_t n_refs, char *buf, size_t size)
 {
-    snprintf(buf, size, "nrefs:%zu|case:%s|tok:tercom|norm:no|punct:%s|asian:no|version:tfm-%s",
-             n_refs, opt->case_sensitive ? "mixed" : "lc", opt->no_punct ? "no" : "yes",
-             TFM_VERSION);
+    snprintf(buf, size, "nrefs:%zu|case:%s|tok:tercom|norm:%s|punct:%s|asian:%s|version:tfm-%s",
+             n_refs, opt->case_sensitive ? "mixed" : "lc", opt->normalized ? "yes" : "no",
+             opt->no_punct ? "no" : "yes", opt->asian_support ? "yes" : "no", TFM_VERSION);
 }

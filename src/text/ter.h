@@ -6,8 +6,9 @@
  * Levenshtein distance restricted to a beam of 25 around the diagonal.
  * Per segment: the fewest edits over the references and their average
  * length; the corpus score is total edits / total average reference length.
- * Not here: sacreBLEU's --ter-normalized and --ter-asian-support tokenizer
- * options.
+ * The tokenizer options are sacreBLEU's: --ter-case-sensitive,
+ * --ter-no-punct, --ter-normalized and --ter-asian-support
+ * (ter_normalize.h).
  *
  * Usage:
  *   TerScorer *s; ter_scorer_new(&opt, &s, err);
@@ -27,6 +28,9 @@
 typedef struct {
     bool case_sensitive;    /* sacreBLEU --ter-case-sensitive; default: lowercase */
     bool no_punct;          /* --ter-no-punct: drop . , ? : ; ! " ( ) */
+    bool normalized;        /* --ter-normalized: tercom's normalization */
+    bool asian_support;     /* --ter-asian-support: CJK characters split apart (with
+                             * normalized), CJK punctuation dropped (with no_punct) */
 } TerOptions;
 
 /* Statistics of a segment or (summed, in line order) of a corpus. */
@@ -62,7 +66,8 @@ void ter_stats_add(TerStats *acc, const TerStats *x);
 /* The score (0..100 and above) from statistics, as TER._compute_score_from_stats. */
 double ter_compute(const TerStats *st);
 
-/* Writes "nrefs:N|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:tfm-V". */
+/* Writes "nrefs:N|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:tfm-V"
+ * (norm, punct and asian as the options say). */
 void ter_signature(const TerOptions *opt, size_t n_refs, char *buf, size_t size);
 
 #endif
