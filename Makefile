@@ -77,6 +77,16 @@ valgrind:
 	$(MAKE) BUILD=build-vg BIN=build-vg/tfm PORTABLE=1 build-vg/tfm
 	TFM=$(CURDIR)/build-vg/tfm bash scripts/valgrind.sh
 
+# libFuzzer targets (tests/fuzz/) under ASan and UBSan, SECONDS each (clang).
+SECONDS ?= 60
+fuzz:
+	bash scripts/fuzz.sh $(SECONDS)
+lib-objs: $(LIB_OBJ)
+print-lib-objs:
+	@echo $(LIB_OBJ)
+print-ldlibs:
+	@echo $(LDLIBS)
+
 # Train configs/tiny.json on Multi30k and translate a few test sentences.
 demo: $(BIN) data
 	bash scripts/demo.sh
@@ -108,7 +118,7 @@ install: $(BIN)
 
 # Remove build outputs.
 clean:
-	rm -rf build build-asan build-vg tfm
+	rm -rf build build-asan build-vg build-fuzz tfm
 
-.PHONY: all deps data walls test asan valgrind demo bench bench-kernel check-torch lint install clean
+.PHONY: all deps data walls test asan valgrind fuzz lib-objs print-lib-objs print-ldlibs demo bench bench-kernel check-torch lint install clean
 -include $(wildcard $(BUILD)/*/*.d)

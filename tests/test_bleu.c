@@ -274,6 +274,25 @@ static BleuScore corpus1(const BleuOptions *opt, const char *const *hyp, const c
     return sc;
 }
 
+/* Found by tests/fuzz/fuzz_metrics (UBSan: an offset on a NULL pointer):
+ * a fresh scorer whose first segment has no tokens at all, the hypothesis
+ * only whitespace and the reference empty. */
+TEST(bleu_first_segment_without_tokens)
+{
+    BleuOptions o;
+    bleu_options_default(&o);
+    BleuScorer *s = NULL;
+    TfmErr err;
+    CHECK(bleu_scorer_new(&o, &s, &err) == TFM_OK);
+    const char *ref[1] = {""};
+    const size_t ref_len[1] = {0};
+    BleuStats st;
+    CHECK(bleu_segment_stats(s, "\f", 1, ref, ref_len, 1, &st, &err) == TFM_OK);
+    CHECK_EQ_INT(st.sys_len, 0);
+    CHECK_EQ_INT(st.ref_len, 0);
+    bleu_scorer_free(s);
+}
+
 TEST(bleu_edges_by_hand)
 {
     BleuOptions opt;

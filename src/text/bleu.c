@@ -251,8 +251,9 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
     /* _extract_reference_info: per n-gram, the max count over references. */
     if (ngram_reset(s, err)) return err->status;
     for (size_t r = 0; r < n_refs; r++) {
-        const uint32_t *ids = s->ids + s->ref_start[r];
         size_t len = s->ref_start[r + 1] - s->ref_start[r];
+        if (len == 0) continue;     /* (s->ids may be NULL: all lines empty so far) */
+        const uint32_t *ids = s->ids + s->ref_start[r];
         for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
             for (size_t i = 0; i + order <= len; i++) {
                 if (ngram_make_room(s, err)) return err->status;
@@ -275,7 +276,7 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
 
     /* _compute_segment_statistics: correct += min(hyp count, ref max) per
      * distinct n-gram, counted one occurrence at a time. */
-    const uint32_t *ids = s->ids + hyp0;
+    const uint32_t *ids = hl > 0 ? s->ids + hyp0 : NULL;
     for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
         if (hl >= (long long)order) out->totals[order - 1] = hl - order + 1;
         for (long long i = 0; i + order <= hl; i++) {
