@@ -6,7 +6,8 @@
 # (default 60) from its seed corpus tests/fuzz/corpus/TARGET (copied to
 # build-fuzz/corpus/, which grows run after run). Prints a line per target:
 # runs, executions per second, coverage (libFuzzer's cov: edges and ft:
-# features). A crash, a leak, a timeout (10 s an input) or a failed check
+# features). Seed 1: a run from the committed corpus is repeatable (up to
+# how far it gets in the time). A crash, a leak, a timeout (10 s an input) or a failed check
 # fails it; the input that did it is in build-fuzz/crashes/: fix the bug,
 # and keep the input as tests/fuzz/regressions/TARGET-what (replayed by
 # every run) beside a unit test. Needs clang (and libomp-dev).
@@ -38,7 +39,7 @@ for t in $TARGETS; do
     # inputs that once failed (tests/fuzz/regressions/TARGET-*) run first, every time
     cp tests/fuzz/regressions/"$t"-* "$B/corpus/$t/" 2>/dev/null
     log=$B/fuzz_$t.log
-    OMP_NUM_THREADS=1 TFM_REEXEC=1 "$B/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 \
+    OMP_NUM_THREADS=1 TFM_REEXEC=1 "$B/fuzz_$t" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$B/crashes/$t-" "$B/corpus/$t" >"$log" 2>&1
     rc=$?
