@@ -35,6 +35,7 @@ class Config:
     vocab_size: int = 8000
     max_len: int = 130
     norm: str = "post"              # "post" or "pre"
+    norm_type: str = "layernorm"    # "layernorm" or "rmsnorm" (no bias .b)
     share_embeddings: bool = True
     dropout: float = 0.1            # embeddings and sublayer outputs
     attn_dropout: float = 0.0       # attention probabilities
@@ -52,13 +53,14 @@ def _ffn_names(prefix, d, d_ff):
             (prefix + ".w2", (d, d_ff)), (prefix + ".b2", (d,))]
 
 
-def _ln_names(prefix, d):
-    return [(prefix + ".g", (d,)), (prefix + ".b", (d,))]
+def _ln_names(prefix, d, rms=False):
+    return [(prefix + ".g", (d,))] + ([] if rms else [(prefix + ".b", (d,))])
 
 
 def param_layout(cfg):
     """The tensor table of the C model: [(name, shape)] in storage order."""
     d, V = cfg.d_model, cfg.vocab_size
+    rms = cfg.norm_type == "rmsnorm"
     out = []
     if cfg.share_embeddings:
         out.append(("emb.shared", (V, d)))
@@ -66,17 +68,17 @@ def param_layout(cfg):
         out += [("emb.src", (V, d)), ("emb.tgt", (V, d)), ("out.proj", (V, d))]
     for i in range(cfg.enc_layers):
         p = "enc.%d" % i
-        out += _attn_names(p + ".self", d) + _ln_names(p + ".ln1", d)
-        out += _ffn_names(p + ".ffn", d, cfg.d_ff) + _ln_names(p + ".ln2", d)
+        out += _attn_names(p + ".self", d) + _ln_names(p + ".ln1", d, rms)
+        out += _ffn_names(p + ".ffn", d, cfg.d_ff) + _ln_names(p + ".ln2", d, rms)
     if cfg.norm == "pre":
-        out += _ln_names("enc.ln", d)
+        out += _ln_names("enc.ln", d, rms)
     for i in range(cfg.dec_layers):
         p = "dec.%d" % i
-        out += _attn_names(p + ".self", d) + _ln_names(p + ".ln1", d)
-        out += _attn_names(p + ".cross", d) + _ln_names(p + ".ln2", d)
-        out += _ffn_names(p + ".ffn", d, cfg.d_ff) + _ln_names(p + ".ln3", d)
+        out += _attn_names(p + ".self", d) + _ln_names(p + ".ln1", d, rms)
+        out += _attn_names(p + ".cross", d) + _ln_names(p + ".ln2", d, rms)
+        out += _ffn_names(p + ".ffn", d, cfg.d_ff) + _ln_names(p + ".ln3", d, rms)
     if cfg.norm == "pre":
-        out += _ln_names("dec.ln", d)
+        out += _ln_names("dec.ln", d, rms)
     return out
 
 
@@ -96,6 +98,7 @@ class Transformer(torch.nn.Module):
     def __init__(self, cfg, dtype=torch.float32):
         super().__init__()
         assert cfg.norm in ("post", "pre") and cfg.d_model % cfg.heads == 0
+        assert cfg.norm_type in ("layernorm", "rmsnorm")
         self.cfg = cfg
         self.names = []
         for name, shape in param_layout(cfg):
@@ -134,6 +137,9 @@ class Transformer(torch.nn.Module):
         return F.dropout(x, rate, self.training) if rate > 0 else x
 
     def _ln(self, x, prefix):
+        if self.cfg.norm_type == "rmsnorm":
+            # RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x²) + eps) · g
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * self.p(prefix + ".g")
         return F.layer_norm(x, (x.shape[-1],), self.p(prefix + ".g"), self.p(prefix + ".b"), LN_EPS)
 
     def _attn(self, prefix, xq, xkv, key_pad, causal):

@@ -1,6 +1,7 @@
 /* test_ref: the C model against the PyTorch reference dump
  * tests/data/ref_tiny.bin (scripts/make_ref.py; format in docs/ref-format.md).
- * For each case (post-norm + shared embeddings, pre-norm + separate ones):
+ * For each case (post-norm + shared embeddings, pre-norm + separate ones,
+ * and both again with RMSNorm):
  * load the weights by name, run one forward/backward and compare loss, nll
  * and every gradient, then 3 Adam steps with the noam schedule and compare
  * every parameter.
@@ -315,7 +316,7 @@ static void run_case(const RefFile *f, const char *cs)
     memset(&m, 0, sizeof m);
     memset(&adam, 0, sizeof adam);
 
-    const RefRec *rc = ref_get(f, cs, "config", REF_I32, 9);
+    const RefRec *rc = ref_get(f, cs, "config", REF_I32, 10);
     const RefRec *rh = ref_get(f, cs, "hyper", REF_F32, 7);
     const RefRec *rs = ref_get(f, cs, "src", REF_I32, -1);
     const RefRec *rti = ref_get(f, cs, "tgt_in", REF_I32, -1);
@@ -341,6 +342,7 @@ static void run_case(const RefFile *f, const char *cs)
     cfg.max_len = c[6];
     cfg.norm = c[7] ? NORM_PRE : NORM_POST;
     cfg.share_embeddings = c[8] != 0;
+    cfg.norm_type = c[9] ? NORM_RMS : NORM_LAYER;
     free(c);
     float hyper[7];
     ref_floats(rh, hyper);
@@ -507,6 +509,8 @@ TEST(ref_pytorch_tiny)
     }
     run_case(&f, "post_shared");
     run_case(&f, "pre_unshared");
+    run_case(&f, "post_rms");
+    run_case(&f, "pre_rms");
     ref_free(&f);
 }
 
