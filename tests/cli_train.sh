@@ -94,6 +94,18 @@ else
     check "info shows bf16" grep -q 'precision: *bf16' "$T/out"
 fi
 
+# data.bpe_dropout: every epoch its own segmentation, from the seed and the
+# epoch, so an interrupted and resumed run still ends with the uninterrupted
+# run's model, byte for byte; the model differs from the plain run's.
+mkdir bda bdb
+(cd bda && expect_exit 0 "BPE-dropout training" -- "$TFM" train ../mini.json -q --set data.bpe_dropout=0.1)
+(cd bdb && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "BPE-dropout: SIGTERM exits 143" -- "$TFM" train ../mini.json -q --set data.bpe_dropout=0.1)
+(cd bdb && expect_exit 0 "BPE-dropout: resumed run finishes" -- "$TFM" train ../mini.json -q --set data.bpe_dropout=0.1)
+check "BPE-dropout: resumed model equals uninterrupted" cmp -s bda/model.tfm bdb/model.tfm
+check "BPE-dropout: differs from the plain model" test -n "$(cmp a/model.tfm bda/model.tfm 2>&1)"
+expect_exit 1 "BPE-dropout of 1 refused" -- "$TFM" train mini.json --dry-run --set data.bpe_dropout=1
+expect_err_line "BPE-dropout range message" "tfm: --set data.bpe_dropout: expected a number in [0, 1), got 1"
+
 # The end of a run says why it stopped and what it kept; a rerun says the
 # run had already finished.
 mkdir sm

@@ -489,3 +489,48 @@ TEST(bpe_survives_allocation_failures)
     unlink(path);
     free(path);
 }
+
+/* BPE-dropout: p = 0 gives bpe_encode's ids; p = 1 applies no merge (one
+ * piece per character); any p stays lossless; the same seed gives the same
+ * ids and other seeds other segmentations, finer than the plain one. */
+TEST(bpe_dropout_segments_randomly_and_losslessly)
+{
+    Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
+    if (!b) { CHECK(b != NULL); return; }
+    int *plain = NULL, np = 0, cp = 0, *ids = NULL, n = 0, cap = 0, *again = NULL, na = 0, ca = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    TfmErr err = {0};
+    const char *line = "the cat sat on the mat. the dog sat on the log!";
+    size_t ll = strlen(line);
+    CHECK_EQ_INT(bpe_encode(b, line, ll, &plain, &np, &cp, &err), TFM_OK);
+    Rng r;
+    rng_seed(&r, 7);
+    CHECK_EQ_INT(bpe_encode_dropout(b, line, ll, 0.0f, &r, &ids, &n, &cap, &err), TFM_OK);
+    CHECK(n == np && memcmp(ids, plain, (size_t)n * sizeof *ids) == 0);
+    CHECK_EQ_INT(bpe_encode_dropout(b, line, ll, 1.0f, &r, &ids, &n, &cap, &err), TFM_OK);
+    CHECK_EQ_INT(n, (int)ll + 1);     /* each byte (ASCII) and the line's marker */
+    int differ = 0, longer = 0;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        rng_seed(&r, seed);
+        CHECK_EQ_INT(bpe_encode_dropout(b, line, ll, 0.1f, &r, &ids, &n, &cap, &err), TFM_OK);
+        rng_seed(&r, seed);
+        CHECK_EQ_INT(bpe_encode_dropout(b, line, ll, 0.1f, &r, &again, &na, &ca, &err), TFM_OK);
+        CHECK(n == na && memcmp(ids, again, (size_t)n * sizeof *ids) == 0);
+        CHECK(n >= np);
+        differ += n != np || memcmp(ids, plain, (size_t)n * sizeof *ids) != 0;
+        longer += n > np;
+        CHECK_EQ_INT(bpe_decode(b, ids, n, &out, &len, &out_cap, &err), TFM_OK);
+        CHECK(len == ll && memcmp(out, line, ll) == 0);
+    }
+    CHECK(differ >= 25 && longer >= 25);    /* ~20 merges, each kept with 0.9 */
+    for (int i = 0; i < N_HOSTILE; i++) {
+        rng_seed(&r, (uint64_t)i);
+        size_t hl = strlen(hostile[i]);
+        CHECK_EQ_INT(bpe_encode_dropout(b, hostile[i], hl, 0.5f, &r, &ids, &n, &cap, &err), TFM_OK);
+        CHECK_EQ_INT(bpe_decode(b, ids, n, &out, &len, &out_cap, &err), TFM_OK);
+        CHECK(len == hl && memcmp(out, hostile[i], hl) == 0);
+    }
+    free(plain); free(ids); free(again); free(out);
+    bpe_free(b);
+}

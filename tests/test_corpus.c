@@ -58,7 +58,7 @@ TEST(test_corpus_load_filters_and_counts)
     if (!bpe) return;
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_OK);
     CHECK_EQ_INT(c.n_lines, 202);
     CHECK_EQ_INT(c.n_pairs, 200);
     CHECK_EQ_INT(c.skipped_empty, 1);
@@ -76,7 +76,7 @@ TEST(test_corpus_line_count_mismatch)
     if (!bpe) { CHECK(bpe != NULL); return; }
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, &err) == TFM_ERR_FORMAT);
+    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_ERR_FORMAT);
     char want[1200];
     snprintf(want, sizeof want, "%s has 3 lines, %s has 2 lines", src, tgt);
     CHECK_STR(err.msg, want);
@@ -132,7 +132,7 @@ TEST(test_batcher_invariants_and_determinism)
     if (!bpe) { CHECK(bpe != NULL); return; }
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_OK);
     Batcher a, b;
     int budget = 200;
     CHECK(batcher_init(&a, &c, budget, 7, true, &err) == TFM_OK);
@@ -164,5 +164,58 @@ TEST(test_batcher_invariants_and_determinism)
     CHECK_EQ_INT(served + a.skipped_budget, c.n_pairs);
     batcher_free(&a);
     corpus_free(&c);
+    bpe_free(bpe);
+}
+
+/* BPE-dropout per epoch: corpus_resegment gives each pair a finer or equal
+ * segmentation of the same text, the same for the same seed, another for
+ * another seed, never over max_len, and p = 0 restores the plain ids. */
+TEST(test_corpus_resegment)
+{
+    char src[512], tgt[512];
+    write_corpus(src, tgt);
+    Bpe *bpe = tiny_bpe(src, tgt);
+    if (!bpe) { CHECK(bpe != NULL); return; }
+    Corpus c, plain;
+    TfmErr err = {0};
+    CHECK(corpus_load(&plain, src, tgt, bpe, 60, false, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, 60, true, &err) == TFM_OK);
+    CHECK_EQ_INT(c.n_pairs, plain.n_pairs);
+    long n_plain = plain.tgt_off[plain.n_pairs - 1] + plain.tgt_len[plain.n_pairs - 1];
+    int *first = malloc((size_t)n_plain * 4 * sizeof *first);
+    long n_first = 0;
+    for (int round = 0; round < 3; round++) {
+        uint64_t seed = round == 2 ? 11 : 10;      /* rounds 0 and 1 alike */
+        CHECK(corpus_resegment(&c, bpe, 0.3f, seed, 16, &err) == TFM_OK);
+        long n_tok = c.tgt_off[c.n_pairs - 1] + c.tgt_len[c.n_pairs - 1];
+        long changed = 0;
+        char *text = NULL;
+        size_t len = 0, cap = 0;
+        for (long i = 0; i < c.n_pairs; i++) {
+            CHECK(c.src_len[i] >= plain.src_len[i] && c.tgt_len[i] >= plain.tgt_len[i]);
+            CHECK(c.src_len[i] <= 16 || c.src_len[i] == plain.src_len[i]);
+            CHECK(c.tgt_len[i] <= 16 || c.tgt_len[i] == plain.tgt_len[i]);
+            changed += c.src_len[i] != plain.src_len[i];
+            const char *want = c.text + c.text_off[2 * i];
+            size_t want_len = c.text_off[2 * i + 1] - c.text_off[2 * i];
+            CHECK(bpe_decode(bpe, c.tokens + c.src_off[i], c.src_len[i], &text, &len, &cap, &err) == TFM_OK);
+            CHECK(len == want_len && memcmp(text, want, len) == 0);
+        }
+        free(text);
+        if (changed <= c.n_pairs / 4) fprintf(stderr, "changed %ld of %ld\n", changed, c.n_pairs);
+        CHECK(changed > c.n_pairs / 4);
+        if (round == 0) {
+            n_first = n_tok;
+            if (n_tok <= 4 * n_plain) memcpy(first, c.tokens, (size_t)n_tok * sizeof *first);
+        } else {
+            bool same = n_tok == n_first && memcmp(first, c.tokens, (size_t)n_tok * sizeof *first) == 0;
+            CHECK(round == 1 ? same : !same);
+        }
+    }
+    CHECK(corpus_resegment(&c, bpe, 0.0f, 3, 60, &err) == TFM_OK);
+    CHECK(memcmp(c.tokens, plain.tokens, (size_t)n_plain * sizeof *c.tokens) == 0);
+    free(first);
+    corpus_free(&c);
+    corpus_free(&plain);
     bpe_free(bpe);
 }

@@ -65,6 +65,7 @@ const KeySpec config_schema[] = {
     /* the range bpe_learn accepts, so a config that passes trains */
     INT_("data.vocab_size", data.vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB, 8000),
     INT_("data.max_len", data.max_len, 1, 65536, 128),
+    PROB_("data.bpe_dropout", data.bpe_dropout, 0.0),
 
     INT_("model.d_model", model.d_model, 1, 65536, 512),
     INT_("model.heads", model.heads, 1, 4096, 8),

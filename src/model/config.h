@@ -22,6 +22,7 @@ typedef struct {
     char *vocab;            /* NULL: learn one (saved as out_dir/vocab.txt); else an existing file */
     int vocab_size;         /* 8000; includes the 4 special tokens */
     int max_len;            /* 128; max BPE tokens per side, longer pairs skipped */
+    float bpe_dropout;      /* 0; BPE-dropout probability for the training data */
 } DataConfig;
 
 typedef struct {

@@ -428,15 +428,18 @@ static int pair_rank(const Bpe *b, int left, int right, int *result)
 
 /* Applies merges lowest rank first, leftmost first among equal ranks (the
  * order in which learning applied them). Words are short (<= MAX_WORD_SYMS),
- * so a linear scan for the best pair beats a heap. Returns the new length. */
-static int apply_merges(const Bpe *b, int *sym, int n)
+ * so a linear scan for the best pair beats a heap. With dropout (p > 0),
+ * each candidate pair is skipped with probability p at every merge step
+ * (BPE-dropout, Provilkov et al. 2020), and the word is done when a step
+ * skips them all. Returns the new length. */
+static int apply_merges(const Bpe *b, int *sym, int n, float p, Rng *rng)
 {
     int rank[MAX_WORD_SYMS], res[MAX_WORD_SYMS];
     for (int i = 0; i + 1 < n; i++) rank[i] = pair_rank(b, sym[i], sym[i + 1], &res[i]);
     while (n > 1) {
         int best = -1, br = NO_RANK;
         for (int i = 0; i + 1 < n; i++)
-            if (rank[i] < br) { br = rank[i]; best = i; }
+            if (rank[i] < br && (p <= 0 || rng_uniform(rng) >= p)) { br = rank[i]; best = i; }
         if (best < 0) break;
         sym[best] = res[best];
         memmove(sym + best + 1, sym + best + 2, (size_t)(n - best - 2) * sizeof *sym);
@@ -452,13 +455,19 @@ static int apply_merges(const Bpe *b, int *sym, int n)
 TfmStatus bpe_encode(const Bpe *b, const char *line, size_t len, int **ids, int *n, int *cap,
                      TfmErr *err)
 {
-    Pretok p;
+    return bpe_encode_dropout(b, line, len, 0.0f, NULL, ids, n, cap, err);
+}
+
+TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p, Rng *rng,
+                             int **ids, int *n, int *cap, TfmErr *err)
+{
+    Pretok words;
     Word w;
     int sym[MAX_WORD_SYMS];
-    pretok_init(&p, line, len);
+    pretok_init(&words, line, len);
     *n = 0;
-    while (pretok_next(&p, &w)) {
-        int k = apply_merges(b, sym, word_symbols(b, line, &w, sym));
+    while (pretok_next(&words, &w)) {
+        int k = apply_merges(b, sym, word_symbols(b, line, &w, sym), p, rng);
         if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
         if (*n + k > *cap) {
             int c = *cap > 0 ? *cap : 64;

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "base/rng.h"
 
 /* The special ids, owned here and used by everyone (model, corpus, decoder). */
 enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
@@ -83,6 +84,14 @@ int bpe_piece_id(const Bpe *bpe, const char *s, size_t len);
  * buffer needs no allocation per line once warm. Only TFM_ERR_NOMEM. */
 TfmStatus bpe_encode(const Bpe *bpe, const char *line, size_t len, int **ids, int *n,
                      int *cap, TfmErr *err);
+
+/* bpe_encode with BPE-dropout (Provilkov et al. 2020): at every merge step
+ * of a word each applicable merge is skipped with probability p, drawn from
+ * rng, so a word gets one of its finer segmentations at random (p = 0: the
+ * same ids as bpe_encode; p = 1: no merges). Still lossless. For training
+ * data only. */
+TfmStatus bpe_encode_dropout(const Bpe *bpe, const char *line, size_t len, float p, Rng *rng,
+                             int **ids, int *n, int *cap, TfmErr *err);
 
 /* Decodes ids to text, skipping <pad>, <s> and </s>; <unk> becomes "<unk>".
  * Overwrites (*out)[0..*len) and NUL-terminates it; grows *out and *cap. The

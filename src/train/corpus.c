@@ -27,12 +27,29 @@ static TfmStatus encode_line(const Bpe *bpe, LineReader *r, const char *line, si
     return st;
 }
 
-static TfmStatus append_pair(Corpus *c, size_t *pair_cap, size_t *tok_cap, const IdBuf *s,
-                             const IdBuf *t, TfmErr *err)
+/* Appends the text of the next pair (kept for corpus_resegment). */
+static TfmStatus append_text(Corpus *c, const char *ls, size_t ns, const char *lt, size_t nt,
+                             TfmErr *err)
+{
+    size_t used = c->n_pairs ? c->text_off[2 * c->n_pairs] : 0;
+    if (xgrow((void **)&c->text, &c->text_cap, used + ns + nt, 1, err) ||
+        xgrow((void **)&c->text_off, &c->text_off_cap, 2 * (size_t)c->n_pairs + 3,
+              sizeof(size_t), err))
+        return TFM_ERR_NOMEM;
+    memcpy(c->text + used, ls, ns);
+    memcpy(c->text + used + ns, lt, nt);
+    c->text_off[2 * c->n_pairs] = used;
+    c->text_off[2 * c->n_pairs + 1] = used + ns;
+    c->text_off[2 * c->n_pairs + 2] = used + ns + nt;
+    return TFM_OK;
+}
+
+static TfmStatus append_pair(Corpus *c, size_t *pair_cap, const IdBuf *s, const IdBuf *t,
+                             TfmErr *err)
 {
     long n_tok = c->n_pairs ? c->tgt_off[c->n_pairs - 1] + c->tgt_len[c->n_pairs - 1] : 0;
     size_t old_cap = *pair_cap;
-    if (xgrow((void **)&c->tokens, tok_cap, (size_t)(n_tok + s->n + t->n), sizeof(int), err) ||
+    if (xgrow((void **)&c->tokens, &c->tok_cap, (size_t)(n_tok + s->n + t->n), sizeof(int), err) ||
         xgrow((void **)&c->src_off, pair_cap, (size_t)c->n_pairs + 1, sizeof(long), err))
         return TFM_ERR_NOMEM;
     if (*pair_cap != old_cap) {
@@ -58,12 +75,12 @@ static TfmStatus append_pair(Corpus *c, size_t *pair_cap, size_t *tok_cap, const
 }
 
 TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
-                      const Bpe *bpe, int max_len, TfmErr *err)
+                      const Bpe *bpe, int max_len, bool keep_text, TfmErr *err)
 {
     memset(c, 0, sizeof *c);
     LineReader rs = {0}, rt = {0};
     IdBuf s = {0}, t = {0};
-    size_t tok_cap = 0, pair_cap = 0;
+    size_t pair_cap = 0;
     TfmStatus st;
     if ((st = text_reader_open(&rs, src_path, err)) != TFM_OK) goto fail;
     if ((st = text_reader_open(&rt, tgt_path, err)) != TFM_OK) goto fail;
@@ -88,7 +105,8 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
         if ((st = encode_line(bpe, &rt, lt, nt, &t, err)) != TFM_OK) goto fail;
         if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
         if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
-        if ((st = append_pair(c, &pair_cap, &tok_cap, &s, &t, err)) != TFM_OK) goto fail;
+        if (keep_text && (st = append_text(c, ls, ns, lt, nt, err)) != TFM_OK) goto fail;
+        if ((st = append_pair(c, &pair_cap, &s, &t, err)) != TFM_OK) goto fail;
     }
     text_reader_close(&rs);
     text_reader_close(&rt);
@@ -111,7 +129,55 @@ void corpus_free(Corpus *c)
     free(c->tgt_off);
     free(c->src_len);
     free(c->tgt_len);
+    free(c->text);
+    free(c->text_off);
+    free(c->spare);
     memset(c, 0, sizeof *c);
+}
+
+/* One side of pair i with dropout, or plainly when that comes out too long. */
+static TfmStatus resegment_side(const Corpus *c, const Bpe *bpe, long i, int side, float p,
+                                Rng *rng, int max_len, IdBuf *out, TfmErr *err)
+{
+    const char *s = c->text + c->text_off[2 * i + side];
+    size_t n = c->text_off[2 * i + side + 1] - c->text_off[2 * i + side];
+    TfmStatus st = bpe_encode_dropout(bpe, s, n, p, rng, &out->ids, &out->n, &out->cap, err);
+    if (st == TFM_OK && out->n > max_len) st = bpe_encode(bpe, s, n, &out->ids, &out->n, &out->cap, err);
+    return st;
+}
+
+TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, float p, uint64_t seed, int max_len,
+                           TfmErr *err)
+{
+    IdBuf s = {0}, t = {0};
+    TfmStatus st = TFM_OK;
+    long n_tok = 0;
+    for (long i = 0; i < c->n_pairs && st == TFM_OK; i++) {
+        Rng rng;
+        rng_seed(&rng, seed ^ ((uint64_t)i * 0x9e3779b97f4a7c15ULL));
+        if ((st = resegment_side(c, bpe, i, 0, p, &rng, max_len, &s, err)) != TFM_OK ||
+            (st = resegment_side(c, bpe, i, 1, p, &rng, max_len, &t, err)) != TFM_OK ||
+            (st = xgrow((void **)&c->spare, &c->spare_cap, (size_t)(n_tok + s.n + t.n),
+                        sizeof(int), err)) != TFM_OK)
+            break;
+        c->src_off[i] = n_tok;
+        c->src_len[i] = s.n;
+        memcpy(c->spare + n_tok, s.ids, (size_t)s.n * sizeof(int));
+        c->tgt_off[i] = n_tok + s.n;
+        c->tgt_len[i] = t.n;
+        memcpy(c->spare + n_tok + s.n, t.ids, (size_t)t.n * sizeof(int));
+        n_tok += s.n + t.n;
+    }
+    free(s.ids);
+    free(t.ids);
+    if (st != TFM_OK) return st;    /* offsets half rewritten: the caller stops */
+    int *old = c->tokens;
+    size_t old_cap = c->tok_cap;
+    c->tokens = c->spare;
+    c->tok_cap = c->spare_cap;
+    c->spare = old;
+    c->spare_cap = old_cap;
+    return TFM_OK;
 }
 
 /* ---- batching ---- */

@@ -21,14 +21,32 @@ typedef struct {
     long n_lines;           /* lines read per file */
     long skipped_empty;     /* pairs with an empty side */
     long skipped_long;      /* pairs with a side over max_len tokens */
+    /* With keep_text: the text of the kept pairs, for corpus_resegment.
+     * Pair i's source is text[text_off[2i] .. text_off[2i+1]), its target
+     * text[text_off[2i+1] .. text_off[2i+2]). */
+    char *text;
+    size_t *text_off;
+    int *spare;             /* corpus_resegment's next token array */
+    size_t tok_cap, spare_cap, text_cap, text_off_cap;
 } Corpus;
 
-/* Reads and encodes src_path/tgt_path. Errors: TFM_ERR_IO (unreadable),
+/* Reads and encodes src_path/tgt_path; keep_text also keeps the pairs' text
+ * (for BPE-dropout). Errors: TFM_ERR_IO (unreadable),
  * TFM_ERR_FORMAT ("a.de has 10 lines, a.en has 9 lines"; invalid UTF-8 with
  * file and line). */
 TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
-                      const Bpe *bpe, int max_len, TfmErr *err);
+                      const Bpe *bpe, int max_len, bool keep_text, TfmErr *err);
 void corpus_free(Corpus *c);
+
+/* Encodes every pair again from its kept text with BPE-dropout p
+ * (bpe_encode_dropout), drawing from streams seeded by seed and the pair's
+ * index, so the same seed gives the same ids. A side whose segmentation
+ * comes out longer than max_len keeps its plain encoding (which fit). The
+ * corpus must have been loaded with keep_text. The token arrays are reused
+ * (they grow only past their largest size so far). Only TFM_ERR_NOMEM; the
+ * corpus is unusable after an error. */
+TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, float p, uint64_t seed, int max_len,
+                           TfmErr *err);
 
 typedef struct {
     const Corpus *c;

@@ -219,10 +219,10 @@ static TfmStatus load_data(Trainer *t, TfmErr *err)
 {
     const TfmConfig *cfg = t->cfg;
     TfmStatus st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
-                               cfg->data.max_len, err);
+                               cfg->data.max_len, cfg->data.bpe_dropout > 0, err);
     if (st != TFM_OK) return st;
     if ((st = corpus_load(&t->valid, cfg->data.valid_src, cfg->data.valid_tgt, t->bpe,
-                          cfg->data.max_len, err)) != TFM_OK)
+                          cfg->data.max_len, false, err)) != TFM_OK)
         return st;
     int budget = cfg->train.batch_tokens;
     if ((st = batcher_init(&t->train_b, &t->train, budget, cfg->train.seed, true, err)) != TFM_OK ||
@@ -415,6 +415,17 @@ static void announce_pace(Trainer *t, double step_s)
                   "(train.log_every)", step_s, 1000 * step_s, total, t->log_every);
 }
 
+/* BPE-dropout (data.bpe_dropout): each epoch trains on its own random
+ * segmentation of the training text, a function of the seed and the epoch,
+ * so a resumed run sees the same one. */
+static TfmStatus resegment_epoch(Trainer *t, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    if (cfg->data.bpe_dropout <= 0) return TFM_OK;
+    uint64_t seed = cfg->train.seed ^ (0xb9e5d7ULL + (uint64_t)t->ts.epoch * 0xd1b54a32d192ed69ULL);
+    return corpus_resegment(&t->train, t->bpe, cfg->data.bpe_dropout, seed, cfg->data.max_len, err);
+}
+
 static TfmStatus loop(Trainer *t, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
@@ -425,7 +436,10 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     t->prog.by_step = true;
     while (!limit_reached(t)) {
         if (stop_requested(t)) break;
-        if (t->train_b.epoch != t->ts.epoch) batcher_plan_epoch(&t->train_b, t->ts.epoch);
+        if (t->train_b.epoch != t->ts.epoch) {
+            if ((st = resegment_epoch(t, err)) != TFM_OK) return st;
+            batcher_plan_epoch(&t->train_b, t->ts.epoch);
+        }
         if (t->ts.batch_in_epoch >= t->train_b.n_batches) {
             t->ts.epoch++;
             t->ts.batch_in_epoch = 0;
