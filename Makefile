@@ -14,14 +14,25 @@ WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
 # -fno-math-errno: sqrtf and friends never set errno here (no one reads it),
 # so loops that call them can be vectorized.
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -fopenmp -MMD -MP $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(EXTRA_LDFLAGS)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -fopenmp -MMD -MP $(PKG_CFLAGS) $(ALL_CFLAGS_MPI) $(EXTRA_CFLAGS)
+LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
 # One folder per layer (README.md, "Source map"); includes name the folder:
 # #include "nn/layers.h".
-LAYERS   = base nn text model train cli
-SRC      = $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+LAYERS   = base nn text dist model train cli
+# `make MPI=1`: data-parallel training under mpirun (dist/dist_mpi.c, Open
+# MPI through pkg-config's ompi-c); the default build needs no MPI
+# (dist/dist_single.c).
+MPI     ?= 0
+ifeq ($(MPI),1)
+DIST_OFF   = src/dist/dist_single.c
+ALL_CFLAGS_MPI = $(shell pkg-config --cflags ompi-c)
+LDLIBS_MPI = $(shell pkg-config --libs ompi-c)
+else
+DIST_OFF   = src/dist/dist_mpi.c
+endif
+SRC      = $(filter-out $(DIST_OFF),$(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)))
 LIB_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(filter-out src/cli/%,$(SRC)))
 CLI_OBJ  = $(patsubst src/%.c,$(BUILD)/%.o,$(wildcard src/cli/*.c))
 TEST_OBJ = $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/*.c))
@@ -30,8 +41,12 @@ BIN     ?= tfm
 # Build the binary (default).
 all: $(BIN)
 
-$(BIN): $(CLI_OBJ) $(LIB_OBJ) | deps
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+$(BIN): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/mpi-$(MPI).stamp | deps
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
+
+# Switching MPI=0/1 relinks (the object lists differ by one file).
+$(BUILD)/mpi-$(MPI).stamp:
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi-*.stamp && touch $@
 
 $(BUILD)/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
@@ -46,7 +61,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 
 # Install the Debian packages the build needs, when pkg-config does not find them.
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh $(if $(filter 1,$(MPI)),mpi)
 
 # Unpack the shipped Multi30k data (data/*.gz) at first use.
 DATA = $(patsubst %.gz,%,$(wildcard data/*.gz))

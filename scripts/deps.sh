@@ -1,9 +1,14 @@
 #!/bin/sh
 # deps.sh: installs the Debian packages tfm builds with, when they are missing.
 # Quiet and quick when everything is there. `deps.sh plot`: what
-# scripts/plot_log.sh needs instead (gnuplot, python3).
+# scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`: the
+# build's packages and Open MPI (make MPI=1).
 missing=""
-if [ "${1:-}" = plot ]; then
+if [ "${1:-}" = mpi ]; then
+    sh "$0" || exit 1                   # the build's own packages first
+    command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
+    pkg-config --exists ompi-c || missing="$missing libopenmpi-dev"
+elif [ "${1:-}" = plot ]; then
     command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
     [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 else

@@ -50,7 +50,7 @@ static int trained_model(Model *m, NormKind norm, bool share)
             tin[b * S] = TOK_BOS;
             memcpy(tin + b * S + 1, src + b * S, sizeof(int) * lens[b]);
         }
-        Batch bt = {16, S, S, src, tin, src};    /* copy: target = source + </s> */
+        Batch bt = {16, S, S, src, tin, src, 0};    /* copy: target = source + </s> */
         LossStats ls;
         if (model_forward(m, &bt, 0.0f, NULL, &ls, &err)) return 0;
         model_backward(m, &bt);
@@ -88,7 +88,7 @@ TEST(test_incremental_scores_equal_full_forward)
             for (int i = 0; i < lt; i++) tin[b * T + i + 1] = tout[b * T + i] = 4 + (int)rng_below(&rng, V - 4);
             tout[b * T + lt] = TOK_EOS;
         }
-        Batch bt = {NSENT, S, T, src, tin, tout};
+        Batch bt = {NSENT, S, T, src, tin, tout, 0};
         LossStats ls;
         CHECK(model_forward(&m, &bt, 0.0f, NULL, &ls, &err) == TFM_OK);
         Decoder *d;

@@ -349,7 +349,7 @@ static void run_case(const RefFile *f, const char *cs)
     const float ls = hyper[0];
     const int steps = (int)hyper[6];
 
-    Batch b;
+    Batch b = {0};
     b.n = (int)rs->dims[0];
     b.src_len = (int)rs->dims[1];
     b.tgt_len = (int)rti->dims[1];

@@ -22,6 +22,10 @@ typedef struct {
     TfmStatus status;
     int signo;           /* for TFM_INTERRUPTED */
     char msg[1024];
+    /* In an `mpirun` job (dist/dist.h): collective, every rank ends with
+     * this status at the same point, so the job need not be aborted; quiet,
+     * another rank reports it (rank 0, or the rank that failed). */
+    bool collective, quiet;
 } TfmErr;
 
 /* Sets status and message (printf-style); returns status so callers can

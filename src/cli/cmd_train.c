@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/text.h"
+#include "dist/dist.h"
 #include "nn/blas.h"
 #include "cli/cmds.h"
 #include "model/config.h"
@@ -64,6 +66,16 @@ static TfmStatus unknown_option(const char *arg, const struct option *longopts, 
     return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (see tfm train --help)", arg);
 }
 
+/* train.threads 0 means all cores: in an mpirun job, the ranks on this
+ * machine share them. */
+static int threads_per_rank(int threads)
+{
+    if (threads > 0 || dist_local_size() == 1) return threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long each = cores / dist_local_size();
+    return each > 1 ? (int)each : 1;
+}
+
 /* TrainOptions.after_step for TFM_TEST_SIGNAL_AT_STEP: ctx is the step. */
 static void raise_sigterm_at(long step, void *ctx)
 {
@@ -84,7 +96,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         {NULL, 0, NULL, 0},
     };
     TrainOptions opt = {0};
-    bool dry_run = false, have_threads = false, have_seed = false;
+    bool dry_run = false, have_threads = false, have_seed = false, deterministic = true;
     long threads = 0, seed = 0;
     /* --set values, in order (a later one wins); at most one per argument */
     const char **sets = xcalloc((size_t)argc + 1, sizeof *sets, err);
@@ -143,7 +155,10 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         config_free(&cfg);
         goto done;
     }
-    blas_set_threads(cfg.train.threads);
+    /* an error so far is every rank's (the same arguments and config), so
+     * rank 0 alone reports it; from here on a rank may fail alone */
+    deterministic = false;
+    blas_set_threads(threads_per_rank(cfg.train.threads));
     st = blas_selftest(err);
     if (st == TFM_OK && cfg.train.precision == PRECISION_BF16)
         st = blas_use_bf16("train.precision", err);
@@ -159,9 +174,13 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         opt.stop = cli_stop_on_signals(!opt.quiet);
         st = train_run(&cfg, &opt, err);
     }
-    if (st == TFM_OK) printf("%s\n", cfg.train.model);
+    if (st == TFM_OK && dist_rank() == 0) printf("%s\n", cfg.train.model);
     config_free(&cfg);
 done:
     free(sets);
+    if (st != TFM_OK && deterministic) {
+        err->collective = true;
+        err->quiet = dist_rank() > 0;
+    }
     return st;
 }

@@ -17,6 +17,7 @@
 #include "nn/packed_linear.h"
 #include "base/text.h"
 #include "base/version.h"
+#include "dist/dist.h"
 
 /* ---- signals: a stop request for `tfm train` ---- */
 
@@ -141,11 +142,31 @@ static int report(TfmStatus status, const TfmErr *err)
 {
     if (status == TFM_OK) return 0;
     if (status == TFM_INTERRUPTED) {
-        if (err->msg[0]) print_error(err->msg);
+        if (err->msg[0] && !err->quiet) print_error(err->msg);
         return 128 + err->signo;
     }
-    print_error(err->msg[0] ? err->msg : "unknown error");
+    if (!err->quiet) print_error(err->msg[0] ? err->msg : "unknown error");
     return status == TFM_ERR_USAGE ? 2 : 1;
+}
+
+/* The end of a rank of an mpirun job: an error only this rank met ends the
+ * whole job (the others would wait for it forever); otherwise every rank
+ * leaves together. */
+static int finish(TfmStatus status, TfmErr *err)
+{
+    if (dist_size() > 1 && status != TFM_OK && dist_rank() > 0 && !err->quiet) {
+        char msg[sizeof err->msg];
+        memcpy(msg, err->msg, sizeof msg);
+        msg[sizeof msg - 24] = '\0';     /* room for the prefix */
+        snprintf(err->msg, sizeof err->msg, "rank %d: %s", dist_rank(), msg);
+    }
+    int code = report(status, err);
+    if (status != TFM_OK && status != TFM_INTERRUPTED && !err->collective) {
+        fflush(stderr);
+        dist_abort(code);
+    }
+    dist_finalize();
+    return code;
 }
 
 /* A closed descriptor 0, 1 or 2 would be reused by the next open(): progress
@@ -188,9 +209,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n"
-               "bf16 products: %s (oneDNN %s)\n",
+               "bf16 products: %s (oneDNN %s)\nMPI: %s\n",
                TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa(),
-               bf16_isa_name(), bf16_library_version());
+               bf16_isa_name(), bf16_library_version(),
+               dist_library() ? dist_library() : "not built in (make MPI=1)");
         return 0;
     }
     if (strcmp(name, "help") == 0) {
@@ -208,9 +230,17 @@ int main(int argc, char **argv)
         const char *what = name[0] == '-' ? "option" : "command";
         return report(err_set(&err, TFM_ERR_USAGE, "unknown %s '%s' (see tfm --help)", what, name), &err);
     }
+    /* under mpirun: join the job (only `tfm train` runs on several ranks) */
+    TfmStatus st = dist_init(&argc, &argv, &err);
+    if (st == TFM_OK && dist_size() > 1 && strcmp(name, "train") != 0) {
+        err.collective = true;
+        err.quiet = dist_rank() > 0;
+        st = err_set(&err, TFM_ERR_USAGE, "%s: only `tfm train` runs on several MPI ranks", name);
+    }
+    if (st != TFM_OK) return finish(st, &err);
     /* The command sees argv[0] = its own name, as getopt expects. */
-    TfmStatus st = c->run(argc - 1, argv + 1, &err);
+    st = c->run(argc - 1, argv + 1, &err);
     if (fflush(stdout) != 0 && st == TFM_OK)
         st = err_set(&err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
-    return report(st, &err);
+    return finish(st, &err);
 }

@@ -534,7 +534,8 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
                                    w->logits, V}, 1);
     /* The gradient is computed here, while the logits are in cache, and kept
      * for model_backward (it replaces the logits). */
-    loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)M,
+    const long norm = b->loss_tokens > 0 ? b->loss_tokens : M;
+    loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)norm,
                        w->row_loss, &out->loss, &out->nll, &out->n_correct);
     return TFM_OK;
 }

@@ -39,6 +39,10 @@ typedef struct {
     const int *src;     /* (n, src_len): tokens + TOK_EOS, then TOK_PAD */
     const int *tgt_in;  /* (n, tgt_len): TOK_BOS + tokens, then TOK_PAD */
     const int *tgt_out; /* (n, tgt_len): tokens + TOK_EOS, then TOK_PAD */
+    /* The non-pad targets the loss is averaged over; 0: this batch's own.
+     * A rank's slice of a global batch gives the global count, so the
+     * ranks' gradients add up to the whole batch's. */
+    long loss_tokens;
 } Batch;
 
 typedef struct {

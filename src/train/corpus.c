@@ -308,6 +308,7 @@ void batcher_get(Batcher *b, long i, Batch *out)
     out->src = b->src;
     out->tgt_in = b->tgt_in;
     out->tgt_out = b->tgt_out;
+    out->loss_tokens = 0;
 }
 
 void batcher_free(Batcher *b)

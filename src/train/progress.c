@@ -13,6 +13,13 @@
 /* Plain lines every 10 s; the live line at most 10 times a second. */
 static const double PLAIN_EVERY_S = 10, LIVE_EVERY_S = 0.1;
 
+void progress_open_silent(Progress *p)
+{
+    memset(p, 0, sizeof *p);
+    p->quiet = true;
+    p->out = stderr;
+}
+
 TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
@@ -81,6 +88,7 @@ static void json_num(FILE *f, bool *first, const char *key, double v)
 
 TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err)
 {
+    if (!p->log) return TFM_OK;     /* progress_open_silent */
     bool first = true;
     fputc('{', p->log);
     fprintf(p->log, "\"step\": %ld, \"epoch\": %ld", ev->step, ev->epoch);

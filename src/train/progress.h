@@ -26,6 +26,9 @@ typedef struct {
     int averaged;          /* > 0: the figures are of the mean of this many checkpoints */
 } ProgressEvent;
 
+/* Shows and logs nothing (the ranks other than 0 of an mpirun job). */
+void progress_open_silent(Progress *p);
+
 /* Opens out_dir/log.jsonl, emptied first when truncate (a fresh run). */
 TfmStatus progress_open(Progress *p, const char *out_dir, bool truncate, bool quiet, TfmErr *err);
 

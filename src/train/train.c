@@ -17,6 +17,7 @@
 #include "base/atomic_file.h"
 #include "base/path.h"
 #include "base/sysmem.h"
+#include "dist/dist.h"
 
 /* train.log_every 0: after AUTO_LOG_PROBE steps, pick a round number of
  * steps that takes about AUTO_LOG_S seconds. */
@@ -350,25 +351,49 @@ static void summarize(Trainer *t)
  * there is one (a fresh run may stop before its first save). */
 static const char *stop_note(const Trainer *t)
 {
-    return run_dir_file_exists(t->run.last_path) ? "last.tfm keeps the last good state"
-                                     : "no checkpoint was saved yet";
+    return t->run.last_path && run_dir_file_exists(t->run.last_path)
+               ? "last.tfm keeps the last good state" : "no checkpoint was saved yet";
+}
+
+/* A numeric stop that every rank of a job meets at the same step (the
+ * losses and gradients are summed across ranks first): rank 0 reports it. */
+static TfmStatus numeric_stop(const Trainer *t, long step, const char *what, double x, TfmErr *err)
+{
+    err->collective = true;
+    err->quiet = dist_rank() > 0;
+    return err_set(err, TFM_ERR_NUMERIC, "step %ld: %s is %s; stopping (%s)", step, what,
+                   isnan(x) ? "NaN" : "Inf", stop_note(t));
 }
 
 static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
-    LossStats ls;
+    LossStats ls = {0};
     long next = t->ts.step + 1;
-    TfmStatus st = model_forward(&t->model, b, tc->label_smoothing, &t->ts.dropout_rng, &ls, err);
-    if (st != TFM_OK) return st;
-    if (!isfinite(ls.loss))
-        return err_set(err, TFM_ERR_NUMERIC, "step %ld: loss is %s; stopping (%s)", next,
-                       isnan(ls.loss) ? "NaN" : "Inf", stop_note(t));
-    model_backward(&t->model, b);
+    /* in a job, this rank's sentences of the batch, with masks of its own
+     * (a stream forked per rank: dropout_rng stays the same on every rank) */
+    Batch mine;
+    dp_slice(b, &mine);
+    Rng rank_rng, *dropout_rng = &t->ts.dropout_rng;
+    if (dist_size() > 1) {
+        rng_fork(&t->ts.dropout_rng, (uint64_t)dist_rank(), &rank_rng);
+        dropout_rng = &rank_rng;
+    }
+    if (mine.n > 0) {
+        TfmStatus st = model_forward(&t->model, &mine, tc->label_smoothing, dropout_rng, &ls, err);
+        if (st != TFM_OK) return st;
+    }
+    double sums[3] = {ls.loss, ls.nll, (double)ls.n_tokens};
+    dist_sum_doubles(sums, 3);
+    ls.loss = sums[0];
+    ls.nll = sums[1];
+    ls.n_tokens = (long)sums[2];
+    if (!isfinite(ls.loss)) return numeric_stop(t, next, "loss", ls.loss, err);
+    if (mine.n > 0) model_backward(&t->model, &mine);
+    else memset(t->model.grads, 0, t->model.n_params * sizeof *t->model.grads);
+    dist_sum_floats(t->model.grads, t->model.n_params);
     double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
-    if (!isfinite(norm))
-        return err_set(err, TFM_ERR_NUMERIC, "step %ld: gradient is %s; stopping (%s)", next,
-                       isnan(norm) ? "NaN" : "Inf", stop_note(t));
+    if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;
@@ -429,13 +454,19 @@ static TfmStatus resegment_epoch(Trainer *t, TfmErr *err)
 static TfmStatus loop(Trainer *t, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
+    const bool lead = dist_rank() == 0;
     TfmStatus st;
     double step_time = NAN;
     int probed = 0;
     t->log_every = tc->log_every;
     t->prog.by_step = true;
-    while (!limit_reached(t)) {
-        if (stop_requested(t)) break;
+    for (;;) {
+        /* one decision for every rank of a job: rank 0's limits (time,
+         * patience), any rank's signal */
+        long agreed[2] = {dist_rank() == 0 && limit_reached(t), stop_requested(t)};
+        dist_max_longs(agreed, 2);
+        if (agreed[1] && t->opt->stop) t->opt->stop->signo = (int)agreed[1];
+        if (agreed[0] || agreed[1]) break;
         if (t->train_b.epoch != t->ts.epoch) {
             if ((st = resegment_epoch(t, err)) != TFM_OK) return st;
             batcher_plan_epoch(&t->train_b, t->ts.epoch);
@@ -463,12 +494,13 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         if ((st = log_training(t, row || validating || limit_reached(t), row, step_time, err)) !=
             TFM_OK)
             return st;
+        if (!lead) continue;        /* rank 0 validates, saves and logs */
         if (validating) {
             if ((st = eval_validate_and_log(t, err)) != TFM_OK) return st;
             if (tc->patience > 0 && t->ts.bad_validations >= tc->patience) {
                 progress_note(&t->prog, "early stopping: no improvement in %d validations",
                               tc->patience);
-                break;
+                if (dist_size() == 1) break;    /* a job stops at the next agreement */
             }
         }
         if (tc->save_every > 0 && t->ts.step % tc->save_every == 0 &&
@@ -476,12 +508,17 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
             return st;
     }
     if (stop_requested(t)) {
-        progress_note(&t->prog, "signal %d: saving %s", stop_requested(t), t->run.last_path);
-        if ((st = save_last(t, err)) != TFM_OK) return st;
+        if (lead) {
+            progress_note(&t->prog, "signal %d: saving %s", stop_requested(t), t->run.last_path);
+            if ((st = save_last(t, err)) != TFM_OK) return st;
+        }
         err->signo = stop_requested(t);
+        err->collective = true;
+        err->quiet = !lead;
         return err_set(err, TFM_INTERRUPTED, "interrupted at step %ld; run the same command "
                        "to resume", t->ts.step);
     }
+    if (!lead) return TFM_OK;
     if (!t->ts.validated && (st = eval_validate_and_log(t, err)) != TFM_OK) return st;
     /* a rerun of a finished run only copies the model again */
     if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
@@ -516,20 +553,30 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.cfg = cfg;
     t.opt = opt;
     t.run_start = now_s();
+    t.run.lock_fd = -1;
     if (opt->stop) opt->stop->started = 0;
-    TfmStatus st = run_dir_open(&t.run, cfg, opt->config_path, opt->restart, err);
-    if (st != TFM_OK) return st;
-    const bool resuming = t.run.resuming;
-    /* a fresh run starts a fresh log; a resumed one continues it */
-    if ((st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err)) != TFM_OK)
+    TfmStatus st = TFM_OK;
+    bool resuming = false;
+    if (dist_rank() == 0) {
+        /* rank 0 (the only one without mpirun) owns out_dir */
+        if ((st = run_dir_open(&t.run, cfg, opt->config_path, opt->restart, err)) != TFM_OK)
+            return dp_share_start(&t, st, err);
+        resuming = t.run.resuming;
+        /* a fresh run starts a fresh log; a resumed one continues it */
+        st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err);
+        if (st == TFM_OK) st = resuming ? resume(&t, err) : fresh_start(&t, err);
+        if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
+    } else {
+        progress_open_silent(&t.prog);
+    }
+    if ((st = dp_share_start(&t, st, err)) != TFM_OK) goto done;
+    if ((st = dp_agree(load_data(&t, err), err)) != TFM_OK) goto done;
+    if ((st = dp_agree(model_alloc_training(&t.model, cfg->train.batch_tokens,
+                                            config_row_len(cfg->data.max_len), err), err)) != TFM_OK)
         goto done;
-    st = resuming ? resume(&t, err) : fresh_start(&t, err);
-    if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
-    if (st != TFM_OK) goto done;
-    if ((st = load_data(&t, err)) != TFM_OK) goto done;
-    if ((st = model_alloc_training(&t.model, cfg->train.batch_tokens,
-                                   config_row_len(cfg->data.max_len), err)) != TFM_OK)
-        goto done;
+    if (dist_size() > 1)
+        progress_note(&t.prog, "data-parallel: %d ranks (%s), each on its share of every batch "
+                      "of %d tokens", dist_size(), dist_library(), cfg->train.batch_tokens);
     /* the memory plan: everything is allocated now, nothing grows per step */
     progress_note(&t.prog, "model: %zu parameters; %.0f MB in use with the optimizer, gradients "
                   "and activations for %d tokens (%.0f MB available)", t.model.n_params,

@@ -48,4 +48,19 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err);
  * step and logged with "averaged": K. It leaves the mean in t->model. */
 TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err);
 
+/* ---- data-parallel runs (data_parallel.c); trivial with one rank ---- */
+
+/* This rank's share of the global batch b (all of it with one rank); its
+ * loss_tokens is b's target count, so the ranks' gradients add up to b's. */
+void dp_slice(const Batch *b, Batch *mine);
+
+/* Every rank passes its status; all get TFM_OK, or all stop: a rank that
+ * failed keeps its error, the others get a quiet one. */
+TfmStatus dp_agree(TfmStatus st, TfmErr *err);
+
+/* Rank 0 passes its start-up status (run folder, vocabulary, model, resume);
+ * if it is TFM_OK, every rank receives rank 0's vocabulary, weights, Adam
+ * state and training state (the others build their model from them). */
+TfmStatus dp_share_start(Trainer *t, TfmStatus st, TfmErr *err);
+
 #endif

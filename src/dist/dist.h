@@ -1,0 +1,45 @@
+/* dist: the processes of a data-parallel run (`mpirun -np N tfm train`).
+ * Every rank trains the same model on its slice of each global batch; the
+ * gradients are summed across ranks, so all hold the same weights. Without
+ * MPI (the default build, or a plain `tfm train` in an MPI build) there is
+ * one rank and every call below is trivial, so the callers need no #ifdef.
+ * dist_mpi.c is the one file that includes <mpi.h> (make MPI=1);
+ * dist_single.c is the build without it. */
+#ifndef TFM_DIST_H
+#define TFM_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* Joins the job when started by mpirun (MPI_Init), else does nothing. A
+ * build without MPI started by mpirun with more than one rank is refused
+ * (TFM_ERR_USAGE), since each process would train alone. Call once, first. */
+TfmStatus dist_init(int *argc, char ***argv, TfmErr *err);
+/* Leaves the job (MPI_Finalize); call before a normal exit. */
+void dist_finalize(void);
+/* Ends every rank of the job at once, after a rank's own error. */
+void dist_abort(int code);
+
+int dist_rank(void);        /* 0 .. dist_size() - 1 */
+int dist_size(void);        /* 1 without mpirun */
+/* Ranks on this machine (for the threads each may use). */
+int dist_local_size(void);
+/* "Open MPI v4.1.4" (built in), or NULL in a build without MPI. */
+const char *dist_library(void);
+
+/* In-place sums over all ranks; every rank gets the same result. */
+void dist_sum_floats(float *x, size_t n);
+void dist_sum_doubles(double *x, int n);
+/* Elementwise maximum of n longs over all ranks (agreements: any rank's
+ * signal, rank 0's limits). */
+void dist_max_longs(long *x, int n);
+/* Rank 0's n bytes to every rank. */
+void dist_broadcast(void *buf, size_t n);
+
+/* Seconds spent in the sums and broadcasts so far (for benchmarks). */
+double dist_comm_seconds(void);
+
+#endif

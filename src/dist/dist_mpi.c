@@ -1,0 +1,118 @@
+/* dist_mpi: the ranks of an `mpirun -np N tfm train` job, over MPI
+ * (make MPI=1). The one file that includes <mpi.h>. A plain `tfm ...`
+ * without mpirun runs as one rank and never calls MPI_Init. */
+#include "dist/dist.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int rank_ = 0, size_ = 1, local_size_ = 1;
+static bool joined = false;
+static double comm_s = 0;
+static char library[MPI_MAX_LIBRARY_VERSION_STRING];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Started by mpirun (Open MPI's, or a PMIx launcher's)? */
+static bool launched(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
+{
+    /* A plain `tfm ...` stays out of MPI: one rank, nothing to set up. */
+    if (!launched()) return TFM_OK;
+    /* Only the main thread calls MPI (the OpenMP workers never do). */
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return err_set(err, TFM_ERR_IO, "MPI_Init failed");
+    joined = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+    /* errors of a collective end the job (the default), so a dead rank
+     * never leaves the others waiting */
+    return TFM_OK;
+}
+
+void dist_finalize(void)
+{
+    if (joined) MPI_Finalize();
+    joined = false;
+}
+
+void dist_abort(int code)
+{
+    if (joined && size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+int dist_rank(void) { return rank_; }
+int dist_size(void) { return size_; }
+int dist_local_size(void) { return local_size_; }
+
+const char *dist_library(void)
+{
+    if (!library[0]) {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int n = 0;
+        MPI_Get_library_version(v, &n);
+        v[strcspn(v, ",\n")] = '\0';    /* "Open MPI v4.1.4, package: ..." */
+        snprintf(library, sizeof library, "%s", v);
+    }
+    return library;
+}
+
+/* MPI counts are ints: long arrays go in chunks. */
+#define CHUNK ((size_t)1 << 30)
+
+void dist_sum_floats(float *x, size_t n)
+{
+    if (size_ == 1) return;
+    double t0 = now_s();
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        MPI_Allreduce(MPI_IN_PLACE, x + i, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+    comm_s += now_s() - t0;
+}
+
+void dist_sum_doubles(double *x, int n)
+{
+    if (size_ == 1) return;
+    double t0 = now_s();
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    comm_s += now_s() - t0;
+}
+
+void dist_max_longs(long *x, int n)
+{
+    if (size_ == 1) return;
+    double t0 = now_s();
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    comm_s += now_s() - t0;
+}
+
+void dist_broadcast(void *buf, size_t n)
+{
+    if (size_ == 1) return;
+    double t0 = now_s();
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        MPI_Bcast((char *)buf + i, (int)k, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+    comm_s += now_s() - t0;
+}
+
+double dist_comm_seconds(void) { return comm_s; }

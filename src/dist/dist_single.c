@@ -1,0 +1,43 @@
+/* dist_single: the build without MPI: one rank; the collectives are no-ops. */
+#include "dist/dist.h"
+
+#include <stdlib.h>
+
+/* The ranks mpirun (Open MPI, MPICH and their kin) says it started. */
+static int launched_ranks(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1) return atoi(v);
+    }
+    return 1;
+}
+
+TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
+{
+    (void)argc;
+    (void)argv;
+    int n = launched_ranks();
+    if (n <= 1) return TFM_OK;
+    /* every rank says the same: rank 0 alone prints it */
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = getenv("PMIX_RANK");
+    if (!rank) rank = getenv("PMI_RANK");
+    err->collective = true;
+    err->quiet = rank && atoi(rank) > 0;
+    return err_set(err, TFM_ERR_USAGE, "started by mpirun with %d ranks, but this tfm is "
+                   "built without MPI: build it with `make MPI=1`", n);
+}
+
+void dist_finalize(void) {}
+void dist_abort(int code) { (void)code; }
+int dist_rank(void) { return 0; }
+int dist_size(void) { return 1; }
+int dist_local_size(void) { return 1; }
+const char *dist_library(void) { return NULL; }
+void dist_sum_floats(float *x, size_t n) { (void)x; (void)n; }
+void dist_sum_doubles(double *x, int n) { (void)x; (void)n; }
+void dist_max_longs(long *x, int n) { (void)x; (void)n; }
+void dist_broadcast(void *buf, size_t n) { (void)buf; (void)n; }
+double dist_comm_seconds(void) { return 0; }

@@ -1,0 +1,90 @@
+/* data_parallel: what `mpirun -np N tfm train` adds to a run (dist/dist.h).
+ * Rank 0 owns the run: out_dir, checkpoints, log.jsonl, progress,
+ * validation. At the start it sends every rank the vocabulary, the weights,
+ * Adam's state and the training state; then every rank cuts the same global
+ * batch, trains on its share of the sentences, and the gradients are summed,
+ * so the ranks apply the same update and stay identical. With one rank every
+ * function here is the single-process code path. */
+#include "train/trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist.h"
+
+void dp_slice(const Batch *b, Batch *mine)
+{
+    *mine = *b;
+    const int n_ranks = dist_size();
+    if (n_ranks == 1) return;
+    /* an even split of the sentences: a batch holds sentences of about one
+     * length (corpus.c), so equal counts are about equal work */
+    const int r = dist_rank();
+    const int lo = (int)((long)b->n * r / n_ranks), hi = (int)((long)b->n * (r + 1) / n_ranks);
+    mine->n = hi - lo;
+    mine->src = b->src + (size_t)lo * b->src_len;
+    mine->tgt_in = b->tgt_in + (size_t)lo * b->tgt_len;
+    mine->tgt_out = b->tgt_out + (size_t)lo * b->tgt_len;
+    long targets = 0;
+    for (long i = 0; i < (long)b->n * b->tgt_len; i++) targets += b->tgt_out[i] != TOK_PAD;
+    mine->loss_tokens = targets;
+}
+
+TfmStatus dp_agree(TfmStatus st, TfmErr *err)
+{
+    if (dist_size() == 1) return st;
+    long failed = st != TFM_OK;
+    dist_max_longs(&failed, 1);
+    if (!failed) return TFM_OK;
+    err->collective = true;
+    if (st != TFM_OK) return st;            /* this rank failed: it says why */
+    err->quiet = true;
+    return err_set(err, TFM_ERR_IO, "another rank failed");
+}
+
+/* The other ranks build the vocabulary, model and optimizer that rank 0
+ * loaded or initialized, from what it sends. */
+static TfmStatus receive_start(Trainer *t, const char *vocab, size_t len, TfmErr *err)
+{
+    TfmStatus st = bpe_deserialize(&t->bpe, vocab, len, "the vocabulary from rank 0", err);
+    if (st != TFM_OK) return st;
+    ModelConfig mc = t->cfg->model;
+    mc.vocab_size = bpe_vocab_size(t->bpe);
+    mc.max_len = config_positions(t->cfg->data.max_len);
+    if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
+    const AdamConfig ac = config_adam(&t->cfg->train);
+    return adam_init(&t->adam, t->model.n_params, &ac, err);
+}
+
+TfmStatus dp_share_start(Trainer *t, TfmStatus st, TfmErr *err)
+{
+    if (dist_size() == 1) return st;
+    const bool lead = dist_rank() == 0;
+    long failed = st != TFM_OK;
+    dist_broadcast(&failed, sizeof failed);
+    if (failed) {
+        err->collective = true;
+        if (lead) return st;
+        err->quiet = true;
+        return err_set(err, TFM_ERR_IO, "rank 0 failed");
+    }
+    size_t len = 0;
+    char *vocab = lead ? bpe_serialize(t->bpe, &len) : NULL;
+    if (lead && !vocab) return err_set(err, TFM_ERR_NOMEM, "out of memory");
+    dist_broadcast(&len, sizeof len);
+    if (!lead && !(vocab = xmalloc(len, err))) return TFM_ERR_NOMEM;
+    dist_broadcast(vocab, len);
+    /* an error past this point is this rank's own: the job is aborted */
+    if (!lead && (st = receive_start(t, vocab, len, err)) != TFM_OK) {
+        free(vocab);
+        return st;
+    }
+    free(vocab);
+    size_t n = t->model.n_params;
+    dist_broadcast(t->model.params, n * sizeof(float));
+    dist_broadcast(t->adam.m, n * sizeof(float));
+    dist_broadcast(t->adam.v, n * sizeof(float));
+    dist_broadcast(&t->adam.step, sizeof t->adam.step);
+    dist_broadcast(&t->ts, sizeof t->ts);
+    return TFM_OK;
+}

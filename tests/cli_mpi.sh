@@ -1,0 +1,104 @@
+# cli_mpi.sh: data-parallel training under mpirun (docs/distributed.md),
+# with an MPI build of tfm made here (make MPI=1, in build-mpi/): 2 ranks
+# train the same model as 1 process on the same global batches; a 2-rank run
+# stopped by a signal and resumed ends with the uninterrupted run's model,
+# byte for byte; stops are collective; a killed rank ends the job; errors
+# are one line. Needs mpirun (openmpi-bin, libopenmpi-dev): without it the
+# checks are reported as skipped, not passed.
+. "$(dirname "$0")/cli_lib.sh"
+ROOT=$PWD
+if ! command -v mpirun >/dev/null || ! pkg-config --exists ompi-c; then
+    echo "  (no mpirun or no Open MPI headers: MPI checks skipped; apt-get install openmpi-bin libopenmpi-dev)" >&2
+    cli_summary
+    exit
+fi
+make -s -C "$ROOT" MPI=1 BUILD=build-mpi BIN=build-mpi/tfm >"$T/build.log" 2>&1 ||
+    { cli_fail "make MPI=1: $(tail -5 "$T/build.log")"; cli_summary; exit; }
+MTFM=$ROOT/build-mpi/tfm
+# As root, Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks
+# run where fewer cores are free; -q keeps mpirun's own notices out.
+mpi() { local n=$1; shift; mpirun -q --allow-run-as-root --oversubscribe -np "$n" "$@"; }
+MINI=$ROOT/tests/data/mini
+cp "$MINI"/train.* "$MINI"/valid.* "$T"/
+cd "$T" || exit 1
+cp "$MINI/mini.json" mini.json
+sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >nodrop.json
+sed 's/"max_steps": 30/"max_steps": 100000/' mini.json >long.json
+
+expect_exit 0 "an MPI build still trains alone" -- "$MTFM" train mini.json -q --set train.out_dir=alone
+"$MTFM" --version >"$T/out"
+check "--version names the MPI library" grep -q '^MPI: Open MPI v[0-9]' "$T/out"
+"$ROOT/tfm" --version >"$T/out"
+check "--version of the default build: no MPI" grep -q '^MPI: not built in (make MPI=1)$' "$T/out"
+
+# The same global batches on 2 ranks as in 1 process: without dropout (whose
+# masks each rank draws for its own sentences) the weights agree to float
+# rounding (the gradient sums add in another order), the key biases aside
+# (tests/model_diff.py says why).
+mkdir one two
+(cd one && expect_exit 0 "1 process" -- "$MTFM" train ../nodrop.json -q)
+(cd two && expect_exit 0 "2 ranks" -- mpi 2 "$MTFM" train ../nodrop.json -q)
+check "2 ranks: one model path printed (rank 0's)" test "$(cat "$T/out")" = model.tfm
+python3 "$ROOT/tests/model_diff.py" one/model.tfm two/model.tfm >"$T/diff"
+check "2 ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "rank 0 alone writes the run folder" test -f two/ck/last.tfm -a -f two/ck/log.jsonl
+check "the log has each step once" test "$(grep -c '"train_loss"' two/ck/log.jsonl)" = 1
+
+# Stopped by SIGTERM at step 13 on every rank (the signal mpirun forwards),
+# then resumed with the same command: the uninterrupted run's model, byte
+# for byte, dropout included.
+mkdir a b
+(cd a && expect_exit 0 "2 ranks with dropout" -- mpi 2 "$MTFM" train ../mini.json -q)
+(cd b && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "2 ranks: SIGTERM exits 143" -- mpi 2 "$MTFM" train ../mini.json -q)
+expect_err_line "interrupt message, once" "tfm: interrupted at step 13; run the same command to resume"
+"$ROOT/tfm" info b/ck/last.tfm >"$T/out" 2>&1
+check "last.tfm is at step 13" grep -q "step:        13 " "$T/out"
+(cd b && expect_exit 0 "2 ranks: resumed run finishes" -- mpi 2 "$MTFM" train ../mini.json -q)
+check "2 ranks: resumed model equals uninterrupted" cmp -s a/model.tfm b/model.tfm
+check "2 ranks: resumed log equals uninterrupted" \
+    test "$(sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' a/ck/log.jsonl)" = \
+         "$(sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' b/ck/log.jsonl)"
+# another rank count resumes too (rank 0 sends its state to every rank)
+mkdir c
+(cd c && TFM_TEST_SIGNAL_AT_STEP=13 mpi 2 "$MTFM" train ../mini.json -q 2>/dev/null)
+(cd c && expect_exit 0 "resumed by 1 process" -- "$MTFM" train ../mini.json -q)
+
+# A real SIGTERM to mpirun: every rank stops at the same step, last.tfm is
+# saved once and the run resumes.
+mkdir s
+(cd s && exec mpirun -q --allow-run-as-root --oversubscribe -np 2 "$MTFM" train ../long.json -q 2>"$T/s.err") &
+pid=$!
+for _ in $(seq 100); do [ -f s/ck/last.tfm ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+check "SIGTERM to mpirun: one message" test "$(grep -c 'interrupted at step' "$T/s.err")" = 1
+"$ROOT/tfm" info s/ck/last.tfm >"$T/out" 2>&1
+check "SIGTERM to mpirun: last.tfm at the step of the message" \
+    grep -q "step: *$(sed -n 's/.*interrupted at step \([0-9]*\);.*/\1/p' "$T/s.err") " "$T/out"
+
+# kill -9 of one rank: mpirun ends the job with its error; last.tfm (written
+# atomically by rank 0) loads and the run resumes from it.
+mkdir k
+(cd k && exec mpirun --allow-run-as-root --oversubscribe -np 2 "$MTFM" train ../long.json -q >/dev/null 2>"$T/k.err") &
+pid=$!
+for _ in $(seq 100); do [ -f k/ck/last.tfm ] && break; sleep 0.1; done
+sleep 0.5
+kill -9 "$(pgrep -f -P $pid "build-mpi/tfm train ../long.json" | tail -n 1)"
+wait $pid
+check "a killed rank ends the job (exit $?)" test $? != 0
+check "mpirun names the killed rank" grep -q 'signal 9' "$T/k.err"
+(cd k && expect_exit 0 "after a killed rank: last.tfm loads" -- "$ROOT/tfm" info ck/last.tfm)
+at=$(sed -n 's/^step: *\([0-9]*\) .*/\1/p' "$T/out")
+(cd k && expect_exit 0 "after a killed rank: resumes" -- mpi 2 "$MTFM" train ../long.json --set train.max_steps=$((at + 5)))
+check "after a killed rank: resumed from last.tfm" grep -q "^resuming from ck/last.tfm at step $at " "$T/err"
+
+# Errors are one line, printed once.
+expect_exit 1 "a bad config under mpirun" -- mpi 2 "$MTFM" train nonexistent.json
+expect_err_line "bad config message, once" "tfm: nonexistent.json: cannot open: No such file or directory"
+expect_exit 2 "only train runs on several ranks" -- mpi 2 "$MTFM" bleu a b
+expect_err_line "only train message" "tfm: bleu: only \`tfm train\` runs on several MPI ranks"
+expect_exit 2 "a build without MPI under mpirun" -- mpi 2 "$ROOT/tfm" train mini.json
+expect_err_line "no-MPI message" "tfm: started by mpirun with 2 ranks, but this tfm is built without MPI: build it with \`make MPI=1\`"
+
+cli_summary
