@@ -80,6 +80,20 @@ expect_exit 1 "bf16 refused without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 
 expect_err_line "bf16 refusal names what is missing" \
     "tfm: train.precision: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither (use \"fp32\")"
 check "bf16 refusal leaves no folder" test ! -e nobf16
+# train.precision auto: bf16 only where its products measure faster; a CPU
+# without a bf16 unit trains in fp32, and the model records what ran.
+mkdir auto
+(cd auto && env ONEDNN_MAX_CPU_ISA=AVX2 "$TFM" train ../mini.json --set train.precision=auto >/dev/null 2>"$T/auto.err")
+check "auto without a bf16 unit: fp32, said once" \
+    test "$(grep -c '^train.precision auto: fp32 (no bf16 unit: none)$' "$T/auto.err")" = 1
+"$TFM" info auto/model.tfm >"$T/out" 2>&1
+check "auto: the model records fp32" grep -q 'precision: *fp32' "$T/out"
+(cd auto && "$TFM" train ../mini.json --set train.precision=auto --set train.out_dir=ck2 --set train.model=m2.tfm >/dev/null 2>"$T/auto.err")
+check "auto: says what it picked and why" grep -q '^train.precision auto: \(bf16\|fp32\) (\(bf16 products ran [0-9.]*x float32.s speed here\|no bf16 unit: none\))$' "$T/auto.err"
+"$TFM" info auto/m2.tfm >"$T/out" 2>&1
+check "auto: the model records fp32 or bf16" grep -q '^precision: *\(fp32\|bf16\) (trained with' "$T/out"
+"$TFM" train mini.json --set train.precision=auto --dry-run >"$T/out"
+check "auto: --dry-run keeps auto" grep -q '"precision": "auto"' "$T/out"
 if "$TFM" --version | grep -q '^bf16 products: none'; then
     echo "  (no bf16 unit on this CPU: bf16 training not run)"
 else

@@ -11,6 +11,7 @@
 #include "base/text.h"
 #include "dist/dist.h"
 #include "nn/blas.h"
+#include "nn/gemm_bf16.h"
 #include "cli/cmds.h"
 #include "model/config.h"
 #include "train/train.h"
@@ -74,6 +75,29 @@ static int threads_per_rank(int threads)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     long each = cores / dist_local_size();
     return each > 1 ? (int)each : 1;
+}
+
+/* train.precision "auto": bf16 where its products run faster than float32
+ * here (not on every CPU with a bf16 unit: on a Xeon with AVX512-BF16 but
+ * no AMX they ran slower), timed on the model's two largest products: the
+ * feed-forward layer's and the output layer's, for half a batch of rows.
+ * The run then records what it chose. */
+static Precision pick_precision(const TfmConfig *cfg, bool quiet)
+{
+    const int rows = cfg->train.batch_tokens / 2 > 0 ? cfg->train.batch_tokens / 2 : 1;
+    const int d = cfg->model.d_model, ff = cfg->model.d_ff, v = cfg->data.vocab_size;
+    double r_ff = blas_bf16_speedup(rows, ff, d), r_out = blas_bf16_speedup(rows, v, d);
+    double f_ff = (double)ff, f_out = (double)v;    /* their flops, over rows·d */
+    double r = r_ff > 0 && r_out > 0 ? (f_ff + f_out) / (f_ff / r_ff + f_out / r_out) : 0;
+    Precision p = r > 1.05 ? PRECISION_BF16 : PRECISION_FP32;
+    if (!quiet) {
+        if (r > 0)
+            fprintf(stderr, "train.precision auto: %s (bf16 products ran %.2fx float32's speed "
+                    "here)\n", p == PRECISION_BF16 ? "bf16" : "fp32", r);
+        else
+            fprintf(stderr, "train.precision auto: fp32 (no bf16 unit: %s)\n", bf16_isa_name());
+    }
+    return p;
 }
 
 /* TrainOptions.after_step for TFM_TEST_SIGNAL_AT_STEP: ctx is the step. */
@@ -160,6 +184,8 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     deterministic = false;
     blas_set_threads(threads_per_rank(cfg.train.threads));
     st = blas_selftest(err);
+    if (st == TFM_OK && cfg.train.precision == PRECISION_AUTO)
+        cfg.train.precision = pick_precision(&cfg, opt.quiet);
     if (st == TFM_OK && cfg.train.precision == PRECISION_BF16)
         st = blas_use_bf16("train.precision", err);
     if (st == TFM_OK) {

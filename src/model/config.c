@@ -38,7 +38,7 @@ static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
 /* named by SPEC.md; the second of each is not built yet and refused below */
 static const char *const attention_names[] = {"softmax", "linear", NULL};
-static const char *const precision_names[] = {"fp32", "bf16", NULL};
+static const char *const precision_names[] = {"fp32", "bf16", "auto", NULL};
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
                                              "cosine", NULL};
 

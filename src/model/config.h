@@ -15,7 +15,9 @@
 
 typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
 /* train.precision, and tfm translate --precision */
-typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+/* train.precision, and tfm translate --precision; "auto" (training only)
+ * becomes one of the other two at the start of a run */
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Precision;
 
 typedef struct {
     char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
