@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nn/blas.h"
@@ -31,6 +32,38 @@ static void say(const char *msg, size_t len)
     if (stderr_tty && write(STDERR_FILENO, "\n", 1) < 0) return;
     if (write(STDERR_FILENO, msg, len) < 0) { /* nothing to do in a handler */ }
 }
+
+/* OpenBLAS 0.3.21 reserves its buffers (~128 MB of address space a thread)
+ * while it loads, before main, and when an address-space limit (ulimit -v)
+ * makes that fail it retries forever (OpenBLAS issue 5289, fixed in 0.3.30).
+ * Under such a limit a timer, set before any library starts (the
+ * executable's .preinit_array runs first), turns that hang into an error
+ * line; main stops the timer. */
+static char startup_msg[192];
+static size_t startup_msg_len;
+
+static void on_startup_timeout(int sig)
+{
+    (void)sig;
+    say(startup_msg, startup_msg_len);
+    _exit(1);
+}
+
+static void guard_library_start(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return;
+    int n = snprintf(startup_msg, sizeof startup_msg, "tfm: cannot start: OpenBLAS cannot "
+                     "reserve its buffers within the address-space limit (ulimit -v) of %llu MB; "
+                     "raise it (about 128 MB a thread, plus the model)\n",
+                     (unsigned long long)(r.rlim_cur >> 20));
+    startup_msg_len = n > 0 && (size_t)n < sizeof startup_msg ? (size_t)n : 0;
+    signal(SIGALRM, on_startup_timeout);
+    alarm(5);
+}
+
+__attribute__((section(".preinit_array"), used))
+static void (*const run_before_libraries)(void) = guard_library_start;
 
 /* SIGINT, SIGTERM, SIGHUP. Only async-signal-safe calls in here. */
 static void on_signal(int sig)
@@ -187,7 +220,13 @@ static void occupy_closed_std_fds(void)
 
 int main(int argc, char **argv)
 {
+    alarm(0);                       /* the libraries started: guard_library_start */
+    signal(SIGALRM, SIG_DFL);
     occupy_closed_std_fds();
+    /* over a file-size limit (ulimit -f), a write fails with EFBIG, which
+     * is reported and cleaned up like a full disk, instead of the signal
+     * killing tfm in the middle of a save */
+    signal(SIGXFSZ, SIG_IGN);
     /* OpenBLAS reads its core type only when it loads: when tfm picks a
      * better one, the program starts again with it (nn/blas.h) */
     if (blas_select_kernel()) {
