@@ -12,7 +12,8 @@ if ! command -v mpirun >/dev/null || ! pkg-config --exists ompi-c; then
     cli_summary
     exit
 fi
-make -s -C "$ROOT" MPI=1 BUILD=build-mpi BIN=build-mpi/tfm >"$T/build.log" 2>&1 ||
+# (the plain build's flags: not those of a `make asan` this may run under)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" MPI=1 BUILD=build-mpi BIN=build-mpi/tfm >"$T/build.log" 2>&1 ||
     { cli_fail "make MPI=1: $(tail -5 "$T/build.log")"; cli_summary; exit; }
 MTFM=$ROOT/build-mpi/tfm
 # As root, Open MPI wants --allow-run-as-root; --oversubscribe lets 2 ranks
