@@ -342,6 +342,11 @@ static void summarize(Trainer *t)
                   t->changed ? "finished:" : "this run had already finished:",
                   stop_reason(t, why, sizeof why), t->ts.step, t->ts.epoch + 1, (long)s / 3600,
                   (long)s / 60 % 60, (long)s % 60);
+    if (dist_size() > 1)
+        progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums and "
+                      "broadcasts (%.1f%%; waiting for the slowest rank included)",
+                      dist_comm_seconds(), now_s() - t->run_start,
+                      100 * dist_comm_seconds() / fmax(now_s() - t->run_start, 1e-9));
     progress_note(&t->prog, "%s; model: %s -> %s", best,
                   tc->average_last > 0 ? "the average of the last checkpoints" : "best.tfm",
                   tc->model);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench_mpi.sh: data-parallel training on one machine: 2 ranks x 1 thread
+# (mpirun, an MPI build of tfm) against 1 process x 2 threads, alternated,
+# on the Multi30k en-de recipe's model and batches (configs/multi30k-en-de.json,
+# fp32, no validation inside the timed steps). Prints a Markdown row per run:
+# tokens/s (median of log.jsonl's rows after the first), and for the 2-rank
+# runs the share of the time spent in MPI sums and broadcasts (rank 0's
+# view: waiting for the slower rank included).
+#   scripts/bench_mpi.sh [STEPS] [ROUNDS]      (default 400 steps, 2 rounds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-400}
+ROUNDS=${2:-2}
+make -s tfm data >/dev/null
+make -s MPI=1 BUILD=build-mpi BIN=build-mpi/tfm >/dev/null
+W=$(mktemp -d /tmp/tfm-bench-mpi.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+common=(configs/multi30k-en-de.json --set train.precision=fp32 --set train.max_steps="$STEPS"
+        --set train.max_time_s=0 --set train.valid_every=100000 --set train.save_every=100000
+        --set train.average_last=0 --set train.log_every=50)
+median_tok_s() {   # the train rows of a log, without the first (warm-up)
+    grep '"tok_per_s"' "$1" | sed 's/.*"tok_per_s": \([0-9.]*\).*/\1/' | tail -n +2 | sort -n |
+        awk '{ a[NR] = $1 } END { printf "%.0f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
+     "$(./tfm --version | grep 'OpenBLAS kernel'); $(build-mpi/tfm --version | grep '^MPI')"
+echo
+echo "| round | set-up | tok/s (median) | time in MPI |"
+echo "|---|---|---|---|"
+for r in $(seq "$ROUNDS"); do
+    d=$W/one$r
+    ./tfm train "${common[@]}" --set train.threads=2 --set train.out_dir="$d" \
+        --set train.model="$d.tfm" -q >/dev/null
+    echo "| $r | 1 process x 2 threads | $(median_tok_s "$d/log.jsonl") | - |"
+    d=$W/two$r
+    mpirun -q --allow-run-as-root --oversubscribe -np 2 build-mpi/tfm train "${common[@]}" \
+        --set train.threads=1 --set train.out_dir="$d" --set train.model="$d.tfm" >/dev/null 2>"$d.err"
+    comm=$(sed -n 's/^data-parallel: \([0-9.]*\) s of this run.s \([0-9.]*\) s .*(\([0-9.]*\)%.*/\1 s of \2 s (\3%)/p' "$d.err")
+    echo "| $r | 2 ranks x 1 thread (mpirun) | $(median_tok_s "$d/log.jsonl") | $comm |"
+done
