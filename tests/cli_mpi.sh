@@ -65,6 +65,15 @@ mkdir c
 (cd c && TFM_TEST_SIGNAL_AT_STEP=13 mpi 2 "$MTFM" train ../mini.json -q 2>/dev/null)
 (cd c && expect_exit 0 "resumed by 1 process" -- "$MTFM" train ../mini.json -q)
 
+# Rank 0's limits stop every rank at the same step: the time limit and
+# patience (validation is rank 0's alone), without a hang.
+mkdir lim
+(cd lim && expect_exit 0 "2 ranks: train.max_time_s stops the job" -- mpi 2 "$MTFM" train ../long.json --set train.max_time_s=1)
+check "2 ranks: the time limit is the reason" grep -q '^finished: train.max_time_s (1 s) reached at step' "$T/err"
+(cd lim && expect_exit 0 "2 ranks: patience stops the job" -- mpi 2 "$MTFM" train ../long.json --restart \
+    --set train.valid_every=2 --set train.patience=1 --set train.lr.peak=0.5)
+check "2 ranks: early stopping is the reason" grep -q '^early stopping: no improvement in 1 validations$' "$T/err"
+
 # A real SIGTERM to mpirun: every rank stops at the same step, last.tfm is
 # saved once and the run resumes.
 mkdir s

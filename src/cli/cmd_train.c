@@ -100,6 +100,18 @@ static Precision pick_precision(const TfmConfig *cfg, bool quiet)
     return p;
 }
 
+/* Threads, the sgemm check, and the precision (auto resolved here). */
+static TfmStatus set_up_arithmetic(TfmConfig *cfg, bool quiet, TfmErr *err)
+{
+    blas_set_threads(threads_per_rank(cfg->train.threads));
+    TfmStatus st = blas_selftest(err);
+    if (st == TFM_OK && cfg->train.precision == PRECISION_AUTO)
+        cfg->train.precision = pick_precision(cfg, quiet);
+    if (st == TFM_OK && cfg->train.precision == PRECISION_BF16)
+        st = blas_use_bf16("train.precision", err);
+    return st;
+}
+
 /* TrainOptions.after_step for TFM_TEST_SIGNAL_AT_STEP: ctx is the step. */
 static void raise_sigterm_at(long step, void *ctx)
 {
@@ -182,12 +194,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     /* an error so far is every rank's (the same arguments and config), so
      * rank 0 alone reports it; from here on a rank may fail alone */
     deterministic = false;
-    blas_set_threads(threads_per_rank(cfg.train.threads));
-    st = blas_selftest(err);
-    if (st == TFM_OK && cfg.train.precision == PRECISION_AUTO)
-        cfg.train.precision = pick_precision(&cfg, opt.quiet);
-    if (st == TFM_OK && cfg.train.precision == PRECISION_BF16)
-        st = blas_use_bf16("train.precision", err);
+    st = set_up_arithmetic(&cfg, opt.quiet, err);
     if (st == TFM_OK) {
         opt.config_path = argv[optind];
         /* Lets tests interrupt a run at an exact step through the real signal path. */
