@@ -10,8 +10,8 @@ ROOT=$PWD
 MINI=$ROOT/tests/data/mini
 cp "$MINI"/train.* "$MINI"/valid.* "$T"/
 cd "$T" || exit 1
-# 120 steps, a checkpoint every 5: about a second of training
-sed 's/"max_steps": 30/"max_steps": 120/; s/"save_every": 5/"save_every": 5/; s/"keep": 2/"keep": 2/' \
+# 1500 steps, a checkpoint every 5: about ten seconds of training
+sed 's/"max_steps": 30/"max_steps": 1500/; s/"save_every": 5/"save_every": 5/; s/"keep": 2/"keep": 2/' \
     "$MINI/mini.json" >run.json
 mkdir ref
 (cd ref && expect_exit 0 "the uninterrupted run" -- "$TFM" train ../run.json -q)
@@ -77,7 +77,7 @@ intact=0 resumed=0
 for i in $(seq 30); do
     (cd k9 && exec "$TFM" train ../run.json -q >/dev/null 2>&1) &
     pid=$!
-    sleep "0.$(printf '%02d' $((RANDOM % 60 + 5)))"
+    sleep "0.$(printf '%02d' $((RANDOM % 80 + 10)))"   # start-up, steps and saves
     kill -9 $pid 2>/dev/null
     wait $pid 2>/dev/null
     if [ -f k9/ck/last.tfm ]; then
@@ -87,7 +87,7 @@ for i in $(seq 30); do
     [ -f k9/model.tfm ] && break        # the run got to the end between kills
 done
 check "kill -9: every last.tfm left was whole ($intact of $resumed)" test "$intact" = "$resumed"
-check "kill -9: most kills landed mid-run ($resumed)" test "$resumed" -ge 10
+check "kill -9: kills landed mid-run ($resumed)" test "$resumed" -ge 5
 (cd k9 && expect_exit 0 "kill -9: the last rerun finishes" -- "$TFM" train ../run.json -q)
 check "kill -9: no temporary files" no_temps k9
 check "kill -9: the final model equals the uninterrupted run's" cmp -s k9/model.tfm ref/model.tfm
