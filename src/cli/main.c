@@ -190,8 +190,9 @@ static int finish(TfmStatus status, TfmErr *err)
     if (dist_size() > 1 && status != TFM_OK && dist_rank() > 0 && !err->quiet) {
         char msg[sizeof err->msg];
         memcpy(msg, err->msg, sizeof msg);
-        msg[sizeof msg - 24] = '\0';     /* room for the prefix */
-        snprintf(err->msg, sizeof err->msg, "rank %d: %s", dist_rank(), msg);
+        /* the message cut to leave room for the prefix */
+        snprintf(err->msg, sizeof err->msg, "rank %d: %.*s", dist_rank(),
+                 (int)(sizeof msg - 24), msg);
     }
     int code = report(status, err);
     if (status != TFM_OK && status != TFM_INTERRUPTED && !err->collective) {
