@@ -30,10 +30,11 @@ static int make_src(Rng *rng, int n, int *src, int *lens)
 }
 
 /* A tiny model trained briefly to copy its input, so that it ends sentences. */
-static int trained_model(Model *m, NormKind norm, bool share)
+static int trained_model_attn(Model *m, NormKind norm, bool share, AttnKind attn)
 {
     ModelConfig c = {.d_model = 32, .heads = 4, .enc_layers = 2, .dec_layers = 2, .d_ff = 64,
-                     .norm = norm, .share_embeddings = share, .vocab_size = V, .max_len = MAXLEN};
+                     .norm = norm, .share_embeddings = share, .vocab_size = V, .max_len = MAXLEN,
+                     .attention = attn};
     TfmErr err = {0};
     if (model_init(m, &c, &err) || model_alloc_training(m, 16 * MAXLEN, MAXLEN, &err)) return 0;
     Rng rng;
@@ -61,14 +62,22 @@ static int trained_model(Model *m, NormKind norm, bool share)
     return 1;
 }
 
+static int trained_model(Model *m, NormKind norm, bool share)
+{
+    return trained_model_attn(m, norm, share, ATTN_SOFTMAX);
+}
+
 TEST(test_incremental_scores_equal_full_forward)
 {
-    /* variants: pre/post norm, shared or not, and RMSNorm for 4 and 5 */
-    for (int variant = 0; variant < 6; variant++) {
+    /* variants: pre/post norm, shared or not, RMSNorm for 4 and 5, linear
+     * attention (its running sums against training's chunked form) for 6, 7 */
+    for (int variant = 0; variant < 8; variant++) {
         Model m;
         ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 2, .dec_layers = 2,
                          .d_ff = 24, .norm = variant & 1 ? NORM_PRE : NORM_POST,
-                         .norm_type = variant >= 4 ? NORM_RMS : NORM_LAYER,
+                         .norm_type = variant == 4 || variant == 5 || variant == 7 ? NORM_RMS
+                                                                                   : NORM_LAYER,
+                         .attention = variant >= 6 ? ATTN_LINEAR : ATTN_SOFTMAX,
                          .share_embeddings = variant < 2 || variant == 4, .vocab_size = V,
                          .max_len = MAXLEN};
         TfmErr err = {0};
@@ -165,9 +174,12 @@ TEST(test_beam1_equals_greedy_and_copies)
 
 TEST(test_beam_nbest_sorted_and_batch_independent)
 {
-    for (int norm = 0; norm < 2; norm++) {
+    /* post-norm, pre-norm, and pre-norm with linear attention */
+    for (int variant = 0; variant < 3; variant++) {
+        const int norm = variant > 0;
         Model m;
-        CHECK(trained_model(&m, norm ? NORM_PRE : NORM_POST, norm == 0));
+        CHECK(trained_model_attn(&m, norm ? NORM_PRE : NORM_POST, norm == 0,
+                                 variant == 2 ? ATTN_LINEAR : ATTN_SOFTMAX));
         TfmErr err = {0};
         Decoder *d;
         CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);

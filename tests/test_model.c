@@ -66,7 +66,8 @@ static double model_obj(void *p)
  * error h²·f'''/6 is of the same order; measured worst |num - ana| is ~2e-5.
  * Hence atol 1e-4 with rtol 2e-2 (gradients of the mean loss are
  * 1e-3..1e-1); a wrong backward misses by O(|g|). */
-static void model_gradcheck_nt(NormKind norm, NormType nt, bool share, float dropout)
+static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool share,
+                                 float dropout)
 {
     /* One thread: the tiny model is all parallel-region overhead otherwise
      * (and the machine may be shared). */
@@ -76,8 +77,9 @@ static void model_gradcheck_nt(NormKind norm, NormType nt, bool share, float dro
     TfmErr err;
     ModelConfig cfg = tiny_cfg(norm, share);
     cfg.norm_type = nt;
+    cfg.attention = attn;
     cfg.dropout = dropout;
-    cfg.attn_dropout = dropout;
+    cfg.attn_dropout = attn == ATTN_LINEAR ? 0 : dropout;
     cfg.relu_dropout = dropout;
     CHECK(model_init(&g->m, &cfg, &err) == TFM_OK);
     Rng rng;
@@ -135,13 +137,19 @@ static void model_gradcheck_nt(NormKind norm, NormType nt, bool share, float dro
     }
     CHECK_EQ_INT(rep.failed, 0);
     CHECK(rep.checked > 1000);
-    printf("  %s %s %s dropout %.1f: %ld checked, max |num - ana| %.2g\n",
+    printf("  %s %s %s %s dropout %.1f: %ld checked, max |num - ana| %.2g\n",
+           attn == ATTN_LINEAR ? "linear" : "softmax",
            norm == NORM_PRE ? "pre" : "post", nt == NORM_RMS ? "rmsnorm" : "layernorm",
            share ? "shared" : "unshared", dropout, rep.checked, rep.max_abs);
     free(grads);
     model_free(&g->m);
     free(g);
     blas_set_threads(threads);
+}
+
+static void model_gradcheck_nt(NormKind norm, NormType nt, bool share, float dropout)
+{
+    model_gradcheck_full(norm, nt, ATTN_SOFTMAX, share, dropout);
 }
 
 static void model_gradcheck(NormKind norm, bool share, float dropout)
@@ -159,6 +167,16 @@ TEST(model_gradcheck_rmsnorm_post_shared) { model_gradcheck_nt(NORM_POST, NORM_R
 TEST(model_gradcheck_rmsnorm_pre_unshared_dropout)
 {
     model_gradcheck_nt(NORM_PRE, NORM_RMS, false, 0.2f);
+}
+
+/* Linear attention in all three places (encoder, causal decoder, cross). */
+TEST(model_gradcheck_linear_post_shared)
+{
+    model_gradcheck_full(NORM_POST, NORM_LAYER, ATTN_LINEAR, true, 0);
+}
+TEST(model_gradcheck_linear_pre_rmsnorm_dropout)
+{
+    model_gradcheck_full(NORM_PRE, NORM_RMS, ATTN_LINEAR, false, 0.2f);
 }
 
 /* RMSNorm has gains and no biases: every "ln*.b" tensor is gone. */
@@ -406,7 +424,7 @@ static void make_task_batch(Rng *rng, int reverse, int *src, int *tin, int *tout
     }
 }
 
-static void learn_task(int reverse, bool bf16)
+static void learn_task_attn(int reverse, bool bf16, AttnKind attn)
 {
     if (bf16 && !bf16_available()) {
         printf("  (no bf16 unit on this CPU: not run)\n");
@@ -417,7 +435,7 @@ static void learn_task(int reverse, bool bf16)
     blas_set_bf16(bf16);    /* ~300-token batches: a second thread only adds barriers */
     ModelConfig cfg = {.d_model = 32, .heads = 2, .enc_layers = 2, .dec_layers = 2, .d_ff = 64,
                        .norm = NORM_PRE, .share_embeddings = true, .vocab_size = LV,
-                       .max_len = LMAXLEN};
+                       .max_len = LMAXLEN, .attention = attn};
     AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f};
     LrConfig lc = {.schedule = LR_INVERSE_SQRT, .warmup = 100, .peak = 3e-3f};
     Model m;
@@ -452,8 +470,9 @@ static void learn_task(int reverse, bool bf16)
     Batch b = {.n = LBATCH, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin, .tgt_out = tout};
     CHECK(model_forward(&m, &b, 0.0f, NULL, &st, &err) == TFM_OK);
     double eval_loss = st.loss / st.n_tokens;
-    printf("  %s%s: %d steps, train loss %.4f, eval loss %.4f, accuracy %ld/%ld, %.1f s cpu\n",
-           reverse ? "reverse" : "copy", bf16 ? " (bf16)" : "", step, loss, eval_loss, st.n_correct, st.n_tokens,
+    printf("  %s%s%s: %d steps, train loss %.4f, eval loss %.4f, accuracy %ld/%ld, %.1f s cpu\n",
+           reverse ? "reverse" : "copy", bf16 ? " (bf16)" : "",
+           attn == ATTN_LINEAR ? " (linear attention)" : "", step, loss, eval_loss, st.n_correct, st.n_tokens,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     CHECK(eval_loss < 0.1);
     /* all but at most 1% of the tokens: a portable (SSE2) build, whose float
@@ -464,6 +483,8 @@ static void learn_task(int reverse, bool bf16)
     blas_set_bf16(false);
     blas_set_threads(threads);
 }
+
+static void learn_task(int reverse, bool bf16) { learn_task_attn(reverse, bf16, ATTN_SOFTMAX); }
 
 /* Training's products are split among the threads by rows (blas_gemm_parallel)
  * only when a batch has enough rows: this batch (~290 tokens a side) has.
@@ -518,6 +539,8 @@ TEST(model_learns_copy) { learn_task(0, false); }
 TEST(model_learns_reverse) { learn_task(1, false); }
 TEST(model_learns_copy_bf16) { learn_task(0, true); }
 TEST(model_learns_reverse_bf16) { learn_task(1, true); }
+TEST(model_learns_copy_linear) { learn_task_attn(0, false, ATTN_LINEAR); }
+TEST(model_learns_reverse_linear) { learn_task_attn(1, false, ATTN_LINEAR); }
 
 /* bf16 products against float32 ones on one batch: the loss and every
  * gradient. Each product rounds its inputs to 8 significant bits (relative

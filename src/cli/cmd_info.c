@@ -42,11 +42,11 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
     printf("kind:        %s\n", mf.has_train_state ? "checkpoint (with optimizer state)" : "model");
     printf("parameters:  %zu\n", mf.model.n_params);
     printf("vocabulary:  %d tokens\n", mc->vocab_size);
-    printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm %s, softmax "
+    printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm %s, %s "
            "attention, %s embeddings\n",
            mc->d_model, mc->heads, mc->enc_layers, mc->dec_layers, mc->d_ff,
            mc->norm == NORM_PRE ? "pre" : "post", mc->norm_type == NORM_RMS ? "RMSNorm" : "LayerNorm",
-           mc->share_embeddings ? "shared" : "separate");
+           mc->attention == ATTN_LINEAR ? "linear" : "softmax", mc->share_embeddings ? "shared" : "separate");
     if (mf.has_train_state)
         printf("step:        %ld (epoch %ld, %.0f s of training)\n", mf.ts.step, mf.ts.epoch + 1,
                mf.ts.elapsed_s);

@@ -451,9 +451,11 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
         return err_set(err, TFM_ERR_CONFIG, "model.heads: %d heads do not divide model.d_model %d",
                        cfg->model.heads, cfg->model.d_model);
     /* pruning would delete the checkpoints the average needs */
-    if (cfg->model.attention != 0)
-        return err_set(err, TFM_ERR_CONFIG, "model.attention: \"linear\" is not implemented in "
-                       "this version of tfm; use \"softmax\"");
+    /* linear attention has no probability matrix to drop out of */
+    if (cfg->model.attention == ATTN_LINEAR && cfg->model.attn_dropout > 0)
+        return err_set(err, TFM_ERR_CONFIG, "model.attn_dropout: %g needs model.attention "
+                       "\"softmax\" (linear attention has no attention weights to drop); use 0",
+                       cfg->model.attn_dropout);
     const LrConfig *lr = &cfg->train.lr;
     if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) &&
         cfg->train.max_steps <= lr->warmup)

@@ -17,6 +17,7 @@ typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
 /* train.precision, and tfm translate --precision */
 /* train.precision, and tfm translate --precision; "auto" (training only)
  * becomes one of the other two at the start of a run */
+typedef enum { ATTN_SOFTMAX = 0, ATTN_LINEAR = 1 } AttnKind;
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Precision;
 
 typedef struct {
@@ -32,7 +33,7 @@ typedef struct {
     float dropout, attn_dropout, relu_dropout;
     NormKind norm;
     NormType norm_type;     /* LayerNorm or RMSNorm (model.norm_type) */
-    int attention;          /* model.attention: 0 softmax (linear is refused) */
+    AttnKind attention;     /* model.attention: softmax or linear (φ(q)·φ(k) kernel) */
     bool share_embeddings;
     int vocab_size;         /* not a JSON key: 0 until set from the vocabulary */
     int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */

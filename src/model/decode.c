@@ -35,6 +35,7 @@ void decoder_free(Decoder *d)
             free(d->layer[i].cache);
             free(d->layer[i].cache_next);
             free(d->layer[i].cross_kv);
+            free(d->layer[i].cross_state);
             for (int j = 0; j < LP_COUNT; j++) packed_linear_free(&d->layer[i].pk[j]);
         }
     packed_linear_free(&d->p_out);
@@ -87,6 +88,11 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     d->H = c->heads;
     d->F = c->d_ff;
     d->V = c->vocab_size;
+    /* linear attention keeps sums of a fixed size instead of a cache that
+     * grows with the output */
+    d->linear = c->attention == ATTN_LINEAR;
+    d->lin_w = (size_t)d->D * (size_t)(d->D / d->H) + (size_t)d->D;
+    d->self_w = d->linear ? d->lin_w : (size_t)d->T * 2 * (size_t)d->D;
     const size_t R = (size_t)d->rows, D = (size_t)d->D, T = (size_t)d->T, S = (size_t)d->S;
     const size_t n = (size_t)max_sents, k2 = 2 * (size_t)max_beam;
     int ok = 1;
@@ -94,9 +100,10 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     for (int i = 0; ok && i < c->dec_layers; i++) {
         DecLayer *l = &d->layer[i];
         l->w = model_dec_layer_weights(m, i);
-        l->cache = alloc(R * T, 2 * D * sizeof(float), err, &ok);
-        l->cache_next = alloc(R * T, 2 * D * sizeof(float), err, &ok);
+        l->cache = alloc(R, d->self_w * sizeof(float), err, &ok);
+        l->cache_next = alloc(R, d->self_w * sizeof(float), err, &ok);
         l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
+        if (d->linear) l->cross_state = alloc(n, d->lin_w * sizeof(float), err, &ok);
         for (int j = 0; ok && j < LP_COUNT; j++) {
             const Product p = layer_product(l, j, d->D, d->F);
             if (packed_linear_init(&l->pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK) ok = 0;
@@ -165,6 +172,22 @@ static void sub_out(Decoder *d, float *x, const float *y, const float *g, const 
     if (out != x) memcpy(x, out, (size_t)nd * sizeof(float));
 }
 
+/* Linear self-attention at position t: adds this position's φ(k) vᵀ and
+ * φ(k) to each row's sums (starting from zero at t = 0) and reads them with
+ * φ(q). Constant time and memory per token, whatever t. */
+static void linear_self_step(Decoder *d, DecLayer *l, int R, int t)
+{
+    const int D = d->D, dh = D / d->H;
+#pragma omp parallel for schedule(static) if (R * (long)D * dh > 65536)
+    for (int r = 0; r < R; r++) {
+        float *S = l->cache + (size_t)r * d->self_w, *z = S + (size_t)D * dh;
+        const float *qkv = d->qkv + (size_t)r * 3 * D;
+        if (t == 0) memset(S, 0, d->lin_w * sizeof(float));
+        linattn_state_add(S, z, qkv + D, qkv + 2 * D, d->H, dh);
+        linattn_state_query(d->ctx + (size_t)r * D, qkv, S, z, d->H, dh);
+    }
+}
+
 /* Computes log-probabilities (R, V) of the next token for every row from
  * its previous token d->beam.prev at position t; appends K/V at t to the caches. */
 static void step(Decoder *d, int n, int k, int S, const int *src, int t)
@@ -190,17 +213,31 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
         DecLayer *l = &d->layer[i];
         const float *in = sub_in(d, d->x, l->w.ln1_g, l->w.ln1_b, R);
         packed_linear_forward(&l->pk[LP_QKV], d->qkv, in, R, 0);
-        for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
-            memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
-                   2 * D * sizeof(float));
-        attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0, 0);
+        if (d->linear) {
+            linear_self_step(d, l, R, t);
+        } else {
+            for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
+                memcpy(l->cache + ((size_t)r * T + t) * 2 * D, d->qkv + (size_t)r * 3 * D + D,
+                       2 * D * sizeof(float));
+            attention_forward(d->ctx, d->att, d->att, d->qkv, l->cache, l->cache + D, &self, 0,
+                              0);
+        }
         packed_linear_forward(&l->pk[LP_O], d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->w.ln1_g, l->w.ln1_b, R);
 
         in = sub_in(d, d->x, l->w.ln2_g, l->w.ln2_b, R);
         packed_linear_forward(&l->pk[LP_CQ], d->q, in, R, 0);
-        attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D, &cross,
-                          0, 0);
+        if (d->linear) {
+#pragma omp parallel for schedule(static) if (R * (long)D * (D / d->H) > 65536)
+            for (int r = 0; r < R; r++) {
+                const float *st = l->cross_state + (size_t)(r / k) * d->lin_w;
+                linattn_state_query(d->ctx + (size_t)r * D, d->q + (size_t)r * D, st,
+                                    st + (size_t)D * (D / d->H), d->H, D / d->H);
+            }
+        } else {
+            attention_forward(d->ctx, d->att, d->att, d->q, l->cross_kv, l->cross_kv + D,
+                              &cross, 0, 0);
+        }
         packed_linear_forward(&l->pk[LP_CO], d->y, d->ctx, R, 0);
         sub_out(d, d->x, d->y, l->w.ln2_g, l->w.ln2_b, R);
 
@@ -372,16 +409,17 @@ static void reorder_history(Decoder *d, int R, int t)
     d->beam.hist_next = h;
 }
 
-/* Moves every layer's self-attention cache (positions < t) to the parents. */
+/* Moves every layer's self-attention cache (positions < t; linear
+ * attention: its sums) to the parents. */
 static void reorder_cache(Decoder *d, const int *parent, int R, int t)
 {
-    const int T = d->T, D2 = 2 * d->D;
+    const size_t used = d->linear ? d->lin_w : (size_t)t * 2 * d->D, w = d->self_w;
     for (int i = 0; i < d->m->cfg.dec_layers; i++) {
         DecLayer *l = &d->layer[i];
 #pragma omp parallel for schedule(static)
         for (int r = 0; r < R; r++)
-            memcpy(l->cache_next + (size_t)r * T * D2, l->cache + (size_t)parent[r] * T * D2,
-                   (size_t)t * D2 * sizeof(float));
+            memcpy(l->cache_next + (size_t)r * w, l->cache + (size_t)parent[r] * w,
+                   used * sizeof(float));
         float *tmp = l->cache;
         l->cache = l->cache_next;
         l->cache_next = tmp;
@@ -398,6 +436,18 @@ void decoder_update_weights(Decoder *d)
         }
     packed_linear_update(&d->p_out, m->out_proj, NULL);
     encoder_pack_update(d->enc_pack, m);
+}
+
+/* Linear cross-attention reads the sums of φ(k) vᵀ and φ(k) over the
+ * source's keys (its length, d->enc_len[b]: padding stays out), computed
+ * once per sentence from its K | V rows kv. */
+static void cross_state(Decoder *d, DecLayer *l, int b, const float *kv)
+{
+    const int D = d->D, dh = D / d->H;
+    float *S = l->cross_state + (size_t)b * d->lin_w, *z = S + (size_t)D * dh;
+    memset(S, 0, d->lin_w * sizeof(float));
+    for (int j = 0; j < d->enc_len[b]; j++)
+        linattn_state_add(S, z, kv + (size_t)j * 2 * D, kv + (size_t)j * 2 * D + D, d->H, dh);
 }
 
 /* Encodes src (n, S) and fills every layer's cross-attention K | V (n, S,
@@ -434,6 +484,7 @@ static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *
             for (int i = 0; i < ng; i++) {
                 float *dst = d->layer[l].cross_kv + (size_t)order[g0 + i] * S * D2;
                 memcpy(dst, d->kv_tmp + (size_t)i * Sg * D2, (size_t)Sg * D2 * sizeof(float));
+                if (d->linear) cross_state(d, &d->layer[l], order[g0 + i], dst);
             }
         }
     }
@@ -516,15 +567,17 @@ static void compact(Decoder *d, int k)
         if (j != b) {
             memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
             for (int i = 0; i < d->m->cfg.dec_layers; i++) {
-                float *kv = d->layer[i].cross_kv;
+                float *kv = d->layer[i].cross_kv, *cs = d->layer[i].cross_state;
                 memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
+                if (cs) memmove(cs + j * d->lin_w, cs + b * d->lin_w, sizeof(float) * d->lin_w);
             }
             for (int m = 0; m < d->n_members; m++) {  /* their copies of the batch too */
                 Decoder *e = d->members[m];
                 const int E2 = 2 * e->D;
                 for (int i = 0; i < e->m->cfg.dec_layers; i++) {
-                    float *kv = e->layer[i].cross_kv;
+                    float *kv = e->layer[i].cross_kv, *cs = e->layer[i].cross_state;
                     memmove(kv + (size_t)j * S * E2, kv + (size_t)b * S * E2, sizeof(float) * S * E2);
+                    if (cs) memmove(cs + j * e->lin_w, cs + b * e->lin_w, sizeof(float) * e->lin_w);
                 }
                 e->enc_len[j] = e->enc_len[b];
             }

@@ -10,8 +10,12 @@
 
 typedef struct {
     DecLayerWeights w;          /* views into the model's parameters */
-    float *cache, *cache_next;  /* (R, T, 2D): self-attention K | V per position */
+    float *cache, *cache_next;  /* (R, self_w): softmax attention's K | V per
+                                   position (T, 2D); linear attention's
+                                   running sums S (H, Dh, Dh) and z (D) */
     float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
+    float *cross_state;         /* linear attention: (n, lin_w) S and z of the
+                                   encoder output's K, V (NULL for softmax) */
     PackedLinear pk[7];         /* the products over packed weights (LP_*) */
 } DecLayer;
 
@@ -50,6 +54,9 @@ enum { ENC_GROUP = 16 };
 struct Decoder {
     const Model *m;
     int max_sents, max_beam, rows, T, S, D, H, F, V;
+    int linear;                          /* model.attention "linear" */
+    size_t self_w, lin_w;                /* floats per row of a self cache; of a
+                                            linear-attention state (D·Dh + D) */
     DecLayer *layer;
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
     PackedLinear p_out;                  /* output projection to the vocabulary */

@@ -10,6 +10,7 @@
 #include "model/model.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,9 @@ struct ModelWork {
     float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
     float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */
     float *dh;                  /* (N, F) */
-    float *datt;                /* (n, H, Tq, Tk) */
+    float *datt;                /* (n, H, Tq, Tk); softmax attention only */
+    float *lin_scratch;         /* linear attention: lin_slices slices */
+    int lin_slices;
     /* state of the last forward, for backward */
     int m_rows;
     float p_drop, p_att, p_relu;
@@ -99,7 +102,10 @@ static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
 static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
 {
     const size_t N = (size_t)w->max_tokens, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
-    const size_t A = (size_t)cfg->heads * N * (size_t)w->max_len;
+    const int linear = cfg->attention == ATTN_LINEAR;
+    /* softmax keeps its probabilities (n, H, Tq, Tk), linear attention only
+     * its denominators (n, H, Tq): nothing quadratic in the length */
+    const size_t A = (size_t)cfg->heads * N * (linear ? 1 : (size_t)w->max_len);
     const size_t V = (size_t)cfg->vocab_size;
     const int attd = w->training && cfg->attn_dropout > 0;
     EncAct enc_count = {0};     /* counting without w->enc (model_work_bytes) */
@@ -119,6 +125,11 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     w->enc_fmean = carve(c, N);
     w->enc_frstd = carve(c, N);
     w->y = carve(c, N * D);
+    if (linear) {
+        w->lin_slices = omp_get_max_threads();
+        w->lin_scratch = carve(c, (size_t)w->lin_slices *
+                                      (size_t)linattn_scratch_floats(w->max_len, cfg->d_model / cfg->heads));
+    }
     if (!w->training) return;
     for (int i = 0; i < cfg->dec_layers; i++) {
         DecAct *e = w->dec ? &w->dec[i] : &dec_count;
@@ -152,7 +163,7 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     w->dhc = carve(c, N * D);
     w->dqkv = carve(c, 3 * N * D);
     w->dh = carve(c, N * F);
-    w->datt = carve(c, A);
+    w->datt = linear ? NULL : carve(c, A);
 }
 
 static void work_free(ModelWork *w)
@@ -284,6 +295,32 @@ static AttnShape attn_shape(const Model *m, int n, int tq, int tk, int ldq, int 
     };
 }
 
+/* Attention of either kind (model.attention). att: softmax's probabilities
+ * (att_d after its dropout), or linear attention's denominators. */
+static void attend_forward(Model *m, float *ctx, float *att, float *att_d, const float *q,
+                           const float *k, const float *v, const AttnShape *sh, float p_att,
+                           uint64_t seed)
+{
+    ModelWork *w = m->work;    /* model_encode lends its workspace here */
+    if (m->cfg.attention == ATTN_LINEAR)
+        linattn_forward(ctx, att, w->lin_scratch, w->lin_slices, q, k, v, sh);
+    else
+        attention_forward(ctx, att, att_d, q, k, v, sh, p_att, seed);
+}
+
+/* Backward of attend_forward (training): dq, dk, dv += ... from dctx. */
+static void attend_backward(Model *m, float *dq, float *dk, float *dv, const float *dctx,
+                            const float *ctx, const float *att, const float *att_d,
+                            const float *q, const float *k, const float *v, const AttnShape *sh,
+                            float p_att)
+{
+    ModelWork *w = m->work;
+    if (m->cfg.attention == ATTN_LINEAR)
+        linattn_backward(dq, dk, dv, w->lin_scratch, w->lin_slices, dctx, ctx, att, q, k, v, sh);
+    else
+        attention_backward(dq, dk, dv, w->datt, dctx, att, att_d, q, k, v, sh, p_att);
+}
+
 /* The input of a sublayer's function F: pre-norm LN(x), post-norm x. */
 static const float *sub_input(Model *m, ResAct *r, const float *x, LnP ln, int N)
 {
@@ -350,7 +387,7 @@ static void self_attn_forward(Model *m, AttnP a, const PackedLinear *pk, float *
     const int D = m->cfg.d_model;
     if (pk) packed_linear_forward(&pk[0], qkv, x, N, 0);
     else linear_forward(qkv, x, P(a.w), P(a.b), N, D, 3 * D);
-    attention_forward(ctx, att, att_d, qkv, qkv + D, qkv + 2 * D, sh, p_att, seed);
+    attend_forward(m, ctx, att, att_d, qkv, qkv + D, qkv + 2 * D, sh, p_att, seed);
     if (pk) packed_linear_forward(&pk[1], m->work->y, ctx, N, 0);
     else linear_forward(m->work->y, ctx, P(a.wo), P(a.bo), N, D, D);
 }
@@ -365,8 +402,8 @@ static void self_attn_backward(Model *m, AttnP a, const float *qkv, const float 
     memset(w->dctx, 0, (size_t)N * D * sizeof(float));
     linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, ctx, P(a.wo), N, D, D);
     memset(w->dqkv, 0, (size_t)N * 3 * D * sizeof(float));
-    attention_backward(w->dqkv, w->dqkv + D, w->dqkv + 2 * D, w->datt, w->dctx, att, att_d,
-                       qkv, qkv + D, qkv + 2 * D, sh, p_att);
+    attend_backward(m, w->dqkv, w->dqkv + D, w->dqkv + 2 * D, w->dctx, ctx, att, att_d, qkv,
+                    qkv + D, qkv + 2 * D, sh, p_att);
     linear_backward(dx, G(a.w), G(a.b), w->dqkv, x, P(a.w), N, D, 3 * D);
 }
 
@@ -453,8 +490,8 @@ static const float *decoder_forward(Model *m, const float *enc_out, const Batch 
         const AttnP a = lp->cross;
         linear_forward(e->q, in, P(a.w), P(a.b), N, D, D);
         linear_forward(e->kv, enc_out, P(a.w) + (size_t)D * D, P(a.b) + D, Ns, D, 2 * D);
-        attention_forward(e->cctx, e->catt, e->catt_d, e->q, e->kv, e->kv + D, &csh, p_att,
-                          site(w, s0 + 2));
+        attend_forward(m, e->cctx, e->catt, e->catt_d, e->q, e->kv, e->kv + D, &csh, p_att,
+                       site(w, s0 + 2));
         linear_forward(w->y, e->cctx, P(a.wo), P(a.bo), N, D, D);
         x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
         in = sub_input(m, &e->res3, x, lp->ln3, N);
@@ -635,8 +672,8 @@ void model_backward(Model *m, const Batch *b)
         linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
         memset(w->dq, 0, ndt);
         memset(w->dqkv, 0, 2 * nds);
-        attention_backward(w->dq, w->dqkv, w->dqkv + D, w->datt, w->dctx, e->catt, e->catt_d,
-                           e->q, e->kv, e->kv + D, &csh, p_att);
+        attend_backward(m, w->dq, w->dqkv, w->dqkv + D, w->dctx, e->cctx, e->catt, e->catt_d,
+                        e->q, e->kv, e->kv + D, &csh, p_att);
         linear_backward(dfin, G(a.w), G(a.b), w->dq, fin, P(a.w), Nt, D, D);
         linear_backward(w->denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->dqkv, enc_out,
                         P(a.w) + (size_t)D * D, Ns, D, 2 * D);

@@ -125,6 +125,38 @@ void attention_backward(float *dq, float *dk, float *dv, float *datt,
                         const float *q, const float *k, const float *v,
                         const AttnShape *s, float p);
 
+/* ---- linear attention (linear_attention.c, model.attention "linear") ---- */
+
+/* out_i = φ(q_i)·S / (φ(q_i)·z + LIN_EPS) per (sentence, head), S = Σ_j φ(k_j) v_jᵀ,
+ * z = Σ_j φ(k_j) over the visible keys, φ(x) = elu(x) + 1. Same AttnShape as
+ * softmax attention (padding mask, key_len/query_pad); causal needs tq == tk
+ * and then runs in chunks of LIN_CHUNK positions. No attention dropout. */
+#define LIN_EPS 1e-6f       /* as in Katharopoulos et al.'s code */
+#define LIN_CHUNK 64
+
+/* Floats of one scratch slice for lengths up to max_len. Forward and
+ * backward take `slices` of them and run on at most that many threads, one
+ * slice each (which thread takes which (sentence, head) pair does not
+ * change any result). */
+long linattn_scratch_floats(int max_len, int dh);
+
+/* Overwrites out; den (n, H, Tq): the denominators, kept for backward. */
+void linattn_forward(float *out, float *den, float *scratch, int slices, const float *q,
+                     const float *k, const float *v, const AttnShape *s);
+
+/* dq, dk, dv += the gradients from dout; out and den are the forward's. */
+void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slices,
+                      const float *dout,
+                      const float *out, const float *den, const float *q, const float *k,
+                      const float *v, const AttnShape *s);
+
+/* The recurrent form for decoding, per position, all heads of one row:
+ * S (H, Dh, Dh) += φ(k) vᵀ and z (H, Dh) += φ(k) for k, v (D) ... */
+void linattn_state_add(float *S, float *z, const float *k, const float *v, int heads, int dh);
+/* ... and out (D) = φ(q)·S / (φ(q)·z + LIN_EPS) per head. */
+void linattn_state_query(float *out, const float *q, const float *S, const float *z, int heads,
+                         int dh);
+
 /* ---- elementwise and row kernels (ops.c) ---- */
 
 /* exp(x) to ~2 ulp, in plain float arithmetic so that `omp simd` loops
