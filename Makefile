@@ -117,6 +117,12 @@ bench-kernel: $(BIN)
 	    $(BUILD)/nn/packed_linear.o $(BUILD)/nn/blas.o $(BUILD)/base/err.o $(LDLIBS)
 	$(BUILD)/bench_packed_linear $(THREADS)
 
+# Softmax against linear attention as the length grows (BENCHMARKS.md).
+bench-attention: $(BIN)
+	$(CC) $(ALL_CFLAGS) -Isrc -o $(BUILD)/bench_attention scripts/bench_attention.c \
+	    $(LIB_OBJ) $(LDLIBS)
+	bash scripts/bench_attention.sh $(BUILD)/bench_attention
+
 # Regenerate the PyTorch reference dump and compare (needs python3-torch).
 check-torch: $(BIN) $(BUILD)/run_tests
 	/usr/bin/python3 scripts/make_ref.py tests/data/ref_tiny.bin
@@ -135,5 +141,5 @@ install: $(BIN)
 clean:
 	rm -rf build build-asan build-vg build-fuzz tfm
 
-.PHONY: all deps data walls test asan valgrind fuzz lib-objs print-lib-objs print-ldlibs demo bench bench-kernel check-torch lint install clean
+.PHONY: all deps data walls test asan valgrind fuzz lib-objs print-lib-objs print-ldlibs demo bench bench-kernel bench-attention check-torch lint install clean
 -include $(wildcard $(BUILD)/*/*.d)

@@ -4,12 +4,14 @@ the C model against (format: docs/ref-format.md).
 
 Usage: /usr/bin/python3 scripts/make_ref.py [OUT.bin]   (default tests/data/ref_tiny.bin)
 
-Four cases, each a tiny model (d=16, 2 heads, 1+1 layers, d_ff 32, V=24) on
+Six cases, each a tiny model (d=16, 2 heads, 1+1 layers, d_ff 32, V=24) on
 one batch of 3 sentences with padding on both sides:
   post_shared   norm "post", shared embeddings
   pre_unshared  norm "pre", separate emb.src / emb.tgt / out.proj
   post_rms      as post_shared, with norm_type "rmsnorm"
   pre_rms       as pre_unshared, with norm_type "rmsnorm"
+  post_linear   as post_shared, with attention "linear"
+  pre_rms_linear as pre_rms, with attention "linear"
 Each holds the config, initial weights, the batch, logits, loss sums, every
 gradient of loss_sum / n_tokens, and the weights after 3 Adam steps (noam,
 warmup 4, factor 1) on the same batch. Everything is computed in float32 like
@@ -39,15 +41,18 @@ FACTOR, WARMUP, STEPS = 1.0, 4, 3
 SRC = [[5, 9, 4, 17, 9], [22, 6], [7, 11, 13, 8, 20, 4, 23]]
 TGT = [[12, 5, 19, 10], [4, 14, 21, 6, 16, 12], [18]]
 
-CASES = [("post_shared", "post", True, 11, "layernorm"),
-         ("pre_unshared", "pre", False, 12, "layernorm"),
-         ("post_rms", "post", True, 13, "rmsnorm"),
-         ("pre_rms", "pre", False, 14, "rmsnorm")]
+CASES = [("post_shared", "post", True, 11, "layernorm", "softmax"),
+         ("pre_unshared", "pre", False, 12, "layernorm", "softmax"),
+         ("post_rms", "post", True, 13, "rmsnorm", "softmax"),
+         ("pre_rms", "pre", False, 14, "rmsnorm", "softmax"),
+         ("post_linear", "post", True, 15, "layernorm", "linear"),
+         ("pre_rms_linear", "pre", False, 16, "rmsnorm", "linear")]
 
 
-def tiny_config(norm, share, norm_type):
+def tiny_config(norm, share, norm_type, attention):
     return tm.Config(d_model=16, heads=2, enc_layers=1, dec_layers=1, d_ff=32, vocab_size=24,
-                     max_len=16, norm=norm, norm_type=norm_type, share_embeddings=share,
+                     max_len=16, norm=norm, norm_type=norm_type, attention=attention,
+                     share_embeddings=share,
                      dropout=0.0, attn_dropout=0.0, relu_dropout=0.0)
 
 
@@ -158,14 +163,15 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "tests/data/ref_tiny.bin"
     torch.set_num_threads(1)
     w = Writer()
-    for name, norm, share, seed, norm_type in CASES:
-        cfg = tiny_config(norm, share, norm_type)
+    for name, norm, share, seed, norm_type, attention in CASES:
+        cfg = tiny_config(norm, share, norm_type, attention)
         r = run_case(cfg, seed, torch.float32)
         report_f64(name, r, run_case(cfg, seed, torch.float64))
         c = name + "/"
         w.i32(c + "config", [cfg.d_model, cfg.heads, cfg.enc_layers, cfg.dec_layers, cfg.d_ff,
                              cfg.vocab_size, cfg.max_len, 0 if norm == "post" else 1,
-                             1 if share else 0, 1 if norm_type == "rmsnorm" else 0])
+                             1 if share else 0, 1 if norm_type == "rmsnorm" else 0,
+                             1 if attention == "linear" else 0])
         w.f32(c + "hyper", [LABEL_SMOOTHING, BETA1, BETA2, EPS, FACTOR, WARMUP, STEPS])
         w.i32(c + "src", r["src"])
         w.i32(c + "tgt_in", r["tgt_in"])

@@ -10,6 +10,7 @@ state can be moved across by name with no transposes. Plain tensor math
   post-norm: x = LN(x + Sub(x))      pre-norm: x = x + Sub(LN(x)), final LN per stack
   attention: softmax(Q K^T / sqrt(d_k) + masks) V per head, heads = column
              blocks of d_k; key pad mask everywhere, causal in decoder self-attn
+             (attention "linear": φ(Q) φ(K)^T V / row sums, φ = elu + 1)
   logits = y E_out^T (shared embedding or out.proj), no bias
   loss = CrossEntropy(label_smoothing, sum, ignore_index=0)
 
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 LN_EPS = 1e-5
+LIN_EPS = 1e-6     # linear attention's normaliser (nn/layers.h LIN_EPS)
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Config:
     max_len: int = 130
     norm: str = "post"              # "post" or "pre"
     norm_type: str = "layernorm"    # "layernorm" or "rmsnorm" (no bias .b)
+    attention: str = "softmax"      # "softmax" or "linear" (elu + 1 feature map)
     share_embeddings: bool = True
     dropout: float = 0.1            # embeddings and sublayer outputs
     attn_dropout: float = 0.0       # attention probabilities
@@ -99,6 +102,7 @@ class Transformer(torch.nn.Module):
         super().__init__()
         assert cfg.norm in ("post", "pre") and cfg.d_model % cfg.heads == 0
         assert cfg.norm_type in ("layernorm", "rmsnorm")
+        assert cfg.attention in ("softmax", "linear")
         self.cfg = cfg
         self.names = []
         for name, shape in param_layout(cfg):
@@ -152,11 +156,20 @@ class Transformer(torch.nn.Module):
         q = F.linear(xq, p(prefix + ".wq"), p(prefix + ".bq")).view(n, tq, h, dk).transpose(1, 2)
         k = F.linear(xkv, p(prefix + ".wk"), p(prefix + ".bk")).view(n, tk, h, dk).transpose(1, 2)
         v = F.linear(xkv, p(prefix + ".wv"), p(prefix + ".bv")).view(n, tk, h, dk).transpose(1, 2)
-        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)      # (n, h, tq, tk)
         mask = key_pad[:, None, None, :]
         if causal:
             fut = torch.ones(tq, tk, dtype=torch.bool, device=xq.device).triu(1)
             mask = mask | fut[None, None]
+        if self.cfg.attention == "linear":
+            # Katharopoulos et al. 2020: sim(q, k) = φ(q)·φ(k), φ = elu + 1,
+            # written in its quadratic form (the definition, not tfm's
+            # chunked algorithm), normaliser Σ sim + 1e-6
+            sim = torch.matmul(F.elu(q) + 1, (F.elu(k) + 1).transpose(-1, -2))
+            sim = sim.masked_fill(mask, 0.0)
+            o = torch.matmul(sim, v) / (sim.sum(-1, keepdim=True) + LIN_EPS)
+            o = o.transpose(1, 2).reshape(n, tq, d)
+            return F.linear(o, p(prefix + ".wo"), p(prefix + ".bo"))
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)      # (n, h, tq, tk)
         s = s.masked_fill(mask, float("-inf"))
         a = self._drop(torch.softmax(s, dim=-1), self.cfg.attn_dropout)
         o = torch.matmul(a, v).transpose(1, 2).reshape(n, tq, d)

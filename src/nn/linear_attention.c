@@ -18,9 +18,32 @@
 
 #define PAR_MIN_FLOPS 65536L
 
-/* φ(x) = elu(x) + 1 > 0, and its derivative φ'(x) = 1 (x > 0) or exp(x). */
-static inline float phi(float x) { return x > 0 ? x + 1.0f : exp_fast(x); }
-static inline float phi_grad(float x) { return x > 0 ? 1.0f : exp_fast(x); }
+/* φ(x) = elu(x) + 1 > 0, and its derivative φ'(x) = 1 (x > 0) or exp(x).
+ * Branch-free (exp of min(x, 0) always), so loops over them vectorize. */
+static inline float phi(float x)
+{
+    const float e = exp_fast(x < 0 ? x : 0.0f);
+    return x > 0 ? x + 1.0f : e;
+}
+static inline float phi_grad(float x)
+{
+    const float e = exp_fast(x < 0 ? x : 0.0f);
+    return x > 0 ? 1.0f : e;
+}
+
+/* y[c] = φ(x[c]) for c < n */
+static void phi_row(float *y, const float *x, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) y[c] = phi(x[c]);
+}
+
+/* d[c] += g[c] · φ'(x[c]) for c < n */
+static void phi_grad_row(float *d, const float *g, const float *x, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) d[c] += g[c] * phi_grad(x[c]);
+}
 
 /* c (m, n; ldc) = alpha·op(a)·op(b) + beta·c; a no-op product (k = 0) only scales. */
 static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -88,15 +111,14 @@ static Pair pair_of(const AttnShape *s, const float *q, const float *k, const fl
 static void features(Scratch *w, const AttnShape *s, const Pair *p, long bh)
 {
     const int dh = s->dh, b = (int)(bh / s->heads);
-    for (int i = 0; i < p->ql; i++)
-        for (int c = 0; c < dh; c++) w->a[(long)i * dh + c] = phi(p->q[(long)i * s->ldq + c]);
+    for (int i = 0; i < p->ql; i++) phi_row(w->a + (long)i * dh, p->q + (long)i * s->ldq, dh);
     for (int j = 0; j < p->kl; j++) {
         float *row = w->b + (long)j * dh;
         if (s->key_tok && s->key_tok[(long)b * s->key_tok_stride + j] == s->key_pad) {
             memset(row, 0, sizeof(float) * (size_t)dh);
             continue;
         }
-        for (int c = 0; c < dh; c++) row[c] = phi(p->k[(long)j * s->ldk + c]);
+        phi_row(row, p->k + (long)j * s->ldk, dh);
     }
 }
 
@@ -293,18 +315,14 @@ void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slice
         if (dq) {
             float *dqb = dq + b * s->q_stride + h * dh;
             for (int i = 0; i < p.ql; i++)
-                for (int c = 0; c < dh; c++)
-                    dqb[(long)i * s->ldq + c] +=
-                        w.da[(long)i * dh + c] * phi_grad(p.q[(long)i * s->ldq + c]);
+                phi_grad_row(dqb + (long)i * s->ldq, w.da + (long)i * dh, p.q + (long)i * s->ldq, dh);
         }
         if (dk) {
             float *dkb = dk + b * s->k_stride + h * dh;
             for (int j = 0; j < p.kl; j++) {
                 if (s->key_tok && s->key_tok[(long)b * s->key_tok_stride + j] == s->key_pad)
                     continue;
-                for (int c = 0; c < dh; c++)
-                    dkb[(long)j * s->ldk + c] +=
-                        w.db[(long)j * dh + c] * phi_grad(p.k[(long)j * s->ldk + c]);
+                phi_grad_row(dkb + (long)j * s->ldk, w.db + (long)j * dh, p.k + (long)j * s->ldk, dh);
             }
         }
     }
