@@ -68,9 +68,22 @@ check "info shows RMSNorm" grep -q 'post-norm RMSNorm, softmax attention' "$T/ou
 head -n 3 valid.de >rms/in.txt
 expect_exit 0 "translate with an RMSNorm model" -- "$TFM" translate -m rms/model.tfm -i rms/in.txt -q
 check "RMSNorm model translates every line" test "$(wc -l <"$T/out")" = 3
-expect_exit 1 "linear attention refused" -- "$TFM" train mini.json --dry-run --set model.attention=linear
-expect_err_line "linear attention message" \
-    "tfm: mini.json: model.attention: \"linear\" is not implemented in this version of tfm; use \"softmax\""
+
+# model.attention linear: trains, the file records it, info shows it, it
+# translates with beam and in a batch; attention dropout is refused with it.
+mkdir lin
+sed 's/"dropout": 0.1/"dropout": 0.1, "attention": "linear"/' mini.json >lin.json
+(cd lin && expect_exit 0 "train with linear attention" -- "$TFM" train ../lin.json -q)
+expect_exit 0 "info on a linear-attention model" -- "$TFM" info lin/model.tfm
+check "info shows linear attention" grep -q 'post-norm LayerNorm, linear attention' "$T/out"
+head -n 5 valid.de >lin/in.txt
+expect_exit 0 "translate with a linear-attention model, beam 3" -- "$TFM" translate -m lin/model.tfm -b 3 -i lin/in.txt -o lin/b3.txt -q
+check "linear-attention model translates every line" test "$(wc -l <lin/b3.txt)" = 5
+for i in 1 2 3 4 5; do sed -n "${i}p" lin/in.txt | "$TFM" translate -m lin/model.tfm -b 3 -q; done >lin/one.txt
+check "linear attention: one line at a time = the batch" cmp -s lin/b3.txt lin/one.txt
+expect_exit 1 "linear attention with attention dropout refused" -- "$TFM" train mini.json --dry-run --set model.attention=linear --set model.attn_dropout=0.1
+expect_err_line "linear attention dropout message" \
+    "tfm: mini.json: model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
 
 # train.precision bf16: refused with a clear line on a CPU without a bf16
 # unit (forced here through oneDNN's ISA cap, so every machine checks it);
