@@ -65,8 +65,11 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         return err_set(err, TFM_ERR_USAGE, "decoder needs at least one sentence and beam 1");
     /* The caches are sized for the worst case: refuse a request this
      * machine cannot hold instead of being killed halfway through. */
+    const double self_row = c->attention == ATTN_LINEAR
+                                ? (double)c->d_model * (c->d_model / c->heads + 1) /* S, z */
+                                : c->max_len * 2.0 * c->d_model;                  /* K|V */
     double rows = (double)max_sents * max_beam, floats =
-        rows * c->max_len * 4.0 * c->d_model * c->dec_layers +          /* self K|V, 2 copies */
+        rows * self_row * 2.0 * c->dec_layers +                        /* self caches, 2 copies */
         (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
         rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model) +
         ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
