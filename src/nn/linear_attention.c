@@ -145,6 +145,17 @@ static void chunk_scores(float *P, const float *a, const float *b, int m, int kn
         for (int j = i + 1; j < kn; j++) P[(long)i * LIN_CHUNK + j] = 0.0f;
 }
 
+/* G (m, kn) = M ⊙ (DN_c V_cᵀ + dd_c 1ᵀ) within a diagonal chunk: the gradient
+ * of the masked scores φ(q_i)·φ(k_j), j <= i. */
+static void chunk_grad_scores(float *G, const float *dn, const float *dd, const float *v, int ldv,
+                              int m, int kn, int dh)
+{
+    gemm(0, 1, m, kn, dh, 1.0f, dn, dh, v, ldv, 0.0f, G, LIN_CHUNK);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < kn; j++)
+            G[(long)i * LIN_CHUNK + j] = j <= i ? G[(long)i * LIN_CHUNK + j] + dd[i] : 0.0f;
+}
+
 void linattn_forward(float *out, float *den, float *scratch, int slices, const float *q,
                      const float *k, const float *v, const AttnShape *s)
 {
@@ -200,6 +211,88 @@ void linattn_forward(float *out, float *den, float *scratch, int slices, const f
     }
 }
 
+/* Backward of one pair, all keys visible: w->da, w->db (and dv) from w->dn, w->dd. */
+static void pair_backward_full(Scratch *wp, const AttnShape *s, const Pair *pp, float *dvb)
+{
+    const Scratch w = *wp;
+    const Pair p = *pp;
+    const int dh = s->dh;
+    memset(w.z, 0, sizeof(float) * (size_t)dh);
+    gemm(1, 0, dh, dh, p.kl, 1.0f, w.b, dh, p.v, s->ldv, 0.0f, w.S, dh);
+    add_rows(w.z, w.b, 0, p.kl, dh);
+    /* dA = DN Sᵀ + dd zᵀ */
+    gemm(0, 1, p.ql, dh, dh, 1.0f, w.dn, dh, w.S, dh, 0.0f, w.da, dh);
+    for (int i = 0; i < p.ql; i++)
+        for (int c = 0; c < dh; c++) w.da[(long)i * dh + c] += w.dd[i] * w.z[c];
+    /* R = dS = Aᵀ DN, r = dz = Aᵀ dd */
+    gemm(1, 0, dh, dh, p.ql, 1.0f, w.a, dh, w.dn, dh, 0.0f, w.R, dh);
+    memset(w.r, 0, sizeof(float) * (size_t)dh);
+    for (int i = 0; i < p.ql; i++)
+        for (int c = 0; c < dh; c++) w.r[c] += w.a[(long)i * dh + c] * w.dd[i];
+    /* dB = V dSᵀ + 1 dzᵀ;  dV += B dS */
+    gemm(0, 1, p.kl, dh, dh, 1.0f, p.v, s->ldv, w.R, dh, 0.0f, w.db, dh);
+    for (int j = 0; j < p.kl; j++)
+        for (int c = 0; c < dh; c++) w.db[(long)j * dh + c] += w.r[c];
+    if (dvb) gemm(0, 0, p.kl, dh, dh, 1.0f, w.b, dh, w.R, dh, 1.0f, dvb, s->ldv);
+}
+
+/* Backward of one pair, causal, chunk by chunk: a forward sweep for w->da,
+ * a reverse sweep for w->db and dv. */
+static void pair_backward_causal(Scratch *wp, const AttnShape *s, const Pair *pp, float *dvb)
+{
+    const Scratch w = *wp;
+    const Pair p = *pp;
+    const int dh = s->dh;
+    const int nchunks = (p.ql + LIN_CHUNK - 1) / LIN_CHUNK;
+    memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
+    memset(w.z, 0, sizeof(float) * (size_t)dh);
+    for (int ci = 0; ci < nchunks; ci++) {     /* forward sweep: dA */
+        const int c0 = ci * LIN_CHUNK, m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
+        const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
+        const float *bc = w.b + (long)c0 * dh, *vc = p.v + (long)c0 * s->ldv;
+        const float *dnc = w.dn + (long)c0 * dh, *ddc = w.dd + c0;
+        float *dac = w.da + (long)c0 * dh;
+        gemm(0, 1, m, dh, dh, 1.0f, dnc, dh, w.S, dh, 0.0f, dac, dh);
+        for (int i = 0; i < m; i++)
+            for (int c = 0; c < dh; c++) dac[(long)i * dh + c] += ddc[i] * w.z[c];
+        if (kn == 0) continue;
+        chunk_grad_scores(w.G, dnc, ddc, vc, s->ldv, m, kn, dh);
+        gemm(0, 0, m, dh, kn, 1.0f, w.G, LIN_CHUNK, bc, dh, 1.0f, dac, dh);
+        gemm(1, 0, dh, dh, kn, 1.0f, bc, dh, vc, s->ldv, 1.0f, w.S, dh);
+        add_rows(w.z, bc, 0, kn, dh);
+    }
+    memset(w.R, 0, sizeof(float) * (size_t)(dh * dh));
+    memset(w.r, 0, sizeof(float) * (size_t)dh);
+    for (int ci = nchunks - 1; ci >= 0; ci--) {  /* reverse sweep: dB, dV */
+        const int c0 = ci * LIN_CHUNK, m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
+        const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
+        const float *ac = w.a + (long)c0 * dh, *bc = w.b + (long)c0 * dh;
+        const float *vc = p.v + (long)c0 * s->ldv;
+        const float *dnc = w.dn + (long)c0 * dh, *ddc = w.dd + c0;
+        float *dbc = w.db + (long)c0 * dh;
+        if (kn > 0) {
+            /* the chunks after: dB_c = V_c Rᵀ + 1 rᵀ, dV_c += B_c R */
+            gemm(0, 1, kn, dh, dh, 1.0f, vc, s->ldv, w.R, dh, 0.0f, dbc, dh);
+            for (int j = 0; j < kn; j++)
+                for (int c = 0; c < dh; c++) dbc[(long)j * dh + c] += w.r[c];
+            if (dvb)
+                gemm(0, 0, kn, dh, dh, 1.0f, bc, dh, w.R, dh, 1.0f,
+                     dvb + (long)c0 * s->ldv, s->ldv);
+            /* within: dB_c += Gᵀ A_c, dV_c += Pᵀ DN_c */
+            chunk_grad_scores(w.G, dnc, ddc, vc, s->ldv, m, kn, dh);
+            gemm(1, 0, kn, dh, m, 1.0f, w.G, LIN_CHUNK, ac, dh, 1.0f, dbc, dh);
+            if (dvb) {
+                chunk_scores(w.P, ac, bc, m, kn, dh);
+                gemm(1, 0, kn, dh, m, 1.0f, w.P, LIN_CHUNK, dnc, dh, 1.0f,
+                     dvb + (long)c0 * s->ldv, s->ldv);
+            }
+        }
+        gemm(1, 0, dh, dh, m, 1.0f, ac, dh, dnc, dh, 1.0f, w.R, dh);
+        for (int i = 0; i < m; i++)
+            for (int c = 0; c < dh; c++) w.r[c] += ac[(long)i * dh + c] * ddc[i];
+    }
+}
+
 /* forward, per query i:  num_i = Σ_j (a_i·b_j) v_j,  den_i = Σ_j a_i·b_j + eps,
  * out_i = num_i / den_i  (a = φ(q), b = φ(k), j over visible keys). So
  *   dnum_i = dout_i / den_i,  dden_i = -(dout_i·out_i) / den_i
@@ -235,81 +328,8 @@ void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slice
         }
         memset(w.db, 0, sizeof(float) * (size_t)p.kl * (size_t)dh);
         float *dvb = dv ? dv + b * s->v_stride + h * dh : NULL;
-        if (!s->causal) {
-            memset(w.z, 0, sizeof(float) * (size_t)dh);
-            gemm(1, 0, dh, dh, p.kl, 1.0f, w.b, dh, p.v, s->ldv, 0.0f, w.S, dh);
-            add_rows(w.z, w.b, 0, p.kl, dh);
-            /* dA = DN Sᵀ + dd zᵀ */
-            gemm(0, 1, p.ql, dh, dh, 1.0f, w.dn, dh, w.S, dh, 0.0f, w.da, dh);
-            for (int i = 0; i < p.ql; i++)
-                for (int c = 0; c < dh; c++) w.da[(long)i * dh + c] += w.dd[i] * w.z[c];
-            /* R = dS = Aᵀ DN, r = dz = Aᵀ dd */
-            gemm(1, 0, dh, dh, p.ql, 1.0f, w.a, dh, w.dn, dh, 0.0f, w.R, dh);
-            memset(w.r, 0, sizeof(float) * (size_t)dh);
-            for (int i = 0; i < p.ql; i++)
-                for (int c = 0; c < dh; c++) w.r[c] += w.a[(long)i * dh + c] * w.dd[i];
-            /* dB = V dSᵀ + 1 dzᵀ;  dV += B dS */
-            gemm(0, 1, p.kl, dh, dh, 1.0f, p.v, s->ldv, w.R, dh, 0.0f, w.db, dh);
-            for (int j = 0; j < p.kl; j++)
-                for (int c = 0; c < dh; c++) w.db[(long)j * dh + c] += w.r[c];
-            if (dvb) gemm(0, 0, p.kl, dh, dh, 1.0f, w.b, dh, w.R, dh, 1.0f, dvb, s->ldv);
-        } else {
-            const int nchunks = (p.ql + LIN_CHUNK - 1) / LIN_CHUNK;
-            memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
-            memset(w.z, 0, sizeof(float) * (size_t)dh);
-            for (int ci = 0; ci < nchunks; ci++) {     /* forward sweep: dA */
-                const int c0 = ci * LIN_CHUNK, m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
-                const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
-                const float *bc = w.b + (long)c0 * dh, *vc = p.v + (long)c0 * s->ldv;
-                const float *dnc = w.dn + (long)c0 * dh, *ddc = w.dd + c0;
-                float *dac = w.da + (long)c0 * dh;
-                gemm(0, 1, m, dh, dh, 1.0f, dnc, dh, w.S, dh, 0.0f, dac, dh);
-                for (int i = 0; i < m; i++)
-                    for (int c = 0; c < dh; c++) dac[(long)i * dh + c] += ddc[i] * w.z[c];
-                if (kn == 0) continue;
-                gemm(0, 1, m, kn, dh, 1.0f, dnc, dh, vc, s->ldv, 0.0f, w.G, LIN_CHUNK);
-                for (int i = 0; i < m; i++)
-                    for (int j = 0; j < kn; j++)
-                        w.G[(long)i * LIN_CHUNK + j] = j <= i ? w.G[(long)i * LIN_CHUNK + j] + ddc[i] : 0.0f;
-                gemm(0, 0, m, dh, kn, 1.0f, w.G, LIN_CHUNK, bc, dh, 1.0f, dac, dh);
-                gemm(1, 0, dh, dh, kn, 1.0f, bc, dh, vc, s->ldv, 1.0f, w.S, dh);
-                add_rows(w.z, bc, 0, kn, dh);
-            }
-            memset(w.R, 0, sizeof(float) * (size_t)(dh * dh));
-            memset(w.r, 0, sizeof(float) * (size_t)dh);
-            for (int ci = nchunks - 1; ci >= 0; ci--) {  /* reverse sweep: dB, dV */
-                const int c0 = ci * LIN_CHUNK, m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
-                const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
-                const float *ac = w.a + (long)c0 * dh, *bc = w.b + (long)c0 * dh;
-                const float *vc = p.v + (long)c0 * s->ldv;
-                const float *dnc = w.dn + (long)c0 * dh, *ddc = w.dd + c0;
-                float *dbc = w.db + (long)c0 * dh;
-                if (kn > 0) {
-                    /* the chunks after: dB_c = V_c Rᵀ + 1 rᵀ, dV_c += B_c R */
-                    gemm(0, 1, kn, dh, dh, 1.0f, vc, s->ldv, w.R, dh, 0.0f, dbc, dh);
-                    for (int j = 0; j < kn; j++)
-                        for (int c = 0; c < dh; c++) dbc[(long)j * dh + c] += w.r[c];
-                    if (dvb)
-                        gemm(0, 0, kn, dh, dh, 1.0f, bc, dh, w.R, dh, 1.0f,
-                             dvb + (long)c0 * s->ldv, s->ldv);
-                    /* within: dB_c += Gᵀ A_c, dV_c += Pᵀ DN_c */
-                    gemm(0, 1, m, kn, dh, 1.0f, dnc, dh, vc, s->ldv, 0.0f, w.G, LIN_CHUNK);
-                    for (int i = 0; i < m; i++)
-                        for (int j = 0; j < kn; j++)
-                            w.G[(long)i * LIN_CHUNK + j] =
-                                j <= i ? w.G[(long)i * LIN_CHUNK + j] + ddc[i] : 0.0f;
-                    gemm(1, 0, kn, dh, m, 1.0f, w.G, LIN_CHUNK, ac, dh, 1.0f, dbc, dh);
-                    if (dvb) {
-                        chunk_scores(w.P, ac, bc, m, kn, dh);
-                        gemm(1, 0, kn, dh, m, 1.0f, w.P, LIN_CHUNK, dnc, dh, 1.0f,
-                             dvb + (long)c0 * s->ldv, s->ldv);
-                    }
-                }
-                gemm(1, 0, dh, dh, m, 1.0f, ac, dh, dnc, dh, 1.0f, w.R, dh);
-                for (int i = 0; i < m; i++)
-                    for (int c = 0; c < dh; c++) w.r[c] += ac[(long)i * dh + c] * ddc[i];
-            }
-        }
+        if (s->causal) pair_backward_causal(&w, s, &p, dvb);
+        else pair_backward_full(&w, s, &p, dvb);
         /* through φ: dq += dA ⊙ φ'(q), dk += dB ⊙ φ'(k) (padded keys: b was
          * set to 0, not computed from k, so no gradient) */
         if (dq) {
