@@ -1,5 +1,5 @@
 # cli_faults.sh: faults, not bad input: a full disk during a checkpoint save
-# and during the final copy, a file-size limit, an address-space limit too
+# and during the final copy, an out_dir made unwritable mid-run, a file-size limit, an address-space limit too
 # small for the libraries or the model, and kill -9 at 30 random moments of
 # a run (some inside saves), each followed by a rerun. A fault must end in
 # one clear line and exit 1, leave the last good checkpoint intact and no
@@ -65,6 +65,34 @@ if mkdir disk && mount -t tmpfs -o size=$((ckpt_kb * 5 / 2))k tmpfs disk 2>/dev/
     umount "$T/disk" "$T/small"
 else
     echo "  (mount -t tmpfs not permitted here: the full-disk checks are skipped)" >&2
+fi
+
+# out_dir made unwritable mid-run (after the first checkpoint): the next
+# save fails with one line and exit 1, last.tfm stays whole, and once the
+# folder is writable again the rerun resumes and ends with the
+# uninterrupted run's model. Root writes anywhere, so as root the run is
+# made as "nobody" (setpriv), which the permission bits then stop.
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+    command -v setpriv >/dev/null && as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+fi
+mkdir uw
+chmod 755 "$T"; chmod 777 uw
+if [ "$(id -u)" != 0 ] || { [ ${#as_user[@]} -gt 0 ] && "${as_user[@]}" test -x "$TFM" -a -r run.json; }; then
+    (cd uw && "${as_user[@]}" "$TFM" train ../run.json -q >"$T/uw.out" 2>"$T/uw.err"; echo $? >"$T/uw.rc") &
+    for i in $(seq 200); do [ -f uw/ck/last.tfm ] && break; sleep 0.05; done
+    chmod 555 uw/ck
+    wait
+    check "unwritable out_dir: exit 1" test "$(cat "$T/uw.rc")" = 1
+    check "unwritable out_dir: one line naming the file and the cause" \
+        test "$(cat "$T/uw.err")" = "tfm: ck/last.tfm: cannot write: Permission denied"
+    expect_exit 0 "unwritable out_dir: last.tfm intact" -- "$TFM" info uw/ck/last.tfm
+    chmod 755 uw/ck
+    (cd uw && expect_exit 0 "unwritable out_dir: the rerun resumes and finishes" -- "${as_user[@]}" "$TFM" train ../run.json -q)
+    check "unwritable out_dir: no temporary files" no_temps uw
+    check "unwritable out_dir: the final model equals the uninterrupted run's" cmp -s uw/model.tfm ref/model.tfm
+else
+    echo "  (cannot run as an unprivileged user here: the unwritable out_dir checks are skipped)" >&2
 fi
 
 # kill -9 at 30 random moments (seeded, so a failure repeats), a rerun after
