@@ -367,6 +367,133 @@ static TfmStatus counts_differ(const char *a, long a_lines, const char *b, long 
                    a, a_lines, b, b_lines);
 }
 
+/* The metrics asked for (-m): their scorers, running totals and signatures. */
+typedef struct {
+    bool bleu, chrf, ter;
+    BleuScorer *bleu_sc;
+    ChrfScorer *chrf_sc;
+    TerScorer *ter_sc;
+    BleuStats bleu_total;
+    ChrfStats chrf_total;
+    TerStats ter_total;
+    char bleu_sig[256], chrf_sig[256], ter_sig[256];
+} Metrics;
+
+static TfmStatus metrics_open(Metrics *m, const BleuArgs *a, size_t n_refs, TfmErr *err)
+{
+    m->bleu = a->metrics & METRIC_BLEU;
+    m->chrf = a->metrics & METRIC_CHRF;
+    m->ter = a->metrics & METRIC_TER;
+    bleu_signature(&a->opt, n_refs, m->bleu_sig, sizeof m->bleu_sig);
+    chrf_signature(&a->chrf, n_refs, m->chrf_sig, sizeof m->chrf_sig);
+    ter_signature(&a->ter, n_refs, m->ter_sig, sizeof m->ter_sig);
+    if ((m->bleu && bleu_scorer_new(&a->opt, &m->bleu_sc, err)) ||
+        (m->chrf && chrf_scorer_new(&a->chrf, &m->chrf_sc, err)) ||
+        (m->ter && ter_scorer_new(&a->ter, &m->ter_sc, err)))
+        return err->status;
+    return TFM_OK;
+}
+
+static void metrics_free(Metrics *m)
+{
+    bleu_scorer_free(m->bleu_sc);
+    chrf_scorer_free(m->chrf_sc);
+    ter_scorer_free(m->ter_sc);
+}
+
+/* Adds one segment to every metric's totals (--sentence: prints its scores). */
+static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, const char *hyp, size_t hyp_len,
+                                 const char **seg, const size_t *seg_len, size_t n_refs,
+                                 TfmErr *err)
+{
+    if (m->bleu) {
+        BleuStats st;
+        BleuScore sc;
+        if (bleu_segment_stats(m->bleu_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err))
+            return err->status;
+        if (a->sentence) {
+            bleu_compute(&st, &a->opt, &sc);
+            if (print_score(&sc, a, m->bleu_sig, err)) return err->status;
+        }
+        bleu_stats_add(&m->bleu_total, &st);
+    }
+    if (m->chrf) {
+        ChrfStats st;
+        if (chrf_segment_stats(m->chrf_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
+            (a->sentence && print_chrf(&st, a, m->chrf_sig, err)))
+            return err->status;
+        chrf_stats_add(&m->chrf_total, &st);
+    }
+    if (m->ter) {
+        TerStats st;
+        if (ter_segment_stats(m->ter_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
+            (a->sentence && print_ter(&st, a, m->ter_sig, err)))
+            return err->status;
+        ter_stats_add(&m->ter_total, &st);
+    }
+    return TFM_OK;
+}
+
+/* The corpus scores (unless --sentence printed them per line), then the
+ * signatures on stderr. */
+static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, TfmErr *err)
+{
+    if (!a->sentence) {
+        if (m->bleu) {
+            BleuScore sc;
+            bleu_compute(&m->bleu_total, &a->opt, &sc);
+            if (print_score(&sc, a, m->bleu_sig, err)) return err->status;
+        }
+        if ((m->chrf && print_chrf(&m->chrf_total, a, m->chrf_sig, err)) ||
+            (m->ter && print_ter(&m->ter_total, a, m->ter_sig, err)))
+            return err->status;
+    }
+    /* the score must be out before the signature: a failed write is then
+     * the only line on stderr */
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
+    if (!a->json) {
+        if (m->bleu) fprintf(stderr, "%s\n", m->bleu_sig);
+        if (m->chrf) fprintf(stderr, "%s\n", m->chrf_sig);
+        if (m->ter) fprintf(stderr, "%s\n", m->ter_sig);
+    }
+    return TFM_OK;
+}
+
+/* Reads the next line of the hypothesis file (files[0]) into *hyp and the
+ * same line of every reference into seg: 1, or 0 at the end of all of them
+ * together; a file that ends before the others is an error. lines: the
+ * files' line counts where known in advance (-1 for a stream). */
+static int read_segment(LineReader *files, const long *lines, size_t n_refs, char **hyp,
+                        size_t *hyp_len, const char **seg, size_t *seg_len, TfmErr *err)
+{
+    const int more = text_read_line(&files[0], hyp, hyp_len, err);
+    if (more < 0 || (more && check_utf8(&files[0], *hyp, *hyp_len, err))) return -1;
+    for (size_t r = 0; r < n_refs; r++) {
+        LineReader *ref = &files[r + 1];
+        char *line;
+        const int got = text_read_line(ref, &line, &seg_len[r], err);
+        if (got < 0) return -1;
+        if (got != more) {
+            /* a stream is involved: it may be endless, so when it is the
+             * longer one, its count is only known to be larger */
+            const int li = got ? (int)r + 1 : 0;
+            const LineReader *shorter = got ? &files[0] : ref, *longer = &files[li];
+            if (lines[li] >= 0)
+                counts_differ(longer->name, lines[li], shorter->name, shorter->line_no, err);
+            else
+                err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has more than %ld lines, "
+                        "%s has %ld", longer->name, shorter->line_no, shorter->name,
+                        shorter->line_no);
+            return -1;
+        }
+        if (!got) continue;     /* the end of every file: no line to look at */
+        if (check_utf8(ref, line, seg_len[r], err)) return -1;
+        seg[r] = line;
+    }
+    return more;
+}
+
 TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
 {
     if (cmd_wants_help(argc, argv)) {
@@ -375,16 +502,9 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     }
     TfmStatus status = TFM_OK;
     BleuArgs a = {0};
-    BleuStats total = {0}, st;
-    ChrfStats chrf_total = {0}, chrf_st;
-    TerStats ter_total = {0}, ter_st;
-    BleuScore sc;
-    char sig[256], chrf_sig[256], ter_sig[256];
-    ChrfScorer *chrf = NULL;
-    TerScorer *ter = NULL;
+    Metrics met = {0};
     LineReader *files = NULL;
     long *lines = NULL;
-    BleuScorer *scorer = NULL;
     const char **seg = NULL;
     size_t *seg_len = NULL;
     char **copy = xcalloc((size_t)argc + 1, sizeof *copy, err);
@@ -410,93 +530,23 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
             counts_differ(files[0].name, lines[0], files[i].name, lines[i], err);
             goto fail;
         }
-
-    const bool do_bleu = a.metrics & METRIC_BLEU, do_chrf = a.metrics & METRIC_CHRF,
-               do_ter = a.metrics & METRIC_TER;
-    bleu_signature(&a.opt, n_refs, sig, sizeof sig);
-    chrf_signature(&a.chrf, n_refs, chrf_sig, sizeof chrf_sig);
-    ter_signature(&a.ter, n_refs, ter_sig, sizeof ter_sig);
-    if ((do_bleu && bleu_scorer_new(&a.opt, &scorer, err)) ||
-        (do_chrf && chrf_scorer_new(&a.chrf, &chrf, err)) ||
-        (do_ter && ter_scorer_new(&a.ter, &ter, err)))
-        goto fail;
+    if (metrics_open(&met, &a, n_refs, err)) goto fail;
     /* One line of every file at a time: memory stays one line per file,
      * however long the input (endless input ends at the first short file). */
     for (;;) {
         char *hyp;
         size_t hyp_len;
-        const int more = text_read_line(&files[0], &hyp, &hyp_len, err);
-        if (more < 0 || (more && check_utf8(&files[0], hyp, hyp_len, err))) goto fail;
-        for (size_t r = 0; r < n_refs; r++) {
-            LineReader *ref = &files[r + 1];
-            char *line;
-            const int got = text_read_line(ref, &line, &seg_len[r], err);
-            if (got < 0) goto fail;
-            if (got != more) {
-                /* a stream is involved: it may be endless, so when it is the
-                 * longer one, its count is only known to be larger */
-                const int li = got ? (int)r + 1 : 0;
-                const LineReader *shorter = got ? &files[0] : ref, *longer = &files[li];
-                if (lines[li] >= 0)
-                    counts_differ(longer->name, lines[li], shorter->name, shorter->line_no, err);
-                else
-                    err_set(err, TFM_ERR_FORMAT, "line counts differ: %s has more than %ld lines, "
-                            "%s has %ld", longer->name, shorter->line_no, shorter->name,
-                            shorter->line_no);
-                goto fail;
-            }
-            if (check_utf8(ref, line, seg_len[r], err)) goto fail;
-            seg[r] = line;
-        }
+        const int more = read_segment(files, lines, n_refs, &hyp, &hyp_len, seg, seg_len, err);
+        if (more < 0) goto fail;
         if (!more) break;
-        if (do_bleu) {
-            if (bleu_segment_stats(scorer, hyp, hyp_len, seg, seg_len, n_refs, &st, err)) goto fail;
-            if (a.sentence) {
-                bleu_compute(&st, &a.opt, &sc);
-                if (print_score(&sc, &a, sig, err)) goto fail;
-            }
-            bleu_stats_add(&total, &st);
-        }
-        if (do_chrf) {
-            if (chrf_segment_stats(chrf, hyp, hyp_len, seg, seg_len, n_refs, &chrf_st, err) ||
-                (a.sentence && print_chrf(&chrf_st, &a, chrf_sig, err)))
-                goto fail;
-            chrf_stats_add(&chrf_total, &chrf_st);
-        }
-        if (do_ter) {
-            if (ter_segment_stats(ter, hyp, hyp_len, seg, seg_len, n_refs, &ter_st, err) ||
-                (a.sentence && print_ter(&ter_st, &a, ter_sig, err)))
-                goto fail;
-            ter_stats_add(&ter_total, &ter_st);
-        }
+        if (metrics_segment(&met, &a, hyp, hyp_len, seg, seg_len, n_refs, err)) goto fail;
     }
-    if (!a.sentence) {
-        if (do_bleu) {
-            bleu_compute(&total, &a.opt, &sc);
-            if (print_score(&sc, &a, sig, err)) goto fail;
-        }
-        if ((do_chrf && print_chrf(&chrf_total, &a, chrf_sig, err)) ||
-            (do_ter && print_ter(&ter_total, &a, ter_sig, err)))
-            goto fail;
-    }
-    /* the score must be out before the signature: a failed write is then
-     * the only line on stderr */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
-        goto fail;
-    }
-    if (!a.json) {
-        if (do_bleu) fprintf(stderr, "%s\n", sig);
-        if (do_chrf) fprintf(stderr, "%s\n", chrf_sig);
-        if (do_ter) fprintf(stderr, "%s\n", ter_sig);
-    }
+    if (metrics_finish(&met, &a, err)) goto fail;
     goto done;
 fail:
     status = err->status;
 done:
-    bleu_scorer_free(scorer);
-    chrf_scorer_free(chrf);
-    ter_scorer_free(ter);
+    metrics_free(&met);
     if (files)
         for (int i = 0; i < a.n_files; i++) text_reader_close(&files[i]);
     free(files);
