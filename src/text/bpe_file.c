@@ -152,6 +152,44 @@ static int count_chars(const char *s, size_t n, bool *marker_inside)
     return k;
 }
 
+/* Whether piece `id` of `kind` with this text breaks the format's rules
+ * (ids fix the kinds of the first pieces; texts must fit their kind): 0 when
+ * it is fine, else 1 with the reason in why. */
+static int piece_problem(int id, int kind, const char *text, size_t tl, char *why, size_t cap)
+{
+    const int want = id < BPE_N_SPECIAL ? KIND_SPECIAL : id < BPE_MARKER ? KIND_BYTE
+                   : id == BPE_MARKER ? KIND_MARKER : -1;
+#define WHY(...) return snprintf(why, cap, __VA_ARGS__), 1
+    if (want >= 0 && kind != want) WHY("piece %d must be of kind '%s'", id, kind_names[want]);
+    if (want < 0 && kind != KIND_CHAR && kind != KIND_MERGED)
+        WHY("piece %d must be of kind 'char' or 'merged'", id);
+    if (kind == KIND_SPECIAL &&
+        !(tl == strlen(bpe_special_names[id]) && memcmp(text, bpe_special_names[id], tl) == 0))
+        WHY("piece %d must be %s", id, bpe_special_names[id]);
+    if (kind == KIND_BYTE) {
+        char want_name[8];
+        size_t wl = bpe_byte_piece_name(id - BPE_BYTE0, want_name);
+        if (!(tl == wl && memcmp(text, want_name, wl) == 0)) WHY("piece %d must be %s", id, want_name);
+    }
+    if (kind == KIND_MARKER && !(tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0))
+        WHY("piece %d must be the marker " MARKER_UTF8, id);
+    if (kind == KIND_CHAR || kind == KIND_MERGED) {
+        size_t bad;
+        if (!text_utf8_valid(text, tl, &bad)) WHY("piece text is not valid UTF-8");
+        if (memchr(text, ' ', tl)) WHY("piece text contains a space");
+        bool inside;
+        int chars = count_chars(text, tl, &inside);
+        if (kind == KIND_CHAR && (chars != 1 || (unsigned char)text[0] < 0x80))
+            WHY("a char piece must be one non-ASCII character");
+        if (kind == KIND_CHAR && tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0)
+            WHY("a char piece cannot be the marker");
+        if (kind == KIND_MERGED && chars < 2) WHY("a merged piece must have two characters or more");
+        if (inside) WHY("the marker may only start a piece");
+    }
+#undef WHY
+    return 0;
+}
+
 TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *name, TfmErr *err)
 {
     *out = NULL;
@@ -213,33 +251,8 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
         if ((st = xgrow((void **)&text, &text_cap, tl + 1, 1, err))) goto fail;
         memcpy(text, f[2], tl);
         if (!bpe_unescape(text, &tl)) BAD("bad escape or raw control byte in piece text");
-        int want = id < BPE_N_SPECIAL ? KIND_SPECIAL : id < BPE_MARKER ? KIND_BYTE
-                 : id == BPE_MARKER ? KIND_MARKER : -1;
-        if (want >= 0 && kind != want) BAD("piece %d must be of kind '%s'", id, kind_names[want]);
-        if (want < 0 && kind != KIND_CHAR && kind != KIND_MERGED)
-            BAD("piece %d must be of kind 'char' or 'merged'", id);
-        if (kind == KIND_SPECIAL && !(tl == strlen(bpe_special_names[id]) && memcmp(text, bpe_special_names[id], tl) == 0))
-            BAD("piece %d must be %s", id, bpe_special_names[id]);
-        if (kind == KIND_BYTE) {
-            char want_name[8];
-            size_t wl = bpe_byte_piece_name(id - BPE_BYTE0, want_name);
-            if (!(tl == wl && memcmp(text, want_name, wl) == 0)) BAD("piece %d must be %s", id, want_name);
-        }
-        if (kind == KIND_MARKER && !(tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0))
-            BAD("piece %d must be the marker " MARKER_UTF8, id);
-        if (kind == KIND_CHAR || kind == KIND_MERGED) {
-            size_t bad;
-            if (!text_utf8_valid(text, tl, &bad)) BAD("piece text is not valid UTF-8");
-            if (memchr(text, ' ', tl)) BAD("piece text contains a space");
-            bool inside;
-            int chars = count_chars(text, tl, &inside);
-            if (kind == KIND_CHAR && (chars != 1 || (unsigned char)text[0] < 0x80))
-                BAD("a char piece must be one non-ASCII character");
-            if (kind == KIND_CHAR && tl == 3 && memcmp(text, MARKER_UTF8, 3) == 0)
-                BAD("a char piece cannot be the marker");
-            if (kind == KIND_MERGED && chars < 2) BAD("a merged piece must have two characters or more");
-            if (inside) BAD("the marker may only start a piece");
-        }
+        char why[96];
+        if (piece_problem(id, kind, text, tl, why, sizeof why)) BAD("%s", why);
         if (bpe_piece_id(b, text, tl) >= 0) BAD("duplicate piece");
         if (bpe_add_piece(b, kind, text, tl, err) < 0) { st = err->status; goto fail; }
     }
