@@ -327,6 +327,55 @@ static int learn_best(Learner *L, TfmErr *err)
     return -1;
 }
 
+/* Each word as symbols: the marker, then char pieces or -1 (a character
+ * spelled in bytes: no merge can cross it). Allocates the symbol pool and
+ * each word's offset, length and stamp (for learn_merge); the caller frees
+ * them, also on failure. */
+static TfmStatus spell_words(const Bpe *b, const WordTable *t, int n_alpha, int **sym_pool_out,
+                             size_t **sym_off_out, int **sym_len_out, int **word_stamp_out,
+                             TfmErr *err)
+{
+    U64Map chars = {0};
+    TfmStatus st = u64map_init(&chars, (size_t)n_alpha, err);
+    if (st) return st;
+    for (int id = BPE_MARKER + 1; id < n_alpha; id++) {
+        uint32_t cp;
+        text_utf8_decode((const unsigned char *)b->pool + b->off[id], b->len[id], &cp);
+        uint64_t *v = u64map_slot(&chars, cp, err);
+        if (!v) { u64map_free(&chars); return TFM_ERR_NOMEM; }
+        *v = (uint64_t)id;
+    }
+    size_t *sym_off = *sym_off_out = xmalloc((size_t)t->n * sizeof *sym_off, err);
+    int *sym_len = *sym_len_out = xmalloc((size_t)t->n * sizeof *sym_len, err);
+    int *word_stamp = *word_stamp_out = xmalloc((size_t)t->n * sizeof *word_stamp, err);
+    int *sym_pool = *sym_pool_out = xmalloc(t->pool_len * sizeof *sym_pool, err); /* >= 1 per byte */
+    if (!sym_off || !sym_len || !word_stamp || !sym_pool) {
+        u64map_free(&chars);
+        return TFM_ERR_NOMEM;
+    }
+    size_t total = 0;
+    for (int w = 0; w < t->n; w++) {
+        const unsigned char *s = (const unsigned char *)t->pool + t->off[w];
+        size_t n = t->len[w];
+        sym_off[w] = total;
+        word_stamp[w] = -1;
+        int k = 0;
+        int *sym = sym_pool + total;
+        if (s[0]) sym[k++] = BPE_MARKER;
+        for (size_t i = 1; i < n;) {
+            uint32_t cp;
+            i += (size_t)text_utf8_decode(s + i, n - i, &cp);
+            uint64_t v;
+            if (cp < 0x80) sym[k++] = bpe_mergeable(b, BPE_BYTE0 + (int)cp) ? BPE_BYTE0 + (int)cp : -1;
+            else sym[k++] = u64map_get(&chars, cp, &v) ? (int)v : -1;
+        }
+        sym_len[w] = k;
+        total += (size_t)k;
+    }
+    u64map_free(&chars);
+    return TFM_OK;
+}
+
 TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_size, TfmErr *err)
 {
     *out = NULL;
@@ -354,46 +403,8 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
     if ((st = learn_alphabet(b, &t, vocab_size, err))) goto fail;
     int n_alpha = b->n_pieces;
 
-    /* Each word as symbols: the marker, then char pieces or -1 (a character
-     * spelled in bytes: no merge can cross it). */
-    U64Map chars = {0};
-    if ((st = u64map_init(&chars, (size_t)n_alpha, err))) goto fail;
-    for (int id = BPE_MARKER + 1; id < n_alpha; id++) {
-        uint32_t cp;
-        text_utf8_decode((const unsigned char *)b->pool + b->off[id], b->len[id], &cp);
-        uint64_t *v = u64map_slot(&chars, cp, err);
-        if (!v) { u64map_free(&chars); st = TFM_ERR_NOMEM; goto fail; }
-        *v = (uint64_t)id;
-    }
-    sym_off = xmalloc((size_t)t.n * sizeof *sym_off, err);
-    sym_len = xmalloc((size_t)t.n * sizeof *sym_len, err);
-    word_stamp = xmalloc((size_t)t.n * sizeof *word_stamp, err);
-    sym_pool = xmalloc(t.pool_len * sizeof *sym_pool, err);   /* >= symbols: 1 per byte */
-    if (!sym_off || !sym_len || !word_stamp || !sym_pool) {
-        u64map_free(&chars);
-        st = TFM_ERR_NOMEM;
+    if ((st = spell_words(b, &t, n_alpha, &sym_pool, &sym_off, &sym_len, &word_stamp, err)))
         goto fail;
-    }
-    size_t total = 0;
-    for (int w = 0; w < t.n; w++) {
-        const unsigned char *s = (const unsigned char *)t.pool + t.off[w];
-        size_t n = t.len[w];
-        sym_off[w] = total;
-        word_stamp[w] = -1;
-        int k = 0;
-        int *sym = sym_pool + total;
-        if (s[0]) sym[k++] = BPE_MARKER;
-        for (size_t i = 1; i < n;) {
-            uint32_t cp;
-            i += (size_t)text_utf8_decode(s + i, n - i, &cp);
-            uint64_t v;
-            if (cp < 0x80) sym[k++] = bpe_mergeable(b, BPE_BYTE0 + (int)cp) ? BPE_BYTE0 + (int)cp : -1;
-            else sym[k++] = u64map_get(&chars, cp, &v) ? (int)v : -1;
-        }
-        sym_len[w] = k;
-        total += (size_t)k;
-    }
-    u64map_free(&chars);
 
     L.bpe = b;
     if ((st = u64map_init(&L.index, 1 << 16, err))) goto fail;
