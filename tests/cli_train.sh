@@ -71,16 +71,16 @@ check "RMSNorm model translates every line" test "$(wc -l <"$T/out")" = 3
 
 # model.attention linear: trains, the file records it, info shows it, it
 # translates with beam and in a batch; attention dropout is refused with it.
-mkdir lin
-sed 's/"dropout": 0.1/"dropout": 0.1, "attention": "linear"/' mini.json >lin.json
-(cd lin && expect_exit 0 "train with linear attention" -- "$TFM" train ../lin.json -q)
-expect_exit 0 "info on a linear-attention model" -- "$TFM" info lin/model.tfm
+mkdir linattn
+sed 's/"dropout": 0.1/"dropout": 0.1, "attention": "linear"/' mini.json >linattn.json
+(cd linattn && expect_exit 0 "train with linear attention" -- "$TFM" train ../linattn.json -q)
+expect_exit 0 "info on a linear-attention model" -- "$TFM" info linattn/model.tfm
 check "info shows linear attention" grep -q 'post-norm LayerNorm, linear attention' "$T/out"
-head -n 5 valid.de >lin/in.txt
-expect_exit 0 "translate with a linear-attention model, beam 3" -- "$TFM" translate -m lin/model.tfm -b 3 -i lin/in.txt -o lin/b3.txt -q
-check "linear-attention model translates every line" test "$(wc -l <lin/b3.txt)" = 5
-for i in 1 2 3 4 5; do sed -n "${i}p" lin/in.txt | "$TFM" translate -m lin/model.tfm -b 3 -q; done >lin/one.txt
-check "linear attention: one line at a time = the batch" cmp -s lin/b3.txt lin/one.txt
+head -n 5 valid.de >linattn/in.txt
+expect_exit 0 "translate with a linear-attention model, beam 3" -- "$TFM" translate -m linattn/model.tfm -b 3 -i linattn/in.txt -o linattn/b3.txt -q
+check "linear-attention model translates every line" test "$(wc -l <linattn/b3.txt)" = 5
+for i in 1 2 3 4 5; do sed -n "${i}p" linattn/in.txt | "$TFM" translate -m linattn/model.tfm -b 3 -q; done >linattn/one.txt
+check "linear attention: one line at a time = the batch" cmp -s linattn/b3.txt linattn/one.txt
 expect_exit 1 "linear attention with attention dropout refused" -- "$TFM" train mini.json --dry-run --set model.attention=linear --set model.attn_dropout=0.1
 expect_err_line "linear attention dropout message" \
     "tfm: mini.json: model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
