@@ -146,9 +146,8 @@ void linattn_forward(float *out, float *den, float *scratch, int slices, const f
 
 /* dq, dk, dv += the gradients from dout; out and den are the forward's. */
 void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slices,
-                      const float *dout,
-                      const float *out, const float *den, const float *q, const float *k,
-                      const float *v, const AttnShape *s);
+                      const float *dout, const float *out, const float *den, const float *q,
+                      const float *k, const float *v, const AttnShape *s);
 
 /* The recurrent form for decoding, per position, all heads of one row:
  * S (H, Dh, Dh) += φ(k) vᵀ and z (H, Dh) += φ(k) for k, v (D) ... */

@@ -304,9 +304,8 @@ static void pair_backward_causal(Scratch *wp, const AttnShape *s, const Pair *pp
  * R = Σ Aᵀ DN, r = Σ Aᵀ dd: a reverse sweep for dB, dV), plus the masked
  * products G = M ⊙ (DN Vᵀ + dd 1ᵀ) and P = M ⊙ (A Bᵀ) within each chunk. */
 void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slices,
-                      const float *dout,
-                      const float *out, const float *den, const float *q, const float *k,
-                      const float *v, const AttnShape *s)
+                      const float *dout, const float *out, const float *den, const float *q,
+                      const float *k, const float *v, const AttnShape *s)
 {
     const int H = s->heads, dh = s->dh, tq = s->tq;
     const long pairs = (long)s->n * H;
