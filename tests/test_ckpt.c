@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "text/bpe.h"
 #include "model/ckpt.h"
 
@@ -400,6 +402,55 @@ TEST(test_ckpt_refuses_huge_files_early)
         CHECK_STR(err.msg, want);
     }
     remove(path_bad);
+    free(buf);
+    fixture_free(&f);
+}
+
+/* Files written before model.norm_type and model.attention existed (their
+ * embedded config has neither key) load as LayerNorm with softmax
+ * attention, weights unchanged. */
+TEST(test_ckpt_old_config_loads_as_layernorm_softmax)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    size_t len;
+    char *buf = saved_bytes(&f, false, &len);
+    size_t at = buf ? find_section(buf, len, "CONF") : 0;
+    CHECK(at > 0);
+    if (at) {
+        const size_t n = (size_t)get_le64((unsigned char *)buf + at - 8);
+        char *json = strndup(buf + at, n);
+        cJSON *root = cJSON_Parse(json);
+        cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+        CHECK(cJSON_GetObjectItemCaseSensitive(model, "attention") != NULL);
+        CHECK(cJSON_GetObjectItemCaseSensitive(model, "norm_type") != NULL);
+        cJSON_DeleteItemFromObjectCaseSensitive(model, "attention");
+        cJSON_DeleteItemFromObjectCaseSensitive(model, "norm_type");
+        char *old = cJSON_PrintUnformatted(root);
+        const size_t m = strlen(old), out_len = len - n + m;
+        char *out = malloc(out_len);
+        memcpy(out, buf, at - 8);
+        for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((uint64_t)m >> (8 * i));
+        memcpy(out + at, old, m);
+        memcpy(out + at + m, buf + at + n, len - at - n);
+        rechecksum(out, out_len);
+        spit(path_bad, out, out_len);
+        ModelFile mf;
+        TfmErr err = {0};
+        CHECK(ckpt_load(path_bad, &mf, false, &err) == TFM_OK);
+        if (err.status == TFM_OK) {
+            CHECK(mf.cfg.model.attention == ATTN_SOFTMAX);
+            CHECK(mf.cfg.model.norm_type == NORM_LAYER);
+            CHECK(mf.model.n_params == f.model.n_params &&
+                  memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+            ckpt_free(&mf);
+        }
+        free(out);
+        free(old);
+        cJSON_Delete(root);
+        free(json);
+    }
     free(buf);
     fixture_free(&f);
 }
