@@ -2,6 +2,7 @@
  * (make MPI=1). The one file that includes <mpi.h>. A plain `tfm ...`
  * without mpirun runs as one rank and never calls MPI_Init. */
 #include "dist/dist.h"
+#include "dist/launcher.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -21,16 +22,10 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Started by mpirun (Open MPI's, or a PMIx launcher's)? */
-static bool launched(void)
-{
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
-}
-
 TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
 {
     /* A plain `tfm ...` stays out of MPI: one rank, nothing to set up. */
-    if (!launched()) return TFM_OK;
+    if (launcher_size() == 0) return TFM_OK;
     /* Only the main thread calls MPI (the OpenMP workers never do). */
     int provided = 0;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)

@@ -1,31 +1,17 @@
 /* dist_single: the build without MPI: one rank; the collectives are no-ops. */
 #include "dist/dist.h"
 
-#include <stdlib.h>
-
-/* The ranks mpirun (Open MPI, MPICH and their kin) says it started. */
-static int launched_ranks(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && atoi(v) > 1) return atoi(v);
-    }
-    return 1;
-}
+#include "dist/launcher.h"
 
 TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
 {
     (void)argc;
     (void)argv;
-    int n = launched_ranks();
+    const int n = launcher_size();
     if (n <= 1) return TFM_OK;
     /* every rank says the same: rank 0 alone prints it */
-    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!rank) rank = getenv("PMIX_RANK");
-    if (!rank) rank = getenv("PMI_RANK");
     err->collective = true;
-    err->quiet = rank && atoi(rank) > 0;
+    err->quiet = launcher_rank() > 0;
     return err_set(err, TFM_ERR_USAGE, "started by mpirun with %d ranks, but this tfm is "
                    "built without MPI: build it with `make MPI=1`", n);
 }
