@@ -3,6 +3,7 @@
  * without mpirun runs as one rank and never calls MPI_Init. */
 #include "dist/dist.h"
 #include "dist/launcher.h"
+#include "base/clock.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -14,13 +15,6 @@ static int rank_ = 0, size_ = 1, local_size_ = 1;
 static bool joined = false;
 static double comm_s = 0;
 static char library[MPI_MAX_LIBRARY_VERSION_STRING];
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
 {
@@ -75,39 +69,39 @@ const char *dist_library(void)
 void dist_sum_floats(float *x, size_t n)
 {
     if (size_ == 1) return;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? n - i : CHUNK;
         MPI_Allreduce(MPI_IN_PLACE, x + i, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
-    comm_s += now_s() - t0;
+    comm_s += clock_now_s() - t0;
 }
 
 void dist_sum_doubles(double *x, int n)
 {
     if (size_ == 1) return;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    comm_s += now_s() - t0;
+    comm_s += clock_now_s() - t0;
 }
 
 void dist_max_longs(long *x, int n)
 {
     if (size_ == 1) return;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-    comm_s += now_s() - t0;
+    comm_s += clock_now_s() - t0;
 }
 
 void dist_broadcast(void *buf, size_t n)
 {
     if (size_ == 1) return;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? n - i : CHUNK;
         MPI_Bcast((char *)buf + i, (int)k, MPI_BYTE, 0, MPI_COMM_WORLD);
     }
-    comm_s += now_s() - t0;
+    comm_s += clock_now_s() - t0;
 }
 
 double dist_comm_seconds(void) { return comm_s; }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/clock.h"
 #include "base/path.h"
 #include "base/sysmem.h"
 #include "dist/dist.h"
@@ -39,14 +40,7 @@ static long auto_log_every(double step_s)
 /* The signal number a caller asked the run to stop with, 0 if none. */
 static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop->signo : 0; }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + now_s() - t->run_start; }
+double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + clock_now_s() - t->run_start; }
 
 /* Writes "model.d_model 256 -> 512, ..." for every model key (and
  * data.max_len) where the checkpoint's config a differs from the config b;
@@ -345,8 +339,8 @@ static void summarize(Trainer *t)
     if (dist_size() > 1)
         progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums and "
                       "broadcasts (%.1f%%; waiting for the slowest rank included)",
-                      dist_comm_seconds(), now_s() - t->run_start,
-                      100 * dist_comm_seconds() / fmax(now_s() - t->run_start, 1e-9));
+                      dist_comm_seconds(), clock_now_s() - t->run_start,
+                      100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
     progress_note(&t->prog, "%s; model: %s -> %s", best,
                   tc->average_last > 0 ? "the average of the last checkpoints" : "best.tfm",
                   tc->model);
@@ -483,10 +477,10 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         }
         Batch b;
         batcher_get(&t->train_b, t->ts.batch_in_epoch, &b);
-        double t0 = now_s();
+        double t0 = clock_now_s();
         if ((st = train_step(t, &b, err)) != TFM_OK) return st;
         t->ts.batch_in_epoch++;
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         t->ts.log_step_s += dt;
         step_time = isnan(step_time) ? dt : 0.9 * step_time + 0.1 * dt;
         if (t->opt->after_step) t->opt->after_step(t->ts.step, t->opt->after_step_ctx);
@@ -557,7 +551,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
     t.opt = opt;
-    t.run_start = now_s();
+    t.run_start = clock_now_s();
     t.run.lock_fd = -1;
     if (opt->stop) opt->stop->started = 0;
     TfmStatus st = TFM_OK;
@@ -586,7 +580,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     progress_note(&t.prog, "model: %zu parameters; %.0f MB in use with the optimizer, gradients "
                   "and activations for %d tokens (%.0f MB available)", t.model.n_params,
                   sysmem_resident() / 1e6, cfg->train.batch_tokens, sysmem_available() / 1e6);
-    t.run_start = now_s();
+    t.run_start = clock_now_s();
     if (opt->stop) opt->stop->started = 1;
     st = loop(&t, err);
 done:
