@@ -20,13 +20,13 @@ for len in 64 256 1024 4096; do
     done
 done
 for kind in softmax linear; do
-    "$bin" decode "$kind" 1024 "$threads" | tee -a "$out"
+    "$bin" decode "$kind" 4096 "$threads" | tee -a "$out"
 done
 command -v gnuplot >/dev/null || { echo "(no gnuplot: no plot)"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for kind in softmax linear; do
-    awk -v k="$kind" '$1 == "train" && $2 == k { print $4, $10, $14 }' "$out" >"$tmp/train-$kind"
+    awk -v k="$kind" '$1 == "train" && $2 == k { print $4, $10 / $8 * 1000, $14 }' "$out" >"$tmp/train-$kind"
     awk -v k="$kind" '$1 == "decode" && $2 == k {
         for (i = 5; i < NF; i += 2) { split($i, a, "@"); if (a[1] == "ms_per_token") print a[2], $(i + 1) } }' \
         "$out" >"$tmp/decode-$kind"
@@ -35,10 +35,10 @@ mkdir -p docs/img
 gnuplot <<GP
 set terminal pngcairo size 1500,450 font ",10"
 set output "docs/img/attention-length.png"
-set multiplot layout 1,3 title "softmax vs linear attention (d 128, 4 heads, 2+2 layers, ~4096 tokens a batch, $threads threads)"
+set multiplot layout 1,3 title "softmax vs linear attention (d 128, 4 heads, 2+2 layers, batches of about 4096 tokens, $threads threads)"
 set logscale xy; set grid; set key top left
 set xlabel "sentence length (tokens)"
-set ylabel "training step (s)"
+set ylabel "training step, ms per 1000 tokens a side"
 plot "$tmp/train-softmax" u 1:2 w lp t "softmax", "$tmp/train-linear" u 1:2 w lp t "linear"
 set ylabel "peak RSS (MB)"
 plot "$tmp/train-softmax" u 1:3 w lp t "softmax", "$tmp/train-linear" u 1:3 w lp t "linear"
