@@ -5,23 +5,28 @@
 # runs/bench-attention.txt and, with gnuplot, the plot
 # docs/img/attention-length.png.
 #   scripts/bench_attention.sh BENCH_BINARY [THREADS]
+#   scripts/bench_attention.sh --plot    (redraws the plot from the last run's lines)
 set -euo pipefail
-bin=${1:?usage: scripts/bench_attention.sh BENCH_BINARY [THREADS]}
+bin=${1:?usage: scripts/bench_attention.sh BENCH_BINARY [THREADS] | --plot}
 threads=${2:-2}
 cd "$(dirname "$0")/.."
 mkdir -p runs
 out=runs/bench-attention.txt
-: >"$out"
-echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')" \
-     "$(lscpu | sed -n 's/^Model name: *//p')" "$(./tfm --version | sed -n 's/^OpenBLAS kernel: //p')" | tee -a "$out"
-for len in 64 256 1024 4096; do
-    for kind in softmax linear; do
-        "$bin" train "$kind" "$len" "$threads" | tee -a "$out"
+if [ "$bin" = --plot ]; then
+    threads=$(awk '$1 == "decode" { print $4; exit }' "$out")
+else
+    : >"$out"
+    echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')" \
+         "$(lscpu | sed -n 's/^Model name: *//p')" "$(./tfm --version | sed -n 's/^OpenBLAS kernel: //p')" | tee -a "$out"
+    for len in 64 256 1024 4096; do
+        for kind in softmax linear; do
+            "$bin" train "$kind" "$len" "$threads" | tee -a "$out"
+        done
     done
-done
-for kind in softmax linear; do
-    "$bin" decode "$kind" 4096 "$threads" | tee -a "$out"
-done
+    for kind in softmax linear; do
+        "$bin" decode "$kind" 4096 "$threads" | tee -a "$out"
+    done
+fi
 command -v gnuplot >/dev/null || { echo "(no gnuplot: no plot)"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -38,7 +43,7 @@ set output "docs/img/attention-length.png"
 set multiplot layout 1,3 title "softmax vs linear attention (d 128, 4 heads, 2+2 layers, batches of about 4096 tokens, $threads threads)"
 set logscale xy; set grid; set key top left
 set xlabel "sentence length (tokens)"
-set ylabel "training step, ms per 1000 tokens a side"
+set ylabel "training step: s per 1000 tokens a side"
 plot "$tmp/train-softmax" u 1:2 w lp t "softmax", "$tmp/train-linear" u 1:2 w lp t "linear"
 set ylabel "peak RSS (MB)"
 plot "$tmp/train-softmax" u 1:3 w lp t "softmax", "$tmp/train-linear" u 1:3 w lp t "linear"
