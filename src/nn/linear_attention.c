@@ -352,12 +352,14 @@ void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slice
 void linattn_state_add(float *S, float *z, const float *k, const float *v, int heads, int dh)
 {
     for (int h = 0; h < heads; h++) {
-        float *Sh = S + (long)h * dh * dh, *zh = z + (long)h * dh;
-        const float *kh = k + (long)h * dh, *vh = v + (long)h * dh;
+        float *restrict Sh = S + (long)h * dh * dh, *restrict zh = z + (long)h * dh;
+        const float *restrict kh = k + (long)h * dh, *restrict vh = v + (long)h * dh;
         for (int c = 0; c < dh; c++) {
             const float f = phi(kh[c]);
             zh[c] += f;
-            for (int e = 0; e < dh; e++) Sh[(long)c * dh + e] += f * vh[e];
+            float *restrict row = Sh + (long)c * dh;
+#pragma omp simd
+            for (int e = 0; e < dh; e++) row[e] += f * vh[e];
         }
     }
 }
@@ -366,14 +368,17 @@ void linattn_state_query(float *out, const float *q, const float *S, const float
                          int dh)
 {
     for (int h = 0; h < heads; h++) {
-        const float *Sh = S + (long)h * dh * dh, *zh = z + (long)h * dh, *qh = q + (long)h * dh;
-        float *oh = out + (long)h * dh;
+        const float *restrict Sh = S + (long)h * dh * dh, *restrict zh = z + (long)h * dh;
+        const float *restrict qh = q + (long)h * dh;
+        float *restrict oh = out + (long)h * dh;
         float den = 0;
         for (int e = 0; e < dh; e++) oh[e] = 0.0f;
         for (int c = 0; c < dh; c++) {
-            const float f = phi(qh[c]);
-            den += f * zh[c];
-            for (int e = 0; e < dh; e++) oh[e] += f * Sh[(long)c * dh + e];
+            const float *restrict row = Sh + (long)c * dh;
+            const float fc = phi(qh[c]);
+            den += fc * zh[c];
+#pragma omp simd
+            for (int e = 0; e < dh; e++) oh[e] += fc * row[e];
         }
         const float inv = 1.0f / (den + LIN_EPS);
         for (int e = 0; e < dh; e++) oh[e] *= inv;
