@@ -190,6 +190,34 @@ static int piece_problem(int id, int kind, const char *text, size_t tl, char *wh
     return 0;
 }
 
+/* Reads the line "ID KIND TEXT" of piece `id` into *kind and the unescaped
+ * text (*text, grown as needed; *tl bytes): 0 when it is a valid new piece,
+ * 1 with the reason in why, -1 when out of memory (err set). */
+static int piece_line(const Bpe *b, int id, const char *line, size_t n, char **text,
+                      size_t *text_cap, int *kind, size_t *tl, char *why, size_t cap, TfmErr *err)
+{
+    const char *f[3];
+    size_t fl[3];
+    int got_id;
+    *kind = -1;
+    if (split_fields(line, n, 3, f, fl) != 3 || !parse_int(f[0], fl[0], &got_id))
+        return snprintf(why, cap, "expected 'ID KIND TEXT'"), 1;
+    if (got_id != id) return snprintf(why, cap, "expected piece id %d, got %d", id, got_id), 1;
+    for (int k = 0; k < 5; k++)
+        if (field_is(f[1], fl[1], kind_names[k])) *kind = k;
+    if (*kind < 0)
+        return snprintf(why, cap, "unknown piece kind '%.*s'", (int)(fl[1] > 20 ? 20 : fl[1]),
+                        f[1]), 1;
+    *tl = fl[2];
+    if (xgrow((void **)text, text_cap, *tl + 1, 1, err)) return -1;
+    memcpy(*text, f[2], *tl);
+    if (!bpe_unescape(*text, tl))
+        return snprintf(why, cap, "bad escape or raw control byte in piece text"), 1;
+    if (piece_problem(id, *kind, *text, *tl, why, cap)) return 1;
+    if (bpe_piece_id(b, *text, *tl) >= 0) return snprintf(why, cap, "duplicate piece"), 1;
+    return 0;
+}
+
 TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *name, TfmErr *err)
 {
     *out = NULL;
@@ -238,22 +266,12 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
     }
     for (int id = 0; id < n_pieces; id++) {
         NEXT_LINE();
-        const char *f[3];
-        size_t fl[3];
-        int got_id, kind = -1;
-        if (split_fields(line, n, 3, f, fl) != 3 || !parse_int(f[0], fl[0], &got_id))
-            BAD("expected 'ID KIND TEXT'");
-        if (got_id != id) BAD("expected piece id %d, got %d", id, got_id);
-        for (int k = 0; k < 5; k++)
-            if (field_is(f[1], fl[1], kind_names[k])) kind = k;
-        if (kind < 0) BAD("unknown piece kind '%.*s'", (int)(fl[1] > 20 ? 20 : fl[1]), f[1]);
-        size_t tl = fl[2];
-        if ((st = xgrow((void **)&text, &text_cap, tl + 1, 1, err))) goto fail;
-        memcpy(text, f[2], tl);
-        if (!bpe_unescape(text, &tl)) BAD("bad escape or raw control byte in piece text");
+        int kind;
+        size_t tl;
         char why[96];
-        if (piece_problem(id, kind, text, tl, why, sizeof why)) BAD("%s", why);
-        if (bpe_piece_id(b, text, tl) >= 0) BAD("duplicate piece");
+        const int bad = piece_line(b, id, line, n, &text, &text_cap, &kind, &tl, why, sizeof why, err);
+        if (bad < 0) { st = err->status; goto fail; }
+        if (bad) BAD("%s", why);
         if (bpe_add_piece(b, kind, text, tl, err) < 0) { st = err->status; goto fail; }
     }
     produced_by = xcalloc((size_t)n_pieces, sizeof *produced_by, err);
