@@ -541,6 +541,8 @@ TEST(model_learns_copy_bf16) { learn_task(0, true); }
 TEST(model_learns_reverse_bf16) { learn_task(1, true); }
 TEST(model_learns_copy_linear) { learn_task_attn(0, false, ATTN_LINEAR); }
 TEST(model_learns_reverse_linear) { learn_task_attn(1, false, ATTN_LINEAR); }
+/* bf16 products around fp32 linear attention */
+TEST(model_learns_copy_bf16_linear) { learn_task_attn(0, true, ATTN_LINEAR); }
 
 /* bf16 products against float32 ones on one batch: the loss and every
  * gradient. Each product rounds its inputs to 8 significant bits (relative
