@@ -70,7 +70,9 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
                                 : c->max_len * 2.0 * c->d_model;                  /* K|V */
     double rows = (double)max_sents * max_beam, floats =
         rows * self_row * 2.0 * c->dec_layers +                        /* self caches, 2 copies */
-        (double)max_sents * c->max_len * 2.0 * c->d_model * c->dec_layers + /* cross K|V */
+        (double)max_sents * (c->attention == ATTN_LINEAR ? self_row     /* cross sums */
+                                                           : c->max_len * 2.0 * c->d_model) *
+            c->dec_layers +                                             /* or cross K|V */
         rows * ((double)c->vocab_size + c->d_ff + 8.0 * c->d_model) +
         ((7.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->dec_layers +   /* packed weights */
          (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers +
@@ -105,8 +107,10 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
         l->w = model_dec_layer_weights(m, i);
         l->cache = alloc(R, d->self_w * sizeof(float), err, &ok);
         l->cache_next = alloc(R, d->self_w * sizeof(float), err, &ok);
-        l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
+        /* cross-attention: softmax reads the source's K | V, linear attention
+         * only their sums */
         if (d->linear) l->cross_state = alloc(n, d->lin_w * sizeof(float), err, &ok);
+        else l->cross_kv = alloc(n * S, 2 * D * sizeof(float), err, &ok);
         for (int j = 0; ok && j < LP_COUNT; j++) {
             const Product p = layer_product(l, j, d->D, d->F);
             if (packed_linear_init(&l->pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK) ok = 0;
@@ -485,9 +489,13 @@ static TfmStatus encode_batch(Decoder *d, const int *src, int n, int S, TfmErr *
         for (int l = 0; l < d->m->cfg.dec_layers; l++) {
             packed_linear_forward(&d->layer[l].pk[LP_CKV], d->kv_tmp, d->enc_out, ng * Sg, 0);
             for (int i = 0; i < ng; i++) {
+                const float *kv = d->kv_tmp + (size_t)i * Sg * D2;
+                if (d->linear) {
+                    cross_state(d, &d->layer[l], order[g0 + i], kv);
+                    continue;
+                }
                 float *dst = d->layer[l].cross_kv + (size_t)order[g0 + i] * S * D2;
-                memcpy(dst, d->kv_tmp + (size_t)i * Sg * D2, (size_t)Sg * D2 * sizeof(float));
-                if (d->linear) cross_state(d, &d->layer[l], order[g0 + i], dst);
+                memcpy(dst, kv, (size_t)Sg * D2 * sizeof(float));
             }
         }
     }
@@ -571,7 +579,7 @@ static void compact(Decoder *d, int k)
             memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
             for (int i = 0; i < d->m->cfg.dec_layers; i++) {
                 float *kv = d->layer[i].cross_kv, *cs = d->layer[i].cross_state;
-                memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
+                if (kv) memmove(kv + (size_t)j * S * D2, kv + (size_t)b * S * D2, sizeof(float) * S * D2);
                 if (cs) memmove(cs + j * d->lin_w, cs + b * d->lin_w, sizeof(float) * d->lin_w);
             }
             for (int m = 0; m < d->n_members; m++) {  /* their copies of the batch too */
@@ -579,7 +587,7 @@ static void compact(Decoder *d, int k)
                 const int E2 = 2 * e->D;
                 for (int i = 0; i < e->m->cfg.dec_layers; i++) {
                     float *kv = e->layer[i].cross_kv, *cs = e->layer[i].cross_state;
-                    memmove(kv + (size_t)j * S * E2, kv + (size_t)b * S * E2, sizeof(float) * S * E2);
+                    if (kv) memmove(kv + (size_t)j * S * E2, kv + (size_t)b * S * E2, sizeof(float) * S * E2);
                     if (cs) memmove(cs + j * e->lin_w, cs + b * e->lin_w, sizeof(float) * e->lin_w);
                 }
                 e->enc_len[j] = e->enc_len[b];

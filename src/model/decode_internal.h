@@ -13,9 +13,9 @@ typedef struct {
     float *cache, *cache_next;  /* (R, self_w): softmax attention's K | V per
                                    position (T, 2D); linear attention's
                                    running sums S (H, Dh, Dh) and z (D) */
-    float *cross_kv;            /* (n · S, 2D): encoder output's K | V */
+    float *cross_kv;            /* softmax: (n · S, 2D) encoder output's K | V */
     float *cross_state;         /* linear attention: (n, lin_w) S and z of the
-                                   encoder output's K, V (NULL for softmax) */
+                                   encoder output's K, V (the other is NULL) */
     PackedLinear pk[7];         /* the products over packed weights (LP_*) */
 } DecLayer;
 
