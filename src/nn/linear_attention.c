@@ -51,8 +51,9 @@ static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) c[(long)i * ldc + j] *= beta;
+        for (int i = 0; i < m; i++)    /* beta 0 overwrites, as sgemm does */
+            for (int j = 0; j < n; j++)
+                c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : c[(long)i * ldc + j] * beta;
         return;
     }
     blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -170,7 +171,6 @@ void linattn_forward(float *out, float *den, float *scratch, int slices, const f
         Scratch w = scratch_of(scratch + omp_get_thread_num() * per, s);
         float *ob = out + b * s->o_stride + h * dh, *db = den + bh * tq;
         features(&w, s, &p, bh);
-        memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
         memset(w.z, 0, sizeof(float) * (size_t)dh);
         if (!s->causal) {
             gemm(1, 0, dh, dh, p.kl, 1.0f, w.b, dh, p.v, s->ldv, 0.0f, w.S, dh);
@@ -179,6 +179,7 @@ void linattn_forward(float *out, float *den, float *scratch, int slices, const f
             for (int i = 0; i < p.ql; i++) db[i] = dotf(w.a + (long)i * dh, w.z, dh) + LIN_EPS;
         } else {
             /* tq == tk: query i sees keys j <= i (below kl) */
+            memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
             for (int c0 = 0; c0 < p.ql; c0 += LIN_CHUNK) {
                 const int m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
                 const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
