@@ -356,6 +356,76 @@ TEST(model_forward_rejects_bad_batches)
     model_free(&m);
 }
 
+/* model_backward_notify's ranges: together they cover grads once, and a
+ * range holds its final values when reported (a copy taken then equals
+ * grads at the end), so a sum started at that moment sums the right
+ * numbers. The zero-batch form reports the same ranges in the same order. */
+typedef struct {
+    const Model *m;
+    float *snap;            /* each range as it was when reported */
+    int *covered;           /* times each float was reported */
+    size_t order[16][2];    /* (offset, length) of each report */
+    int n;
+} NotifyLog;
+
+static void log_ready(void *ctx, float *g, size_t n)
+{
+    NotifyLog *l = ctx;
+    size_t off = (size_t)(g - l->m->grads);
+    memcpy(l->snap + off, g, n * sizeof *g);
+    for (size_t i = 0; i < n; i++) l->covered[off + i]++;
+    if (l->n < 16) l->order[l->n][0] = off, l->order[l->n][1] = n;
+    l->n++;
+}
+
+TEST(model_backward_notify_ranges_final_and_complete)
+{
+    for (int v = 0; v < 4; v++) {
+        ModelConfig cfg = tiny_cfg(v & 1 ? NORM_PRE : NORM_POST, v < 2);
+        cfg.enc_layers = 2;
+        cfg.dec_layers = 3;
+        if (v == 3) cfg.norm_type = NORM_RMS, cfg.attention = ATTN_LINEAR;
+        cfg.dropout = 0.2f;
+        Model m;
+        TfmErr err;
+        LossStats st;
+        Rng rng;
+        rng_seed(&rng, 21);
+        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+        model_init_weights(&m, &rng);
+        CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+        Batch bt = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
+                    .tgt_out = b_tgt_out};
+        NotifyLog l = {.m = &m, .snap = calloc(m.n_params, sizeof(float)),
+                       .covered = calloc(m.n_params, sizeof(int))};
+        float *plain = malloc(m.n_params * sizeof *plain);
+        Rng r1 = rng, r2 = rng;
+        CHECK(model_forward(&m, &bt, 0.1f, &r1, &st, &err) == TFM_OK);
+        model_backward(&m, &bt);
+        memcpy(plain, m.grads, m.n_params * sizeof *plain);
+        CHECK(model_forward(&m, &bt, 0.1f, &r2, &st, &err) == TFM_OK);
+        model_backward_notify(&m, &bt, log_ready, &l);
+        int once = 1;
+        for (size_t i = 0; i < m.n_params; i++) once &= l.covered[i] == 1;
+        CHECK(once);
+        CHECK_EQ_INT(l.n, cfg.enc_layers + cfg.dec_layers + 1);
+        CHECK(memcmp(l.snap, m.grads, m.n_params * sizeof(float)) == 0);
+        CHECK(memcmp(plain, m.grads, m.n_params * sizeof(float)) == 0);
+        CHECK(l.order[l.n - 1][0] == 0);     /* the embeddings come last */
+        NotifyLog z = {.m = &m, .snap = l.snap, .covered = l.covered};
+        model_grads_zero_notify(&m, log_ready, &z);
+        CHECK_EQ_INT(z.n, l.n);
+        CHECK(memcmp(z.order, l.order, sizeof z.order) == 0);
+        int zero = 1;
+        for (size_t i = 0; i < m.n_params; i++) zero &= m.grads[i] == 0.0f;
+        CHECK(zero);
+        free(l.snap);
+        free(l.covered);
+        free(plain);
+        model_free(&m);
+    }
+}
+
 /* Dropout is a function of the rng state: the same state gives the same
  * loss and gradients bit for bit, another state a different loss; no rng
  * is evaluation (the same as dropout probabilities of 0). */

@@ -33,13 +33,27 @@ const char *dist_library(void);
 /* In-place sums over all ranks; every rank gets the same result. */
 void dist_sum_floats(float *x, size_t n);
 void dist_sum_doubles(double *x, int n);
+/* Sums overlapped with the backward pass: dist_sum_start begins summing
+ * x[0..n) over all ranks (in place) and returns at once; dist_sum_wait
+ * returns when every sum started so far is in place. Every rank must start
+ * the same ranges in the same order. dist_sum_start also lets the sums
+ * already under way progress (MPI moves them only inside its calls). */
+void dist_sum_start(float *x, size_t n);
+void dist_sum_wait(void);
+/* Whether training should sum its gradients per layer while the backward
+ * pass runs (a job of 2+ ranks, unless TFM_MPI_OVERLAP=0 asks for one sum
+ * after it, for comparison). */
+bool dist_overlap_sums(void);
+
 /* Elementwise maximum of n longs over all ranks (agreements: any rank's
  * signal, rank 0's limits). */
 void dist_max_longs(long *x, int n);
 /* Rank 0's n bytes to every rank. */
 void dist_broadcast(void *buf, size_t n);
 
-/* Seconds spent in the sums and broadcasts so far (for benchmarks). */
+/* Seconds this rank spent inside MPI calls so far (for benchmarks): the
+ * exposed communication, waiting for slower ranks included; the part of an
+ * overlapped sum that ran behind the backward pass is not in it. */
 double dist_comm_seconds(void);
 
 #endif

@@ -16,6 +16,11 @@ static bool joined = false;
 static double comm_s = 0;
 static char library[MPI_MAX_LIBRARY_VERSION_STRING];
 
+/* The sums started and not yet waited for. The array grows to the most a
+ * step has used and stays, so steps do not allocate. */
+static MPI_Request *pending;
+static int n_pending, cap_pending;
+
 TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
 {
     /* A plain `tfm ...` stays out of MPI: one rank, nothing to set up. */
@@ -38,6 +43,10 @@ TfmStatus dist_init(int *argc, char ***argv, TfmErr *err)
 
 void dist_finalize(void)
 {
+    dist_sum_wait();
+    free(pending);
+    pending = NULL;
+    cap_pending = 0;
     if (joined) MPI_Finalize();
     joined = false;
 }
@@ -75,6 +84,51 @@ void dist_sum_floats(float *x, size_t n)
         MPI_Allreduce(MPI_IN_PLACE, x + i, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     comm_s += clock_now_s() - t0;
+}
+
+static bool add_request(MPI_Request r)
+{
+    if (n_pending == cap_pending) {
+        int cap = cap_pending ? 2 * cap_pending : 64;
+        MPI_Request *p = realloc(pending, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        pending = p;
+        cap_pending = cap;
+    }
+    pending[n_pending++] = r;
+    return true;
+}
+
+void dist_sum_start(float *x, size_t n)
+{
+    if (size_ == 1) return;
+    double t0 = clock_now_s();
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        MPI_Request r;
+        MPI_Iallreduce(MPI_IN_PLACE, x + i, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        /* out of memory for one more handle: finish this sum now */
+        if (!add_request(r)) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    int done = 0;
+    MPI_Testall(n_pending, pending, &done, MPI_STATUSES_IGNORE);
+    if (done) n_pending = 0;
+    comm_s += clock_now_s() - t0;
+}
+
+void dist_sum_wait(void)
+{
+    if (n_pending == 0) return;
+    double t0 = clock_now_s();
+    MPI_Waitall(n_pending, pending, MPI_STATUSES_IGNORE);
+    n_pending = 0;
+    comm_s += clock_now_s() - t0;
+}
+
+bool dist_overlap_sums(void)
+{
+    const char *v = getenv("TFM_MPI_OVERLAP");
+    return size_ > 1 && !(v && strcmp(v, "0") == 0);
 }
 
 void dist_sum_doubles(double *x, int n)

@@ -619,7 +619,48 @@ static void self_sublayer_backward(Model *m, ResAct *r, LnP ln, AttnP a, const f
     swap(cur, other);
 }
 
+/* The ranges of model_backward_notify: [start, end) of each decoder layer,
+ * each encoder layer, and the embeddings before them (params.c lays out the
+ * embeddings, the encoder layers and then enc.ln, the decoder layers and
+ * then dec.ln, so a pre-norm's final norm rides with the layer before it;
+ * its gradient is final before that layer's). */
+static size_t dec_layer_end(const Model *m, int i)
+{
+    return i + 1 < m->cfg.dec_layers ? m->layout->dec[i + 1].self.w : m->n_params;
+}
+
+static size_t enc_layer_end(const Model *m, int i)
+{
+    if (i + 1 < m->cfg.enc_layers) return m->layout->enc[i + 1].self.w;
+    return m->cfg.dec_layers > 0 ? m->layout->dec[0].self.w : m->n_params;
+}
+
+static size_t embeddings_end(const Model *m)
+{
+    return m->cfg.enc_layers > 0 ? m->layout->enc[0].self.w : enc_layer_end(m, -1);
+}
+
+static void notify(Model *m, GradsReady ready, void *ctx, size_t start, size_t end)
+{
+    if (ready && end > start) ready(ctx, m->grads + start, end - start);
+}
+
+void model_grads_zero_notify(Model *m, GradsReady ready, void *ctx)
+{
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    for (int i = m->cfg.dec_layers - 1; i >= 0; i--)
+        notify(m, ready, ctx, m->layout->dec[i].self.w, dec_layer_end(m, i));
+    for (int i = m->cfg.enc_layers - 1; i >= 0; i--)
+        notify(m, ready, ctx, m->layout->enc[i].self.w, enc_layer_end(m, i));
+    notify(m, ready, ctx, 0, embeddings_end(m));
+}
+
 void model_backward(Model *m, const Batch *b)
+{
+    model_backward_notify(m, b, NULL, NULL);
+}
+
+void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx)
 {
     ModelWork *w = m->work;
     const ModelConfig *c = &m->cfg;
@@ -628,8 +669,11 @@ void model_backward(Model *m, const Batch *b)
     const int Nt = n * T, Ns = n * S, M = w->m_rows;
     const size_t ndt = (size_t)Nt * D * sizeof(float), nds = (size_t)Ns * D * sizeof(float);
     const float p = w->p_drop, p_att = w->p_att;
+    if (M == 0) {
+        model_grads_zero_notify(m, ready, ctx);
+        return;
+    }
     memset(m->grads, 0, m->n_params * sizeof(float));
-    if (M == 0) return;
 
     /* forward: logits = hc·Eᵀ, so dhc = dlogits·E, dE += dlogitsᵀ·hc */
     const GemmArgs gh = {0, 0, M, D, V, 1.0f, w->logits, V, m->out_proj, D, 0.0f, w->dhc, D};
@@ -682,6 +726,7 @@ void model_backward(Model *m, const Batch *b)
         /* self-attention sublayer: x1 = sub(x0) */
         self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
                                e->ctx, &sh, x0, &cur, &other, Nt, site(w, s0 + 1));
+        notify(m, ready, ctx, lp->self.w, dec_layer_end(m, i));
     }
     /* forward: dec_x0 = drop(E[tgt]·sqrt(D) + PE) */
     dropout_apply(cur, cur, (long)Nt * D, p, site(w, SITE_EMB_TGT));
@@ -708,9 +753,11 @@ void model_backward(Model *m, const Batch *b)
                               site(w, s0 + 3));
         self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
                                e->ctx, &esh, x0, &cur, &other, Ns, site(w, s0 + 1));
+        notify(m, ready, ctx, lp->self.w, enc_layer_end(m, i));
     }
     dropout_apply(cur, cur, (long)Ns * D, p, site(w, SITE_EMB_SRC));
     embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D));
+    notify(m, ready, ctx, 0, embeddings_end(m));
 }
 
 void encoder_pack_update(EncoderPack *pk, const Model *m)

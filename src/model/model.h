@@ -105,6 +105,18 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
  * of the last model_forward. */
 void model_backward(Model *m, const Batch *b);
 
+/* Told that grads[0..n) will not change again in this backward pass. */
+typedef void (*GradsReady)(void *ctx, float *grads, size_t n);
+/* model_backward, calling ready(ctx, ...) as soon as each range of grads is
+ * final: each decoder layer (the last first), each encoder layer, then the
+ * embeddings. The ranges cover grads once, in the same order for every
+ * batch of a model, so data-parallel training can start summing a range
+ * across ranks while the rest of the backward pass runs. */
+void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx);
+/* For a rank with no sentences in a step: zeroes grads and reports the
+ * same ranges, in the same order, as model_backward_notify. */
+void model_grads_zero_notify(Model *m, GradsReady ready, void *ctx);
+
 /* Number of floats in the parameter array of cfg (no allocation). 0 when
  * the count overflows size_t. */
 size_t model_param_count(const ModelConfig *cfg);

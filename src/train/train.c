@@ -364,6 +364,12 @@ static TfmStatus numeric_stop(const Trainer *t, long step, const char *what, dou
                    isnan(x) ? "NaN" : "Inf", stop_note(t));
 }
 
+static void sum_across_ranks(void *ctx, float *grads, size_t n)
+{
+    (void)ctx;
+    dist_sum_start(grads, n);
+}
+
 static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
@@ -388,9 +394,17 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     ls.nll = sums[1];
     ls.n_tokens = (long)sums[2];
     if (!isfinite(ls.loss)) return numeric_stop(t, next, "loss", ls.loss, err);
-    if (mine.n > 0) model_backward(&t->model, &mine);
-    else memset(t->model.grads, 0, t->model.n_params * sizeof *t->model.grads);
-    dist_sum_floats(t->model.grads, t->model.n_params);
+    if (dist_overlap_sums()) {
+        /* each layer's gradients are summed across ranks while the layers
+         * below it run their backward pass */
+        if (mine.n > 0) model_backward_notify(&t->model, &mine, sum_across_ranks, NULL);
+        else model_grads_zero_notify(&t->model, sum_across_ranks, NULL);
+        dist_sum_wait();
+    } else {
+        if (mine.n > 0) model_backward(&t->model, &mine);
+        else memset(t->model.grads, 0, t->model.n_params * sizeof *t->model.grads);
+        dist_sum_floats(t->model.grads, t->model.n_params);
+    }
     double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
     if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps);
