@@ -142,4 +142,16 @@ head -3 valid.de >three.de
 expect_exit 0 "kill -9: the final model translates" -- "$TFM" translate -m k9/model.tfm -q -i three.de
 check "kill -9: three lines translated" test "$(wc -l <"$T/out")" = 3
 
+# Memory stays flat: no allocation grows with the lines translated or the
+# steps trained (scripts/rss_flat.sh; BENCHMARKS.md has the long runs).
+# Not under AddressSanitizer, whose quarantine of freed blocks grows RSS.
+if ldd "$TFM" 2>/dev/null | grep -q libasan; then
+    echo "  (AddressSanitizer build: the resident-set checks are skipped)" >&2
+else
+for run in "translate 3000" "train 2000"; do
+    # shellcheck disable=SC2086
+    row=$(MAX_GROWTH_KB=256 bash "$ROOT/scripts/rss_flat.sh" $run "$TFM" 2>&1)
+    check "$run: resident set flat within 256 kB ($row)" test $? = 0
+done
+fi
 cli_summary

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# rss_flat.sh: does tfm's memory stay flat over a long run? Samples the
+# resident set (VmRSS) of one `tfm translate` over a stream of LINES lines,
+# or of one `tfm train` over STEPS steps, both with the small test model
+# (tests/data/mini), and prints the resident set after 10%, 50% and all of
+# the run's samples, the peak (VmHWM) and the growth from 10% to the end.
+#   scripts/rss_flat.sh translate LINES [TFM]
+#   scripts/rss_flat.sh train STEPS [TFM]
+# BEAM (default 4) sets the translation beam.
+# Exits 1 when the resident set grew by more than MAX_GROWTH_KB (default
+# 1024) from the first tenth of the run to its end.
+set -euo pipefail
+usage="usage: scripts/rss_flat.sh translate LINES | train STEPS [TFM]"
+what=${1:-}
+n=${2:-}
+case "$what" in translate|train) ;; *) echo "$usage" >&2; exit 2 ;; esac
+[[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TFM=${3:-$ROOT/tfm}
+MAX_GROWTH_KB=${MAX_GROWTH_KB:-1024}
+W=$(mktemp -d /tmp/tfm-rss.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+cp "$ROOT"/tests/data/mini/* "$W"/
+cd "$W"
+
+# samples VmRSS (kB) of $1 every 0.1 s while it runs, into rss.log
+sample() {
+    local pid=$1
+    : >rss.log
+    while kill -0 "$pid" 2>/dev/null; do
+        awk '/^VmRSS:/ { print $2 } /^VmHWM:/ { print "hwm", $2 > "hwm.log" }' \
+            "/proc/$pid/status" >>rss.log 2>/dev/null || true
+        sleep 0.1
+    done
+    wait "$pid"
+}
+
+start=$(date +%s.%N)
+if [ "$what" = translate ]; then
+    "$TFM" train mini.json -q >/dev/null
+    # LINES lines: the training sentences over and over
+    awk -v n="$n" 'BEGIN { while (c < n) { while (c < n && (getline l < "train.de") > 0) { print l; c++ } close("train.de") } }' >in.txt
+    start=$(date +%s.%N)
+    "$TFM" translate -m model.tfm -b "${BEAM:-4}" -q -i in.txt -o out.txt &
+    sample $!
+    [ "$(wc -l <out.txt)" -eq "$n" ] || { echo "rss_flat: $(wc -l <out.txt) lines out for $n in" >&2; exit 1; }
+    label="tfm translate, beam ${BEAM:-4}, $n lines"
+else
+    "$TFM" train mini.json -q --set train.max_steps="$n" --set train.valid_every=$((n / 4 + 1)) \
+        --set train.save_every=$((n / 10 + 1)) >/dev/null &
+    sample $!
+    label="tfm train, $n steps (validation and saves included)"
+fi
+end=$(date +%s.%N)
+awk -v label="$label" -v max="$MAX_GROWTH_KB" -v s="$start" -v e="$end" \
+    -v hwm="$(awk '{ v = $2 } END { print v }' hwm.log)" '
+{ r[NR] = $1 }
+END {
+    if (NR < 10) { print "rss_flat: only " NR " samples: the run was too short" > "/dev/stderr"; exit 1 }
+    a = r[int(NR / 10)]; b = r[int(NR / 2)]; c = r[NR]
+    printf "| %s | %.1f | %.1f | %.1f | %.1f | %+d kB | %.0f s |\n", label, a / 1024, b / 1024, c / 1024, hwm / 1024, c - a, e - s
+    exit (c - a > max)
+}' rss.log
