@@ -12,6 +12,7 @@
 # and keep the input as tests/fuzz/regressions/TARGET-what (replayed by
 # every run) beside a unit test. Needs clang (and libomp-dev).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: config model vocab bpe metrics reader)
+# JOBS=N runs N targets at a time (default 1; one core each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -26,32 +27,58 @@ make -s BUILD="$B" CC=clang \
 objs=($(make -s BUILD="$B" print-lib-objs))
 libs=$(make -s print-ldlibs)
 mkdir -p "$B/crashes"
-fail=0
+JOBS=${JOBS:-1}
 for t in $TARGETS; do
-    src=tests/fuzz/fuzz_$t.c
-    [ -f "$src" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
+    [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
+done
+for t in $TARGETS; do
     # shellcheck disable=SC2086
     clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
         -fopenmp -Isrc $(pkg-config --cflags openblas libcjson zlib 2>/dev/null) \
-        -o "$B/fuzz_$t" "$src" "${objs[@]}" $libs || { echo "fuzz.sh: cannot link $t" >&2; exit 1; }
+        -o "$B/fuzz_$t" "tests/fuzz/fuzz_$t.c" "${objs[@]}" $libs || { echo "fuzz.sh: cannot link $t" >&2; exit 1; }
+done
+# fuzz_one TARGET: runs it, writes its summary to $B/fuzz_TARGET.summary;
+# the exit status says whether it passed
+fuzz_one() {
+    local t=$1 log=$B/fuzz_$1.log sum=$B/fuzz_$1.summary
     mkdir -p "$B/corpus/$t"
     cp -n tests/fuzz/corpus/$t/* "$B/corpus/$t/" 2>/dev/null
     # inputs that once failed (tests/fuzz/regressions/TARGET-*) run first, every time
     cp tests/fuzz/regressions/"$t"-* "$B/corpus/$t/" 2>/dev/null
-    log=$B/fuzz_$t.log
     OMP_NUM_THREADS=1 TFM_REEXEC=1 "$B/fuzz_$t" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$B/crashes/$t-" "$B/corpus/$t" >"$log" 2>&1
-    rc=$?
+    local rc=$?
+    local runs speed cov
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n 1)
     if [ "$rc" = 0 ]; then
-        echo "fuzz: $t: ok, ${runs:-?} runs in ${SECONDS_EACH} s (${speed:-?}/s), ${cov:-no coverage line}"
+        echo "fuzz: $t: ok, ${runs:-?} runs in ${SECONDS_EACH} s (${speed:-?}/s), ${cov:-no coverage line}" >"$sum"
     else
-        echo "fuzz: $t: FAILED (exit $rc); see $log and $B/crashes/"
-        grep -m 5 -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log"
-        fail=1
+        { echo "fuzz: $t: FAILED (exit $rc); see $log and $B/crashes/"
+          grep -m 5 -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log"; } >"$sum"
+    fi
+    return "$rc"
+}
+fail=0
+running=0
+for t in $TARGETS; do
+    if [ "$JOBS" -le 1 ]; then
+        fuzz_one "$t" || fail=1
+        cat "$B/fuzz_$t.summary"
+        continue
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n || fail=1
+        running=$((running - 1))
     fi
 done
+while [ "$running" -gt 0 ]; do
+    wait -n || fail=1
+    running=$((running - 1))
+done
+[ "$JOBS" -le 1 ] || for t in $TARGETS; do cat "$B/fuzz_$t.summary"; done
 exit $fail
