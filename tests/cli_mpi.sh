@@ -60,18 +60,19 @@ check "2 ranks: resumed model equals uninterrupted" cmp -s a/model.tfm b/model.t
 check "2 ranks: resumed log equals uninterrupted" \
     test "$(sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' a/ck/log.jsonl)" = \
          "$(sed 's/"tok_per_s": [^,}]*//; s/"elapsed_s": [^,}]*//' b/ck/log.jsonl)"
-# Each layer's gradients are summed while the layers below run their
-# backward pass; one sum after the whole backward pass (TFM_MPI_OVERLAP=0)
-# gives the same model, byte for byte (with 2 ranks every sum is a + b).
+# Summing each layer's gradients while the layers below run their backward
+# pass (TFM_MPI_OVERLAP=1, the default across machines) gives the model of
+# one sum after the whole backward pass (the default on one machine), byte
+# for byte (with 2 ranks every sum is a + b).
 mkdir o
-(cd o && expect_exit 0 "2 ranks, one sum after the backward" -- mpi 2 -x TFM_MPI_OVERLAP=0 "$MTFM" train ../mini.json -q)
+(cd o && expect_exit 0 "2 ranks, sums per layer" -- mpi 2 -x TFM_MPI_OVERLAP=1 "$MTFM" train ../mini.json -q)
 check "2 ranks: per-layer sums = one sum after the backward" cmp -s a/model.tfm o/model.tfm
 # Batches of 1-2 sentences on 3 ranks: a rank with no sentence still takes
 # part in every per-layer sum (with zeros), and the job trains the 1-process
 # model.
 mkdir few1 few3
 (cd few1 && expect_exit 0 "1 process, 1-2 sentences a batch" -- "$MTFM" train ../nodrop.json -q --set train.batch_tokens=90)
-(cd few3 && expect_exit 0 "3 ranks, 1-2 sentences a batch" -- mpi 3 "$MTFM" train ../nodrop.json -q --set train.batch_tokens=90)
+(cd few3 && expect_exit 0 "3 ranks, 1-2 sentences a batch" -- mpi 3 -x TFM_MPI_OVERLAP=1 "$MTFM" train ../nodrop.json -q --set train.batch_tokens=90)
 python3 "$ROOT/tests/model_diff.py" few1/model.tfm few3/model.tfm >"$T/diff"
 check "3 ranks with idle ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
     awk '{ exit !($4 < 1e-4) }' "$T/diff"

@@ -41,8 +41,8 @@ void dist_sum_doubles(double *x, int n);
 void dist_sum_start(float *x, size_t n);
 void dist_sum_wait(void);
 /* Whether training should sum its gradients per layer while the backward
- * pass runs (a job of 2+ ranks, unless TFM_MPI_OVERLAP=0 asks for one sum
- * after it, for comparison). */
+ * pass runs, rather than in one sum after it: by default when the job's
+ * ranks span more than one machine; TFM_MPI_OVERLAP=1 or 0 forces either. */
 bool dist_overlap_sums(void);
 
 /* Elementwise maximum of n longs over all ranks (agreements: any rank's
