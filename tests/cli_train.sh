@@ -58,6 +58,18 @@ check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
 check "log_every 0 says what it picked and the time to go" \
     grep -q '^[0-9.]* s a step ([0-9]* s per 1000): about 0h00m to go; progress every [0-9]* steps (train.log_every)$' "$T/le.err"
 
+# train.lr.horizon "time": with no step limit the rate decays with the
+# training time, from the peak after warm-up to lr.final as max_time_s ends.
+mkdir hz
+(cd hz && expect_exit 0 "lr.horizon time: trains to max_time_s" -- "$TFM" train ../mini.json \
+    --set train.max_steps=0 --set train.max_time_s=3 --set train.valid_every=100000 \
+    --set train.log_every=5 --set train.lr.schedule=linear --set train.lr.horizon=time)
+check "lr.horizon time: the time limit ended it" grep -q 'train.max_time_s (3 s) reached' "$T/err"
+grep -o '"lr": [^,]*' hz/ck/log.jsonl | cut -d' ' -f2 >hz/lr.txt
+check "lr.horizon time: rates fall after the warm-up, below 15% of the peak at the end" \
+    awk 'NR == 2 { top = $1 } NR > 2 && $1 > prev + 1e-12 { bad = 1 } { prev = $1 }
+         END { exit !(NR > 8 && !bad && top > 0.0025 && prev < 0.15 * 0.003) }' hz/lr.txt
+
 # model.norm_type rmsnorm: trains, the file records it, info shows it, it
 # translates; the SPEC keys not built yet are refused with a clear line.
 mkdir rms

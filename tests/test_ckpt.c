@@ -67,6 +67,7 @@ static int fixture_init(Fixture *f)
     f->ts.log_step_s = 1.5;
     f->ts.log_tokens = 9;
     f->ts.log_real_tokens = 11;
+    f->ts.warmup_end_s = 4.75;
     return 1;
 }
 
@@ -128,6 +129,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
     CHECK(mf.ts.best_metric == 3.25 && mf.ts.elapsed_s == 12.5);
     CHECK(mf.ts.log_loss == 40.5 && mf.ts.log_nll == 30.25 && mf.ts.log_step_s == 1.5);
     CHECK(mf.ts.log_tokens == 9 && mf.ts.log_real_tokens == 11);
+    CHECK(mf.ts.warmup_end_s == 4.75);
     CHECK_EQ_INT(mf.adam.step, 17);
     CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
     CHECK(memcmp(mf.adam.v, f.adam.v, f.adam.n * sizeof(float)) == 0);
@@ -323,19 +325,20 @@ TEST(test_ckpt_refuses_extra_payload)
     if (bad) expect_refused(bad, n, "malformed trainer state");
     free(bad);
     /* docs/model-format.md: elapsed seconds at byte 72 of TRST, then the log
-     * sums (f64 loss, nll, seconds, u64 tokens, real tokens) to byte 120 */
+     * sums (f64 loss, nll, seconds, u64 tokens, real tokens) to byte 120,
+     * then the warm-up's end to byte 128 */
     size_t trst = find_section(buf, len, "TRST");
     size_t trst_len = trst ? (size_t)get_le64((unsigned char *)buf + trst - 8) : 0;
-    CHECK_EQ_INT(trst_len, 120);
+    CHECK_EQ_INT(trst_len, 128);
     const double bad_f64[] = {NAN, -1.0, INFINITY};
-    const size_t f64_at[] = {72, 96};      /* elapsed, the log's seconds */
-    for (int k = 0; trst_len == 120 && k < 2; k++)
+    const size_t f64_at[] = {72, 96, 120};  /* elapsed, the log's seconds, warm-up end */
+    for (int k = 0; trst_len == 128 && k < 3; k++)
         for (int i = 0; i < 3; i++)
             expect_trst_refused(buf, len, trst + f64_at[k], &bad_f64[i], 8);
     /* flags other than has-best (1) and validated (2), a dropout rng of all
      * zeros (xoshiro would never leave it), a negative token count */
     const unsigned char flag4[1] = {4}, zeros[32] = {0}, sign[1] = {0x80};
-    if (trst_len == 120) {
+    if (trst_len == 128) {
         expect_trst_refused(buf, len, trst + 64, flag4, 1);
         expect_trst_refused(buf, len, trst + 24, zeros, 32);
         expect_trst_refused(buf, len, trst + 119, sign, 1);
@@ -344,22 +347,24 @@ TEST(test_ckpt_refuses_extra_payload)
     fixture_free(&f);
 }
 
-/* Files written before the log sums joined TRST (80 bytes) still load, with
- * the sums at zero. */
-TEST(test_ckpt_reads_trainer_state_without_log_sums)
+/* Files written before the log sums joined TRST (80 bytes), and before the
+ * warm-up's end did (120 bytes), still load, with what they lack at zero. */
+TEST(test_ckpt_reads_older_trainer_states)
 {
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    size_t len;
-    char *buf = saved_bytes(&f, true, &len);
-    size_t at = buf ? find_section(buf, len, "TRST") : 0;
-    CHECK(at && get_le64((unsigned char *)buf + at - 8) == 120);
-    if (at) {
-        /* cut the last 40 bytes of TRST's payload, as the old writer did */
-        memmove(buf + at + 80, buf + at + 120, len - at - 120);
-        len -= 40;
-        for (int i = 0; i < 8; i++) buf[at - 8 + i] = (char)((uint64_t)80 >> (8 * i));
+    const size_t old_sizes[] = {80, 120};
+    for (int k = 0; k < 2; k++) {
+        size_t len, keep = old_sizes[k], cut = 128 - keep;
+        char *buf = saved_bytes(&f, true, &len);
+        size_t at = buf ? find_section(buf, len, "TRST") : 0;
+        CHECK(at && get_le64((unsigned char *)buf + at - 8) == 128);
+        if (!at) { free(buf); continue; }
+        /* cut the end of TRST's payload, as the old writer did */
+        memmove(buf + at + keep, buf + at + 128, len - at - 128);
+        len -= cut;
+        for (int i = 0; i < 8; i++) buf[at - 8 + i] = (char)((uint64_t)keep >> (8 * i));
         rechecksum(buf, len);
         spit(path_bad, buf, len);
         ModelFile mf;
@@ -367,10 +372,12 @@ TEST(test_ckpt_reads_trainer_state_without_log_sums)
         CHECK(ckpt_load(path_bad, &mf, true, &err) == TFM_OK);
         CHECK(mf.has_train_state && mf.ts.step == 17 && mf.ts.elapsed_s == 12.5);
         CHECK(mf.ts.has_best && mf.ts.validated);
-        CHECK(mf.ts.log_loss == 0 && mf.ts.log_tokens == 0 && mf.ts.log_step_s == 0);
+        if (keep == 80) CHECK(mf.ts.log_loss == 0 && mf.ts.log_tokens == 0 && mf.ts.log_step_s == 0);
+        else CHECK(mf.ts.log_loss == 40.5 && mf.ts.log_real_tokens == 11);
+        CHECK(mf.ts.warmup_end_s == 0);
         ckpt_free(&mf);
+        free(buf);
     }
-    free(buf);
     fixture_free(&f);
 }
 

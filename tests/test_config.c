@@ -259,6 +259,15 @@ static const BadCase bad_cases[] = {
     {"{" DATA ", \"train\": {\"max_steps\": 0, \"lr\": {\"schedule\": \"linear\"}}}",
      "train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above "
      "lr.warmup (4000), got 0", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"max_steps\": 0, \"lr\": {\"schedule\": \"linear\", \"horizon\": \"time\"}}}",
+     "train.lr.horizon: \"time\" decays to lr.final at train.max_time_s, which is not set (give it "
+     "in seconds, or use \"steps\")", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"max_steps\": 50, \"max_time_s\": 60, \"lr\": {\"schedule\": "
+     "\"cosine\", \"horizon\": \"time\"}}}",
+     "train.lr.schedule: \"cosine\" needs train.max_steps above lr.warmup (4000) or 0 (no step "
+     "limit), got 50", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"lr\": {\"horizon\": \"clock\"}}}",
+     "train.lr.horizon: expected one of \"steps\", \"time\", got \"clock\"", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"lr\": {\"schedule\": \"cosine\", \"peak\": 0.001, \"final\": 0.01}}}",
      "train.lr.final: 0.01 is above train.lr.peak 0.001", TFM_ERR_CONFIG},
     {"{\"Model\": {}, " DATA "}", "Model: unknown key", TFM_ERR_CONFIG},

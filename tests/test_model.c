@@ -532,7 +532,7 @@ static void learn_task_attn(int reverse, bool bf16, AttnKind attn)
         loss = st.loss / st.n_tokens;
         if (loss < 0.002) break;
         model_backward(&m, &b);
-        adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step, 0));
+        adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step, 0, 0));
     }
     /* a fresh batch, evaluation mode: low loss, (almost) every token the argmax */
     int S, T;

@@ -8,41 +8,59 @@ TEST(test_lr_noam_known_steps)
 {
     LrConfig lc = {.schedule = LR_NOAM, .warmup = 4000, .factor = 1.0f};
     /* factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5), d = 512 */
-    CHECK_NEAR(lr_at(&lc, 512, 1, 0), 1.746928107e-07, 1e-13);
-    CHECK_NEAR(lr_at(&lc, 512, 4000, 0), 6.987712430e-04, 1e-10);
-    CHECK_NEAR(lr_at(&lc, 512, 16000, 0), 3.493856215e-04, 1e-10);
+    CHECK_NEAR(lr_at(&lc, 512, 1, 0, 0), 1.746928107e-07, 1e-13);
+    CHECK_NEAR(lr_at(&lc, 512, 4000, 0, 0), 6.987712430e-04, 1e-10);
+    CHECK_NEAR(lr_at(&lc, 512, 16000, 0, 0), 3.493856215e-04, 1e-10);
     lc.factor = 2.0f;
-    CHECK_NEAR(lr_at(&lc, 512, 4000, 0), 2 * 6.987712430e-04, 1e-10);
+    CHECK_NEAR(lr_at(&lc, 512, 4000, 0, 0), 2 * 6.987712430e-04, 1e-10);
 }
 
 TEST(test_lr_inverse_sqrt_and_constant)
 {
     LrConfig lc = {.schedule = LR_INVERSE_SQRT, .warmup = 4000, .peak = 5e-4f};
-    CHECK_NEAR(lr_at(&lc, 512, 2000, 0), 2.5e-4, 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 4000, 0), 5e-4, 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 16000, 0), 2.5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 2000, 0, 0), 2.5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 4000, 0, 0), 5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 16000, 0, 0), 2.5e-4, 1e-9);
     lc.schedule = LR_CONSTANT;
-    CHECK_NEAR(lr_at(&lc, 512, 1, 0), 5e-4, 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 123456, 0), 5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 1, 0, 0), 5e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 123456, 0, 0), 5e-4, 1e-9);
 }
 
 TEST(test_lr_linear_and_cosine_decay_to_final)
 {
     LrConfig lc = {.schedule = LR_LINEAR, .warmup = 100, .peak = 2e-3f};
-    CHECK_NEAR(lr_at(&lc, 512, 50, 1100), 1e-3, 1e-9);   /* warm-up */
-    CHECK_NEAR(lr_at(&lc, 512, 100, 1100), 2e-3, 1e-9);  /* peak */
-    CHECK_NEAR(lr_at(&lc, 512, 600, 1100), 1e-3, 1e-9);  /* half way down */
-    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100), 0.0, 1e-12); /* zero at the last step */
-    CHECK_NEAR(lr_at(&lc, 512, 5000, 1100), 0.0, 1e-12); /* and stays there */
+    CHECK_NEAR(lr_at(&lc, 512, 50, 1100, 0), 1e-3, 1e-9);   /* warm-up */
+    CHECK_NEAR(lr_at(&lc, 512, 100, 1100, 0), 2e-3, 1e-9);  /* peak */
+    CHECK_NEAR(lr_at(&lc, 512, 600, 1100, 0), 1e-3, 1e-9);  /* half way down */
+    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100, 0), 0.0, 1e-12); /* zero at the last step */
+    CHECK_NEAR(lr_at(&lc, 512, 5000, 1100, 0), 0.0, 1e-12); /* and stays there */
     lc.final = 1e-4f;
-    CHECK_NEAR(lr_at(&lc, 512, 600, 1100), 1e-4 + 0.5 * (2e-3 - 1e-4), 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100), 1e-4, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 600, 1100, 0), 1e-4 + 0.5 * (2e-3 - 1e-4), 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100, 0), 1e-4, 1e-9);
     lc.schedule = LR_COSINE;
     lc.final = 0;
-    CHECK_NEAR(lr_at(&lc, 512, 100, 1100), 2e-3, 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 350, 1100), 2e-3 * 0.5 * (1 + cos(M_PI / 4)), 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 600, 1100), 1e-3, 1e-9);
-    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100), 0.0, 1e-12);
+    CHECK_NEAR(lr_at(&lc, 512, 100, 1100, 0), 2e-3, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 350, 1100, 0), 2e-3 * 0.5 * (1 + cos(M_PI / 4)), 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 600, 1100, 0), 1e-3, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 1100, 1100, 0), 0.0, 1e-12);
+}
+
+TEST(test_lr_time_horizon_takes_the_larger_share)
+{
+    LrConfig lc = {.schedule = LR_LINEAR, .warmup = 100, .peak = 2e-3f,
+                   .horizon = LR_HORIZON_TIME};
+    /* the time share leads: a quarter of the budget used at step 200 of 1100 */
+    CHECK_NEAR(lr_at(&lc, 512, 200, 1100, 0.25), 1.5e-3, 1e-9);
+    /* the step share leads */
+    CHECK_NEAR(lr_at(&lc, 512, 600, 1100, 0.25), 1e-3, 1e-9);
+    /* no step limit: time alone; the budget spent: final, and no further */
+    CHECK_NEAR(lr_at(&lc, 512, 5000, 0, 0.5), 1e-3, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 5000, 0, 0), 2e-3, 1e-9);
+    CHECK_NEAR(lr_at(&lc, 512, 5000, 0, 1.7), 0.0, 1e-12);
+    /* warm-up ignores the time share */
+    CHECK_NEAR(lr_at(&lc, 512, 50, 0, 0.9), 1e-3, 1e-9);
+    lc.schedule = LR_COSINE;
+    CHECK_NEAR(lr_at(&lc, 512, 5000, 0, 0.5), 1e-3, 1e-9);
 }
 
 TEST(test_adam_hand_computed)

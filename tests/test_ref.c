@@ -458,7 +458,7 @@ static void run_case(const RefFile *f, const char *cs)
     adam_ok = 1;
     double lr_sum = 0;
     for (int s = 1; s <= steps; s++) {
-        double lr = lr_at(&lc, cfg.d_model, s, 0);
+        double lr = lr_at(&lc, cfg.d_model, s, 0, 0);
         CHECK_NEAR(lr, ref_float_at(rlr, s - 1), 1e-6 * lr);
         lr_sum += lr;
         if (model_forward(&m, &b, ls, NULL, &st, &err) != TFM_OK) {

@@ -22,7 +22,11 @@ enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12, MAX_SECTIONS = 6
 /* TRST: step, epoch, batch, rng[4], best, flags, bad validations, elapsed
  * (80 bytes), then (since 2026-11-23) the log sums; files without them are
  * read too */
-enum { TRST_SIZE_V1 = 8 * 3 + 8 * 4 + 8 + 4 + 4 + 8, TRST_SIZE = TRST_SIZE_V1 + 8 * 5 };
+enum {
+    TRST_SIZE_V1 = 8 * 3 + 8 * 4 + 8 + 4 + 4 + 8,
+    TRST_SIZE_V2 = TRST_SIZE_V1 + 8 * 5,     /* + the log sums */
+    TRST_SIZE = TRST_SIZE_V2 + 8             /* + the warm-up's end */
+};
 enum { TRST_HAS_BEST = 1, TRST_VALIDATED = 2 };
 static const uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL, FNV_PRIME = 0x100000001b3ULL;
 
@@ -137,6 +141,7 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
         put_f64(&w, ts->log_step_s);
         put_u64(&w, (uint64_t)ts->log_tokens);
         put_u64(&w, (uint64_t)ts->log_real_tokens);
+        put_f64(&w, ts->warmup_end_s);
     }
     uint64_t sum = w.hash;
     put_section(&w, "END ", 8);
@@ -396,20 +401,22 @@ static TfmStatus read_trainer_state(const Sections *s, ModelFile *mf, const char
     ts->validated = flags & TRST_VALIDATED;
     ts->bad_validations = (int)get_u32(&tr);
     ts->elapsed_s = get_f64(&tr);
-    if (tr.len == TRST_SIZE) {      /* files before the log sums have none */
+    if (tr.len >= TRST_SIZE_V2) {   /* files before the log sums have none */
         ts->log_loss = get_f64(&tr);
         ts->log_nll = get_f64(&tr);
         ts->log_step_s = get_f64(&tr);
         ts->log_tokens = (long)get_u64(&tr);
         ts->log_real_tokens = (long)get_u64(&tr);
     }
+    if (tr.len >= TRST_SIZE) ts->warmup_end_s = get_f64(&tr);
     bool rng_zero = !(ts->dropout_rng.s[0] | ts->dropout_rng.s[1] | ts->dropout_rng.s[2] |
                       ts->dropout_rng.s[3]);    /* xoshiro would stay at zero */
     if (tr.short_read || tr.pos != tr.len || ts->step < 0 || ts->epoch < 0 ||
         ts->batch_in_epoch < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
         ts->elapsed_s < 0 || (flags & ~(uint32_t)(TRST_HAS_BEST | TRST_VALIDATED)) || rng_zero ||
         !isfinite(ts->log_loss) || !isfinite(ts->log_nll) || !isfinite(ts->log_step_s) ||
-        ts->log_step_s < 0 || ts->log_tokens < 0 || ts->log_real_tokens < 0)
+        ts->log_step_s < 0 || ts->log_tokens < 0 || ts->log_real_tokens < 0 ||
+        !isfinite(ts->warmup_end_s) || ts->warmup_end_s < 0)
         return err_set(err, TFM_ERR_FORMAT, "%s: malformed trainer state", path);
     mf->has_step = true;
     return TFM_OK;

@@ -29,6 +29,8 @@ typedef struct {
      * logs the same train_loss as one never interrupted */
     double log_loss, log_nll, log_step_s;
     long log_tokens, log_real_tokens;
+    double warmup_end_s;    /* training time when the warm-up ended (0: not yet);
+                               where train.lr.horizon "time" starts the decay */
 } TrainState;
 
 /* Everything a model file holds. */

@@ -41,6 +41,7 @@ static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "auto", NULL};
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
                                              "cosine", NULL};
+static const char *const horizon_names[] = {"steps", "time", NULL};
 
 #define OFF(field) offsetof(TfmConfig, field)
 #define JMAX ((double)CONFIG_MAX_JSON_INT)
@@ -93,6 +94,7 @@ const KeySpec config_schema[] = {
     POS_("train.lr.factor", train.lr.factor, 1.0),
     POS_("train.lr.peak", train.lr.peak, 0.0005),
     NONNEG_("train.lr.final", train.lr.final, 0.0),
+    ENUM_("train.lr.horizon", train.lr.horizon, horizon_names, LR_HORIZON_STEPS),
     PROB_("train.adam.beta1", train.beta1, 0.9),
     PROB_("train.adam.beta2", train.beta2, 0.98),
     POS_("train.adam.eps", train.eps, 1e-9),
@@ -457,12 +459,21 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
                        "\"softmax\" (linear attention has no attention weights to drop); use 0",
                        cfg->model.attn_dropout);
     const LrConfig *lr = &cfg->train.lr;
-    if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) &&
-        cfg->train.max_steps <= lr->warmup)
+    bool decays = lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE;
+    const char *decay_name = lr->schedule == LR_LINEAR ? "linear" : "cosine";
+    if (decays && lr->horizon == LR_HORIZON_STEPS && cfg->train.max_steps <= lr->warmup)
         return err_set(err, TFM_ERR_CONFIG, "train.lr.schedule: \"%s\" decays to lr.final at "
                        "train.max_steps, which must be above lr.warmup (%d), got %ld",
-                       lr->schedule == LR_LINEAR ? "linear" : "cosine", lr->warmup,
-                       cfg->train.max_steps);
+                       decay_name, lr->warmup, cfg->train.max_steps);
+    if (decays && lr->horizon == LR_HORIZON_TIME && cfg->train.max_time_s <= 0)
+        return err_set(err, TFM_ERR_CONFIG, "train.lr.horizon: \"time\" decays to lr.final at "
+                       "train.max_time_s, which is not set (give it in seconds, or use "
+                       "\"steps\")");
+    if (decays && lr->horizon == LR_HORIZON_TIME && cfg->train.max_steps > 0 &&
+        cfg->train.max_steps <= lr->warmup)
+        return err_set(err, TFM_ERR_CONFIG, "train.lr.schedule: \"%s\" needs train.max_steps "
+                       "above lr.warmup (%d) or 0 (no step limit), got %ld",
+                       decay_name, lr->warmup, cfg->train.max_steps);
     if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) && lr->final > lr->peak)
         return err_set(err, TFM_ERR_CONFIG, "train.lr.final: %g is above train.lr.peak %g",
                        lr->final, lr->peak);

@@ -51,7 +51,7 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
     }
 }
 
-double lr_at(const LrConfig *lc, int d_model, long step, long total)
+double lr_at(const LrConfig *lc, int d_model, long step, long total, double time_done)
 {
     if (step < 1) step = 1;
     double s = (double)step, w = (double)(lc->warmup > 0 ? lc->warmup : 1);
@@ -68,6 +68,8 @@ double lr_at(const LrConfig *lc, int d_model, long step, long total)
          * leaving the rate at peak * sqrt(warmup / total). */
         if (s < w) return lc->peak * s / w;
         double t = total > (long)w ? (s - w) / ((double)total - w) : 1.0;
+        if (total <= 0) t = 0;      /* no step limit: time alone decides */
+        if (time_done > t) t = time_done;
         if (t > 1.0) t = 1.0;
         double f = lc->schedule == LR_LINEAR ? 1.0 - t : 0.5 * (1.0 + cos(M_PI * t));
         return lc->final + (lc->peak - lc->final) * f;

@@ -16,12 +16,17 @@ typedef enum {
     LR_NOAM = 0, LR_INVERSE_SQRT = 1, LR_CONSTANT = 2, LR_LINEAR = 3, LR_COSINE = 4
 } LrSchedule;
 
+/* Where linear and cosine reach `final`: at train.max_steps, or at
+ * whichever of train.max_steps and train.max_time_s comes first. */
+typedef enum { LR_HORIZON_STEPS = 0, LR_HORIZON_TIME = 1 } LrHorizon;
+
 /* A learning rate schedule (train.lr.* in a config, SPEC.md). */
 typedef struct {
     LrSchedule schedule;
     int warmup;
     float factor, peak;
     float final;         /* where linear and cosine end, at the last step */
+    LrHorizon horizon;
 } LrConfig;
 
 typedef struct {
@@ -41,8 +46,11 @@ void adam_free(Adam *a);
 void adam_update(Adam *a, float *params, const float *grads, float lr);
 
 /* The learning rate for update number `step` (1-based) of a run of `total`
- * updates (train.max_steps; only linear and cosine use it). */
-double lr_at(const LrConfig *lc, int d_model, long step, long total);
+ * updates (train.max_steps). Only linear and cosine use total and
+ * time_done: the share of the time budget used since the warm-up ended
+ * (0 with horizon "steps"); the decay has gone as far as the larger of the
+ * two shares says. */
+double lr_at(const LrConfig *lc, int d_model, long step, long total, double time_done);
 
 /* L2 norm of g over n values (accumulated in double). */
 double grad_norm(const float *g, size_t n);

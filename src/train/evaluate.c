@@ -120,7 +120,7 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
         /* the step, for `tfm info`; no clock time, so that a rerun or a
          * resumed run writes the same bytes as an uninterrupted one */
         TrainState ts = t->ts;
-        ts.elapsed_s = ts.log_step_s = 0;
+        ts.elapsed_s = ts.log_step_s = ts.warmup_end_s = 0;
         ts.log_loss = ts.log_nll = 0;
         ts.log_tokens = ts.log_real_tokens = 0;
         return ckpt_save(t->run.best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);

@@ -42,6 +42,16 @@ static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop
 
 double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + clock_now_s() - t->run_start; }
 
+/* The share of the time budget used since the warm-up ended, for the decay
+ * of train.lr.horizon "time" (0 for horizon "steps" and during warm-up). */
+static double lr_time_done(const Trainer *t)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    if (tc->lr.horizon != LR_HORIZON_TIME || t->ts.warmup_end_s <= 0) return 0;
+    double left = tc->max_time_s - t->ts.warmup_end_s;
+    return left > 0 ? (trainer_elapsed(t) - t->ts.warmup_end_s) / left : 1.0;
+}
+
 /* Writes "model.d_model 256 -> 512, ..." for every model key (and
  * data.max_len) where the checkpoint's config a differs from the config b;
  * returns how many differ. */
@@ -246,7 +256,7 @@ void trainer_fill_event(const Trainer *t, ProgressEvent *ev)
     ev->tok_per_s = ev->eta_s = NAN;
     ev->averaged = 0;
     ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1,
-                   t->cfg->train.max_steps);
+                   t->cfg->train.max_steps, lr_time_done(t));
     ev->elapsed_s = trainer_elapsed(t);
 }
 
@@ -407,9 +417,10 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     }
     double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
     if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
-    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps);
+    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps, lr_time_done(t));
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;
+    if (next == tc->lr.warmup) t->ts.warmup_end_s = trainer_elapsed(t);
     t->ts.validated = false;
     t->changed = true;
     t->ts.log_loss += ls.loss;
