@@ -87,6 +87,14 @@ mkdir c
 mkdir lim
 (cd lim && expect_exit 0 "2 ranks: train.max_time_s stops the job" -- mpi 2 "$MTFM" train ../long.json --set train.max_time_s=1)
 check "2 ranks: the time limit is the reason" grep -q '^finished: train.max_time_s (1 s) reached at step' "$T/err"
+check "2 ranks: the ranks' weights agree at the end" not grep -q "weights differ" "$T/err"
+# lr.horizon "time": the rate follows rank 0's clock on every rank (each
+# rank's own clock would give rates, and so weights, that differ)
+(cd lim && expect_exit 0 "2 ranks: lr.horizon time" -- mpi 2 "$MTFM" train ../long.json --restart \
+    --set train.max_time_s=2 --set train.max_steps=0 --set train.valid_every=100000 \
+    --set train.lr.schedule=linear --set train.lr.horizon=time)
+check "2 ranks, lr.horizon time: ended by the time limit" grep -q '^finished: train.max_time_s (2 s) reached at step' "$T/err"
+check "2 ranks, lr.horizon time: the ranks' weights agree" not grep -q "weights differ" "$T/err"
 (cd lim && expect_exit 0 "2 ranks: patience stops the job" -- mpi 2 "$MTFM" train ../long.json --restart \
     --set train.valid_every=2 --set train.patience=1 --set train.lr.peak=0.5)
 check "2 ranks: early stopping is the reason" grep -q '^early stopping: no improvement in 1 validations$' "$T/err"

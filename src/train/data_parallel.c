@@ -88,3 +88,17 @@ TfmStatus dp_share_start(Trainer *t, TfmStatus st, TfmErr *err)
     dist_broadcast(&t->ts, sizeof t->ts);
     return TFM_OK;
 }
+
+bool dp_weights_agree(const Trainer *t)
+{
+    if (dist_size() == 1) return true;
+    /* FNV-1a of the weights' bytes; one max of (h, -h) gives every rank the
+     * largest and the smallest hash */
+    const unsigned char *p = (const unsigned char *)t->model.params;
+    const size_t n = t->model.n_params * sizeof(float);
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    long x[2] = {(long)(h >> 2), -(long)(h >> 2)};
+    dist_max_longs(x, 2);
+    return x[0] == -x[1];
+}

@@ -398,11 +398,14 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
         TfmStatus st = model_forward(&t->model, &mine, tc->label_smoothing, dropout_rng, &ls, err);
         if (st != TFM_OK) return st;
     }
-    double sums[3] = {ls.loss, ls.nll, (double)ls.n_tokens};
-    dist_sum_doubles(sums, 3);
+    /* rank 0's clock sets the time share of the rate for every rank (each
+     * rank's own would differ a little, and so would the weights) */
+    double sums[4] = {ls.loss, ls.nll, (double)ls.n_tokens, dist_rank() == 0 ? lr_time_done(t) : 0};
+    dist_sum_doubles(sums, 4);
     ls.loss = sums[0];
     ls.nll = sums[1];
     ls.n_tokens = (long)sums[2];
+    const double time_done = sums[3];
     if (!isfinite(ls.loss)) return numeric_stop(t, next, "loss", ls.loss, err);
     if (dist_overlap_sums()) {
         /* each layer's gradients are summed across ranks while the layers
@@ -417,7 +420,7 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     }
     double norm = clip_grad_norm(t->model.grads, t->model.n_params, tc->clip_norm);
     if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
-    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps, lr_time_done(t));
+    float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps, time_done);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
     t->ts.step = next;
     if (next == tc->lr.warmup) t->ts.warmup_end_s = trainer_elapsed(t);
@@ -531,6 +534,9 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
             (st = save_last(t, err)) != TFM_OK)
             return st;
     }
+    if (!dp_weights_agree(t))
+        progress_note(&t->prog, "warning: the ranks' weights differ at step %ld (a bug in tfm; "
+                      "the model saved is rank 0's)", t->ts.step);
     if (stop_requested(t)) {
         if (lead) {
             progress_note(&t->prog, "signal %d: saving %s", stop_requested(t), t->run.last_path);

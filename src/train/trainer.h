@@ -63,4 +63,9 @@ TfmStatus dp_agree(TfmStatus st, TfmErr *err);
  * state and training state (the others build their model from them). */
 TfmStatus dp_share_start(Trainer *t, TfmStatus st, TfmErr *err);
 
+/* Whether every rank holds the same weights, bit for bit (true with one
+ * rank): the ranks apply the same updates, so a difference is a bug (a
+ * rate or a sum that differed between ranks). */
+bool dp_weights_agree(const Trainer *t);
+
 #endif
