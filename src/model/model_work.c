@@ -1,0 +1,206 @@
+/* model_work: the workspace of the forward and backward passes (carved
+ * from one block; sizes counted by the same code that carves them), and a
+ * model's memory: model_alloc_training, model_free. */
+#include "model/model_work.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "nn/layers.h"
+#include "model/layout.h"
+
+typedef struct {
+    float *base;
+    size_t used;
+} Carver;
+
+static float *carve(Carver *c, size_t n)
+{
+    float *p = c->base ? c->base + c->used : NULL;
+    /* keep every buffer 64-byte aligned */
+    c->used += (n + 15) & ~(size_t)15;
+    return p;
+}
+
+static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
+{
+    r->ln = carve(c, nd);
+    r->mean = carve(c, n);
+    r->rstd = carve(c, n);
+    r->r = carve(c, nd);
+}
+
+/* Assigns every buffer (c->base NULL: only counts; then w->enc and w->dec
+ * may be NULL too). */
+static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
+{
+    const size_t N = (size_t)w->max_tokens, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
+    const int linear = cfg->attention == ATTN_LINEAR;
+    /* softmax keeps its probabilities (n, H, Tq, Tk), linear attention only
+     * its denominators (n, H, Tq): nothing quadratic in the length */
+    const size_t A = (size_t)cfg->heads * N * (linear ? 1 : (size_t)w->max_len);
+    const size_t V = (size_t)cfg->vocab_size;
+    const int attd = w->training && cfg->attn_dropout > 0;
+    EncAct enc_count = {0};     /* counting without w->enc (model_work_bytes) */
+    DecAct dec_count = {0};
+    for (int i = 0; i < cfg->enc_layers; i++) {
+        EncAct *e = w->enc ? &w->enc[i] : &enc_count;
+        carve_res(c, &e->res1, N * D, N);
+        carve_res(c, &e->res2, N * D, N);
+        e->qkv = carve(c, 3 * N * D);
+        e->att = carve(c, A);
+        e->att_d = attd ? carve(c, A) : e->att;
+        e->ctx = carve(c, N * D);
+        e->h = carve(c, N * F);
+    }
+    w->enc_x0 = carve(c, N * D);
+    w->enc_fin = carve(c, N * D);
+    w->enc_fmean = carve(c, N);
+    w->enc_frstd = carve(c, N);
+    w->y = carve(c, N * D);
+    if (linear) {
+        w->lin_slices = omp_get_max_threads();
+        w->lin_scratch = carve(c, (size_t)w->lin_slices *
+                                      (size_t)linattn_scratch_floats(w->max_len, cfg->d_model / cfg->heads));
+    }
+    if (!w->training) return;
+    for (int i = 0; i < cfg->dec_layers; i++) {
+        DecAct *e = w->dec ? &w->dec[i] : &dec_count;
+        carve_res(c, &e->res1, N * D, N);
+        carve_res(c, &e->res2, N * D, N);
+        carve_res(c, &e->res3, N * D, N);
+        e->qkv = carve(c, 3 * N * D);
+        e->att = carve(c, A);
+        e->att_d = attd ? carve(c, A) : e->att;
+        e->ctx = carve(c, N * D);
+        e->q = carve(c, N * D);
+        e->kv = carve(c, 2 * N * D);
+        e->catt = carve(c, A);
+        e->catt_d = attd ? carve(c, A) : e->catt;
+        e->cctx = carve(c, N * D);
+        e->h = carve(c, N * F);
+    }
+    w->dec_x0 = carve(c, N * D);
+    w->dec_fin = carve(c, N * D);
+    w->dec_fmean = carve(c, N);
+    w->dec_frstd = carve(c, N);
+    w->hc = carve(c, N * D);
+    w->logits = carve(c, N * V);
+    w->dA = carve(c, N * D);
+    w->dB = carve(c, N * D);
+    w->dt = carve(c, N * D);
+    w->dy = carve(c, N * D);
+    w->dctx = carve(c, N * D);
+    w->dq = carve(c, N * D);
+    w->denc = carve(c, N * D);
+    w->dhc = carve(c, N * D);
+    w->dqkv = carve(c, 3 * N * D);
+    w->dh = carve(c, N * F);
+    w->datt = linear ? NULL : carve(c, A);
+}
+
+void model_work_free(ModelWork *w)
+{
+    if (!w) return;
+    free(w->block);
+    free(w->enc);
+    free(w->dec);
+    free(w->rows);
+    free(w->src_len);
+    free(w->targets);
+    free(w->row_loss);
+    free(w);
+}
+
+/* False when the workspace's sizes could overflow size_t: all factors are
+ * positive ints, and the largest buffer is heads · max_tokens · max_len or
+ * max_tokens · V. */
+static bool work_size_ok(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    double biggest = (double)cfg->heads * max_tokens * max_len;
+    double logits = (double)max_tokens * cfg->vocab_size;
+    if (biggest < logits) biggest = logits;
+    return biggest * 64.0 * (cfg->enc_layers + cfg->dec_layers + 4) <= (double)SIZE_MAX / 8;
+}
+
+double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len)
+{
+    if (!work_size_ok(cfg, max_tokens, max_len)) return INFINITY;
+    /* the same carving as model_work_alloc, so the estimate cannot drift from it */
+    ModelWork w = {.max_tokens = max_tokens, .max_len = max_len, .training = 1};
+    Carver c = {0};
+    carve_work(&c, &w, cfg);
+    return (double)c.used * sizeof(float) + 64 +
+           (double)max_tokens * (2 * sizeof(int) + 3 * sizeof(double));  /* rows, targets, row_loss */
+}
+
+ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len, int training,
+                            TfmErr *err)
+{
+    /* Bound the sizes before any size_t product. */
+    if (!work_size_ok(cfg, max_tokens, max_len)) {
+        err_set(err, TFM_ERR_NOMEM, "workspace for %d tokens is too large", max_tokens);
+        return NULL;
+    }
+    ModelWork *w = xcalloc(1, sizeof *w, err);
+    if (!w) return NULL;
+    w->max_tokens = max_tokens;
+    w->max_len = max_len;
+    w->training = training;
+    w->enc = xcalloc((size_t)cfg->enc_layers, sizeof *w->enc, err);
+    w->dec = xcalloc((size_t)cfg->dec_layers, sizeof *w->dec, err);
+    if (!w->enc || !w->dec) goto fail;
+    Carver c = {0};
+    carve_work(&c, w, cfg);
+    w->block = xmalloc(c.used * sizeof(float) + 64, err);
+    if (!w->block) goto fail;
+    /* align the block start to 64 bytes */
+    c = (Carver){.base = (float *)(((uintptr_t)w->block + 63) & ~(uintptr_t)63)};
+    carve_work(&c, w, cfg);
+    if (!training && !(w->src_len = xmalloc((size_t)max_tokens * sizeof(int), err))) goto fail;
+    if (training) {
+        w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
+        w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
+        w->row_loss = xmalloc((size_t)max_tokens * 3 * sizeof(double), err);
+        if (!w->rows || !w->targets || !w->row_loss) goto fail;
+    }
+    return w;
+fail:
+    model_work_free(w);
+    return NULL;
+}
+
+TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err)
+{
+    if (max_tokens <= 0 || max_len <= 0 || max_len > m->cfg.max_len)
+        return err_set(err, TFM_ERR_CONFIG, "bad workspace size (%d tokens, length %d, "
+                       "model max_len %d)", max_tokens, max_len, m->cfg.max_len);
+    model_work_free(m->work);
+    m->work = NULL;
+    if (!m->grads) {
+        m->grads = xcalloc(m->n_params, sizeof(float), err);
+        if (!m->grads) return TFM_ERR_NOMEM;
+    }
+    m->work = model_work_alloc(&m->cfg, max_tokens, max_len, 1, err);
+    return m->work ? TFM_OK : TFM_ERR_NOMEM;
+}
+
+void model_free(Model *m)
+{
+    if (!m) return;
+    free(m->params);
+    free(m->grads);
+    free(m->tensors);
+    if (m->layout) {
+        free(m->layout->enc);
+        free(m->layout->dec);
+        free(m->layout);
+    }
+    free(m->pos_table);
+    model_work_free(m->work);
+    model_work_free(m->enc_work);
+    *m = (Model){0};
+}
+

@@ -1,0 +1,68 @@
+/* model_work: the activations and scratch of the model's forward and
+ * backward passes (private to src/model): one block carved into every
+ * buffer a batch of max_tokens tokens needs, allocated once, so no step
+ * allocates. */
+#ifndef TFM_MODEL_WORK_H
+#define TFM_MODEL_WORK_H
+
+#include <stdint.h>
+#include "model/model.h"
+
+/* One sublayer's residual + LayerNorm wrapper (see sub_input / sub_output). */
+typedef struct {
+    float *ln;          /* (N, D) LN output: pre-norm the sublayer input, post-norm its output */
+    float *mean, *rstd; /* (N) */
+    float *r;           /* (N, D) x + drop(y): post-norm the LN input, pre-norm the output */
+} ResAct;
+
+typedef struct {
+    ResAct res1, res2;
+    float *qkv;         /* (N, 3D) */
+    float *att, *att_d; /* (n, H, S, S); att_d == att without attention dropout */
+    float *ctx;         /* (N, D) attention output before W_O */
+    float *h;           /* (N, F) FFN hidden, after ReLU and dropout */
+} EncAct;
+
+typedef struct {
+    ResAct res1, res2, res3;
+    float *qkv, *att, *att_d, *ctx;            /* self: (N,3D), (n,H,T,T), (N,D) */
+    float *q, *kv, *catt, *catt_d, *cctx;      /* cross: (N,D), (Ns,2D), (n,H,T,S), (N,D) */
+    float *h;
+} DecAct;
+
+struct ModelWork {
+    int max_tokens, max_len;
+    int training;
+    float *block;       /* every float buffer below points into this */
+    EncAct *enc;
+    DecAct *dec;
+    float *enc_x0, *dec_x0;     /* (N, D) embeddings + positions, after dropout */
+    float *enc_fin, *dec_fin;   /* (N, D) final LN outputs (pre-norm) */
+    float *enc_fmean, *enc_frstd, *dec_fmean, *dec_frstd;
+    float *y;                   /* (N, D) a sublayer's output before dropout */
+    /* output layer */
+    int *rows, *targets;        /* (max_tokens) non-pad target positions, ids */
+    int *src_len;               /* (max_tokens) inference: sentence lengths with </s> */
+    double *row_loss;           /* (3 max_tokens) */
+    float *hc;                  /* (M, D) decoder outputs at non-pad targets */
+    float *logits;              /* (M, V) logits, then d(loss/n)/d(logits) */
+    /* backward scratch */
+    float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
+    float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */
+    float *dh;                  /* (N, F) */
+    float *datt;                /* (n, H, Tq, Tk); softmax attention only */
+    float *lin_scratch;         /* linear attention: lin_slices slices */
+    int lin_slices;
+    /* state of the last forward, for backward */
+    int m_rows;
+    float p_drop, p_att, p_relu;
+    uint64_t seed;
+};
+
+/* The workspace for batches of at most max_tokens tokens and max_len
+ * positions; training 0: only the encoder's buffers (model_encode). */
+ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len, int training,
+                            TfmErr *err);
+void model_work_free(ModelWork *w);
+
+#endif
