@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "base/atomic_file.h"
+#include "base/fnv.h"
 #include "base/text.h"
 
 #define MAGIC "TFMMODEL"
@@ -28,7 +29,6 @@ enum {
     TRST_SIZE = TRST_SIZE_V2 + 8             /* + the warm-up's end */
 };
 enum { TRST_HAS_BEST = 1, TRST_VALIDATED = 2 };
-static const uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL, FNV_PRIME = 0x100000001b3ULL;
 
 /* ---- writing ---- */
 
@@ -40,10 +40,7 @@ typedef struct {
 
 static void put(Writer *w, const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    uint64_t h = w->hash;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * FNV_PRIME;
-    w->hash = h;
+    w->hash = fnv1a64(w->hash, data, n);
     if (n && fwrite(data, 1, n, w->f) != n) w->failed = 1;
 }
 
@@ -96,7 +93,7 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
     }
     if ((st = atomic_open(&af, path, err)) != TFM_OK) goto done;
     setvbuf(af.f, NULL, _IOFBF, 1 << 20);
-    Writer w = {af.f, FNV_OFFSET, 0};
+    Writer w = {af.f, FNV1A64_START, 0};
     bool train = adam && ts;
     put(&w, MAGIC, 8);
     put_u32(&w, FORMAT_VERSION);
@@ -300,8 +297,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
         Reader body = {r.p + r.pos, (size_t)n, 0, 0};
         r.pos += (size_t)n;
         if (memcmp(tag, "END ", 4) == 0) {
-            uint64_t h = FNV_OFFSET;
-            for (size_t i = 0; i < start; i++) h = (h ^ buf[i]) * FNV_PRIME;
+            uint64_t h = fnv1a64(FNV1A64_START, buf, start);
             const uint64_t stored = n == 8 ? get_u64(&body) : 0;
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
             h = stored;     /* the fuzzer (tests/fuzz) gets past the checksum to the parser */

@@ -1,8 +1,8 @@
 /* config: JSON config -> TfmConfig through one schema table. Every key the
  * config knows is a row (JSON path, type, struct offset, range, default); the
- * parser, the defaults, the range checks, the freeing and the JSON writer all
- * walk that table. It does not know what the keys mean: that is train's and
- * decode's business (docs/config.md documents both). */
+ * parser, the defaults, the range checks, the freeing and the JSON writer
+ * (config_write.c) all walk that table. It does not know what the keys
+ * mean: that is train's and decode's business (docs/config.md). */
 #include "model/config.h"
 
 #include <cJSON.h>
@@ -12,7 +12,6 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +35,6 @@ enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text; refuse /dev/zero */
 
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
-/* named by SPEC.md; the second of each is not built yet and refused below */
 static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "auto", NULL};
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
@@ -130,7 +128,7 @@ static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
 
 /* Shortest "%.Ng" that reads back as the same double (or float); whole
  * numbers as integers ("260", not "2.6e+02"). */
-static void fmt_double(char *buf, size_t n, double v)
+void config_fmt_double(char *buf, size_t n, double v)
 {
     if (v == floor(v) && fabs(v) < 1e17) {
         snprintf(buf, n, "%.0f", v);
@@ -142,7 +140,7 @@ static void fmt_double(char *buf, size_t n, double v)
     }
 }
 
-static void fmt_float(char *buf, size_t n, float v)
+void config_fmt_float(char *buf, size_t n, float v)
 {
     if (v == floorf(v) && fabsf(v) < 1e9f) {
         snprintf(buf, n, "%.0f", (double)v);
@@ -186,7 +184,7 @@ static void quote(char *buf, size_t n, const char *s, size_t limit)
 static void describe_value(char *buf, size_t n, const cJSON *v)
 {
     if (cJSON_IsNumber(v)) {
-        if (isfinite(v->valuedouble)) fmt_double(buf, n, v->valuedouble);
+        if (isfinite(v->valuedouble)) config_fmt_double(buf, n, v->valuedouble);
         else snprintf(buf, n, "a number out of range");
     } else if (cJSON_IsString(v)) quote(buf, n, v->valuestring, 40);
     else if (cJSON_IsTrue(v)) snprintf(buf, n, "true");
@@ -213,8 +211,8 @@ static double natural_max(KeyType t)
 static void describe_key(char *buf, size_t n, const KeySpec *k)
 {
     char lo[32], hi[32];
-    fmt_double(lo, sizeof lo, k->min);
-    fmt_double(hi, sizeof hi, k->max);
+    config_fmt_double(lo, sizeof lo, k->min);
+    config_fmt_double(hi, sizeof hi, k->max);
     bool natural = k->max == natural_max(k->type);
     switch (k->type) {
     case K_INT: case K_LONG: case K_U64:
@@ -253,8 +251,8 @@ static TfmStatus bad_value(const KeySpec *k, const char *got, bool too_big, TfmE
 {
     char want[96], hi[32];
     describe_key(want, sizeof want, k);
-    if (k->type == K_FLOAT) fmt_float(hi, sizeof hi, (float)k->max);
-    else fmt_double(hi, sizeof hi, k->max);
+    if (k->type == K_FLOAT) config_fmt_float(hi, sizeof hi, (float)k->max);
+    else config_fmt_double(hi, sizeof hi, k->max);
     /* "a positive integer" is no help when the value is too large. */
     bool say_max = too_big && k->max == natural_max(k->type) && k->type != K_DOUBLE;
     return err_set(err, TFM_ERR_CONFIG, "%s: expected %s%s%s, got %s", k->path, want,
@@ -493,7 +491,7 @@ static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
     char got[32];
     if (d->alpha > DECODE_MAX_ALPHA || d->max_len_a > DECODE_MAX_LEN_A) {
         bool alpha = d->alpha > DECODE_MAX_ALPHA;
-        fmt_float(got, sizeof got, alpha ? d->alpha : d->max_len_a);
+        config_fmt_float(got, sizeof got, alpha ? d->alpha : d->max_len_a);
         return err_set(err, TFM_ERR_CONFIG, "decode.%s: expected a number in [0, %g], got %s",
                        alpha ? "alpha" : "max_len_a", alpha ? DECODE_MAX_ALPHA : DECODE_MAX_LEN_A,
                        got);
@@ -674,132 +672,11 @@ TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
             return bad_value(k, got, true, err);
         }
         if (!in_range(k, v)) {
-            if (k->type == K_FLOAT) fmt_float(got, sizeof got, (float)v);
-            else fmt_double(got, sizeof got, v);
+            if (k->type == K_FLOAT) config_fmt_float(got, sizeof got, (float)v);
+            else config_fmt_double(got, sizeof got, v);
             return bad_value(k, got, v > k->max, err);
         }
     }
     TfmStatus st = check_cross(cfg, err);
     return st == TFM_OK ? check_decode(cfg, err) : st;
-}
-
-/* ---- writing ---- */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} Buf;
-
-static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_printf(Buf *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) { b->failed = true; return; }
-        if ((size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *p = xrealloc(b->p, cap, NULL);
-        if (!p) { b->failed = true; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
-static void buf_string(Buf *b, const char *s)
-{
-    buf_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
-        else if (c == '\n') buf_printf(b, "\\n");
-        else if (c == '\t') buf_printf(b, "\\t");
-        else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
-        else buf_printf(b, "%c", c);
-    }
-    buf_printf(b, "\"");
-}
-
-static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
-{
-    const void *f = cfield(cfg, k);
-    char num[40];
-    switch (k->type) {
-    case K_INT: buf_printf(b, "%d", *(const int *)f); break;
-    case K_LONG: buf_printf(b, "%ld", *(const long *)f); break;
-    case K_U64: buf_printf(b, "%llu", *(const unsigned long long *)f); break;
-    case K_FLOAT: case K_DOUBLE:
-        if (k->type == K_FLOAT) fmt_float(num, sizeof num, *(const float *)f);
-        else fmt_double(num, sizeof num, *(const double *)f);
-        /* "1.0", not "1": the key holds a real number. */
-        buf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
-        break;
-    case K_BOOL: buf_printf(b, "%s", *(const bool *)f ? "true" : "false"); break;
-    case K_ENUM: {
-        int e = *(const int *)f, n = 0;
-        while (k->names[n]) n++;
-        buf_string(b, e >= 0 && e < n ? k->names[e] : "?");
-        break;
-    }
-    case K_STR: case K_STR_NULL: {
-        const char *s = *(char *const *)f;
-        if (s) buf_string(b, s);
-        else buf_printf(b, "null");
-        break;
-    }
-    }
-}
-
-/* Splits "train.lr.warmup" into at most 4 components of at most 31 chars. */
-static int split_path(const char *path, char comp[4][32])
-{
-    int n = 0;
-    while (n < 4) {
-        size_t l = strcspn(path, ".");
-        snprintf(comp[n++], 32, "%.*s", (int)l, path);
-        if (!path[l]) break;
-        path += l + 1;
-    }
-    return n;
-}
-
-char *config_to_json(const TfmConfig *cfg)
-{
-    Buf b = {NULL, 0, 0, false};
-    if (!(b.p = xmalloc(2048, NULL))) return NULL;
-    b.cap = 2048;
-    char open_[4][32] = {{0}};   /* the objects currently open, below the root */
-    int depth = 0;
-    bool comma[5] = {false};     /* does level d already hold a member? */
-    buf_printf(&b, "{");
-    for (int i = 0; i < N_KEYS; i++) {
-        char comp[4][32];
-        int n = split_path(config_schema[i].path, comp), parents = n - 1;
-        int common = 0;
-        while (common < depth && common < parents && strcmp(open_[common], comp[common]) == 0)
-            common++;
-        for (; depth > common; depth--)
-            buf_printf(&b, "\n%*s}", 2 * depth, "");
-        for (; depth < parents; depth++) {
-            buf_printf(&b, "%s\n%*s\"%s\": {", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[depth]);
-            comma[depth] = true;
-            comma[depth + 1] = false;
-            memcpy(open_[depth], comp[depth], 32);
-        }
-        buf_printf(&b, "%s\n%*s\"%s\": ", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[n - 1]);
-        write_value(&b, cfg, &config_schema[i]);
-        comma[depth] = true;
-    }
-    for (; depth > 0; depth--)
-        buf_printf(&b, "\n%*s}", 2 * depth, "");
-    buf_printf(&b, "\n}\n");
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
 }

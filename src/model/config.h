@@ -14,10 +14,10 @@
 #define CONFIG_MAX_JSON_INT 9007199254740991LL
 
 typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
-/* train.precision, and tfm translate --precision */
+/* model.attention: softmax, or linear (the φ(q)·φ(k) kernel) */
+typedef enum { ATTN_SOFTMAX = 0, ATTN_LINEAR = 1 } AttnKind;
 /* train.precision, and tfm translate --precision; "auto" (training only)
  * becomes one of the other two at the start of a run */
-typedef enum { ATTN_SOFTMAX = 0, ATTN_LINEAR = 1 } AttnKind;
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Precision;
 
 typedef struct {

@@ -1,6 +1,7 @@
-/* config_override: what the config parser shares with its command-line
- * side (config_override.c: `tfm train --set` and the "did you mean" hints):
- * the schema table and its one-value setter. Private to model/config*.c. */
+/* config_schema: what the config parser (config.c) shares with its
+ * command-line side (config_override.c: `tfm train --set` and the "did you
+ * mean" hints) and its writer (config_write.c): the schema table, its
+ * one-value setter and the number format. Private to model/config*.c. */
 #ifndef TFM_CONFIG_SCHEMA_H
 #define TFM_CONFIG_SCHEMA_H
 
@@ -42,6 +43,11 @@ bool config_is_section(const char *path);
 bool config_plain_key(const char *key);
 /* Stores JSON value v into k's field of cfg after the type and range checks. */
 TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err);
+
+/* The shortest "%.Ng" that reads back as the same double (or, through
+ * strtod and a narrowing, the same float); whole numbers as integers. */
+void config_fmt_double(char *buf, size_t n, double v);
+void config_fmt_float(char *buf, size_t n, float v);
 
 /* "SHOWN: unknown key", with " (did you mean K?)" when a key is close. */
 TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err);

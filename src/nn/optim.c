@@ -67,8 +67,9 @@ double lr_at(const LrConfig *lc, int d_model, long step, long total, double time
          * annealing to (near) zero by the end of a fixed budget beats
          * leaving the rate at peak * sqrt(warmup / total). */
         if (s < w) return lc->peak * s / w;
-        double t = total > (long)w ? (s - w) / ((double)total - w) : 1.0;
-        if (total <= 0) t = 0;      /* no step limit: time alone decides */
+        /* the share of the decay done: by steps, or by time when it is
+         * further (total <= 0: no step limit, time alone decides) */
+        double t = total <= 0 ? 0.0 : total > (long)w ? (s - w) / ((double)total - w) : 1.0;
         if (time_done > t) t = time_done;
         if (t > 1.0) t = 1.0;
         double f = lc->schedule == LR_LINEAR ? 1.0 - t : 0.5 * (1.0 + cos(M_PI * t));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "text/bleu_tokenize.h"
+#include "base/fnv.h"
 #include "base/version.h"
 
 /* One n-gram of the current segment's references. An entry is live when its
@@ -52,8 +53,7 @@ struct BleuScorer {
 
 static uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;           /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    const uint64_t h = fnv1a64(FNV1A64_START, p, n);
     return h ^ (h >> 29);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "text/bpe_internal.h"
+#include "base/fnv.h"
 #include "base/text.h"
 
 const char *const bpe_special_names[BPE_N_SPECIAL] = {"<pad>", "<unk>", "<s>", "</s>"};
@@ -29,9 +30,7 @@ static uint64_t mix64(uint64_t x)
 
 uint64_t bpe_hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;           /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return mix64(h);
+    return mix64(fnv1a64(FNV1A64_START, s, n));
 }
 
 TfmStatus u64map_init(U64Map *m, size_t want, TfmErr *err)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
 #include "text/bleu_tokenize.h"
 #include "text/unicode.h"
 
@@ -85,8 +86,7 @@ void mtext_free(MText *t)
 
 static uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;           /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    const uint64_t h = fnv1a64(FNV1A64_START, p, n);
     return h ^ (h >> 29);
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
 #include "dist/dist.h"
 
 void dp_slice(const Batch *b, Batch *mine)
@@ -94,10 +95,7 @@ bool dp_weights_agree(const Trainer *t)
     if (dist_size() == 1) return true;
     /* FNV-1a of the weights' bytes; one max of (h, -h) gives every rank the
      * largest and the smallest hash */
-    const unsigned char *p = (const unsigned char *)t->model.params;
-    const size_t n = t->model.n_params * sizeof(float);
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    const uint64_t h = fnv1a64(FNV1A64_START, t->model.params, t->model.n_params * sizeof(float));
     long x[2] = {(long)(h >> 2), -(long)(h >> 2)};
     dist_max_longs(x, 2);
     return x[0] == -x[1];

@@ -1,0 +1,19 @@
+/* fnv: the 64-bit FNV-1a hash, one owner for the checkpoint checksum, the
+ * hash tables of BPE and the metrics, and the ranks' weight check. Feed it
+ * in pieces: fnv1a64(fnv1a64(FNV1A64_START, a, n), b, m) hashes a then b. */
+#ifndef TFM_FNV_H
+#define TFM_FNV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FNV1A64_START 0xcbf29ce484222325ULL
+
+static inline uint64_t fnv1a64(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+#endif

@@ -1,0 +1,132 @@
+/* config_write: TfmConfig -> JSON text, every key of the schema in its
+ * order, numbers in the shortest form that reads back the same. A model
+ * file keeps its training config this way (CONF), and a run's out_dir its
+ * config.json. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "model/config.h"
+#include "model/config_schema.h"
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} Buf;
+
+static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(Buf *b, const char *fmt, ...)
+{
+    if (b->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->failed = true; return; }
+        if ((size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *p = xrealloc(b->p, cap, NULL);
+        if (!p) { b->failed = true; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+static void buf_string(Buf *b, const char *s)
+{
+    buf_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
+        else if (c == '\n') buf_printf(b, "\\n");
+        else if (c == '\t') buf_printf(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
+        else buf_printf(b, "%c", c);
+    }
+    buf_printf(b, "\"");
+}
+
+static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
+{
+    const void *f = (const char *)cfg + k->offset;
+    char num[40];
+    switch (k->type) {
+    case K_INT: buf_printf(b, "%d", *(const int *)f); break;
+    case K_LONG: buf_printf(b, "%ld", *(const long *)f); break;
+    case K_U64: buf_printf(b, "%llu", *(const unsigned long long *)f); break;
+    case K_FLOAT: case K_DOUBLE:
+        if (k->type == K_FLOAT) config_fmt_float(num, sizeof num, *(const float *)f);
+        else config_fmt_double(num, sizeof num, *(const double *)f);
+        /* "1.0", not "1": the key holds a real number. */
+        buf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
+        break;
+    case K_BOOL: buf_printf(b, "%s", *(const bool *)f ? "true" : "false"); break;
+    case K_ENUM: {
+        int e = *(const int *)f, n = 0;
+        while (k->names[n]) n++;
+        buf_string(b, e >= 0 && e < n ? k->names[e] : "?");
+        break;
+    }
+    case K_STR: case K_STR_NULL: {
+        const char *s = *(char *const *)f;
+        if (s) buf_string(b, s);
+        else buf_printf(b, "null");
+        break;
+    }
+    }
+}
+
+/* Splits "train.lr.warmup" into at most 4 components of at most 31 chars. */
+static int split_path(const char *path, char comp[4][32])
+{
+    int n = 0;
+    while (n < 4) {
+        size_t l = strcspn(path, ".");
+        snprintf(comp[n++], 32, "%.*s", (int)l, path);
+        if (!path[l]) break;
+        path += l + 1;
+    }
+    return n;
+}
+
+char *config_to_json(const TfmConfig *cfg)
+{
+    Buf b = {NULL, 0, 0, false};
+    if (!(b.p = xmalloc(2048, NULL))) return NULL;
+    b.cap = 2048;
+    char open_[4][32] = {{0}};   /* the objects currently open, below the root */
+    int depth = 0;
+    bool comma[5] = {false};     /* does level d already hold a member? */
+    buf_printf(&b, "{");
+    for (int i = 0; i < config_n_keys; i++) {
+        char comp[4][32];
+        int n = split_path(config_schema[i].path, comp), parents = n - 1;
+        int common = 0;
+        while (common < depth && common < parents && strcmp(open_[common], comp[common]) == 0)
+            common++;
+        for (; depth > common; depth--)
+            buf_printf(&b, "\n%*s}", 2 * depth, "");
+        for (; depth < parents; depth++) {
+            buf_printf(&b, "%s\n%*s\"%s\": {", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[depth]);
+            comma[depth] = true;
+            comma[depth + 1] = false;
+            memcpy(open_[depth], comp[depth], 32);
+        }
+        buf_printf(&b, "%s\n%*s\"%s\": ", comma[depth] ? "," : "", 2 * (depth + 1), "", comp[n - 1]);
+        write_value(&b, cfg, &config_schema[i]);
+        comma[depth] = true;
+    }
+    for (; depth > 0; depth--)
+        buf_printf(&b, "\n%*s}", 2 * depth, "");
+    buf_printf(&b, "\n}\n");
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
