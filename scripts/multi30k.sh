@@ -58,11 +58,13 @@ fi
 # validation of the averaged model
 summary=$(python3 - "$out/log.jsonl" <<'PY' 2>/dev/null || true
 import json, sys
-last = avg = None
+last = avg = ema = None
 for line in open(sys.argv[1], encoding="utf-8"):
     r = json.loads(line)
     if r.get("averaged"):
         avg = r
+    elif r.get("ema"):
+        ema = r
     elif "train_loss" in r:
         last = r
 if last:
@@ -71,6 +73,9 @@ if last:
 if avg:
     print(f"valid (averaged model): loss {avg['valid_loss']:.4f}, "
           f"greedy BLEU {avg.get('valid_bleu', float('nan')):.2f}")
+if ema:
+    print(f"valid (moving average of the weights, train.ema): loss {ema['valid_loss']:.4f}, "
+          f"greedy BLEU {ema.get('valid_bleu', float('nan')):.2f}")
 PY
 )
 

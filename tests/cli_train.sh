@@ -375,6 +375,30 @@ check "linear: lr is 0 at max_steps" grep -q '"step": 40, .*"lr": 0,' lin/ck/log
 (cd lin2 && TFM_TEST_SIGNAL_AT_STEP=27 "$TFM" train ../lin.json -q >/dev/null 2>&1)
 (cd lin2 && expect_exit 0 "resume a linear-schedule run" -- "$TFM" train ../lin.json -q)
 check "linear: resumed model equals uninterrupted" cmp -s lin/model.tfm lin2/model.tfm
+# train.ema: train.model is out_dir/ema.tfm, validated and logged once; the
+# average is kept in checkpoints, so a resumed run ends with the same one.
+sed 's/"valid_every": 40,/"valid_every": 10, "valid_bleu": true, "ema": 0.9,/' mini.json >ema.json
+mkdir ema ema2
+(cd ema && expect_exit 0 "train with ema" -- "$TFM" train ../ema.json)
+check "ema: train.model is ema.tfm" cmp -s ema/model.tfm ema/ck/ema.tfm
+check "ema: the average is not the last weights" not cmp -s ema/model.tfm ema/ck/best.tfm
+check "ema: it says so" grep -q "moving average of the weights (train.ema 0.9): valid loss" "$T/err"
+check "ema: log records it once" test "$(grep -c '"step": 40, .*"valid_bleu": [0-9.e+-]*, .*"ema": true}' ema/ck/log.jsonl)" = 1
+(cd ema2 && TFM_TEST_SIGNAL_AT_STEP=17 "$TFM" train ../ema.json -q >/dev/null 2>&1)
+(cd ema2 && expect_exit 0 "ema: resume" -- "$TFM" train ../ema.json -q)
+check "ema: resumed average equals uninterrupted" cmp -s ema/model.tfm ema2/model.tfm
+cp ema/ck/log.jsonl ema/log.before
+(cd ema && expect_exit 0 "ema: rerun of a finished run" -- "$TFM" train ../ema.json -q)
+check "ema: rerun validates nothing again" cmp -s ema/ck/log.jsonl ema/log.before
+check "ema: rerun copies the same model" cmp -s ema/model.tfm ema2/model.tfm
+# with average_last too, train.model is the average; ema.tfm stays beside it
+sed 's/"ema": 0.9,/"ema": 0.9, "keep": 3, "average_last": 3,/; s/"keep": 2,//' ema.json >ema_avg.json
+mkdir ema3
+(cd ema3 && expect_exit 0 "ema with average_last" -- "$TFM" train ../ema_avg.json -q)
+check "ema + average_last: train.model is the average" cmp -s ema3/model.tfm ema3/ck/average.tfm
+"$TFM" translate -m ema/ck/ema.tfm -i valid.de -o ema/valid.hyp -q
+"$TFM" translate -m ema3/ck/ema.tfm -i valid.de -o ema3/valid.hyp -q
+check "ema + average_last: ema.tfm translates as without" cmp -s ema/valid.hyp ema3/valid.hyp
 # Fewer checkpoints than asked (a short run) average what there is.
 sed 's/"max_steps": 40/"max_steps": 5/' avg_last.json >avg_short.json
 mkdir as

@@ -117,7 +117,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
     TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, &f.ts, &err) == TFM_OK);
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
     ModelFile mf;
     CHECK(ckpt_load(path_a, &mf, true, &err) == TFM_OK);
     CHECK(mf.has_train_state);
@@ -133,7 +133,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
     CHECK_EQ_INT(mf.adam.step, 17);
     CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
     CHECK(memcmp(mf.adam.v, f.adam.v, f.adam.n * sizeof(float)) == 0);
-    CHECK(ckpt_save(path_b, &mf.cfg, mf.bpe, &mf.model, &mf.adam, &mf.ts, &err) == TFM_OK);
+    CHECK(ckpt_save(path_b, &mf.cfg, mf.bpe, &mf.model, &mf.adam, NULL, &mf.ts, &err) == TFM_OK);
     size_t la, lb;
     char *a = slurp(path_a, &la), *b = slurp(path_b, &lb);
     CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
@@ -141,10 +141,38 @@ TEST(test_ckpt_round_trip_identical_bytes)
     free(b);
     ckpt_free(&mf);
     /* a model without training state loads without one */
-    CHECK(ckpt_save(path_b, &f.cfg, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
+    CHECK(ckpt_save(path_b, &f.cfg, f.bpe, &f.model, NULL, NULL, NULL, &err) == TFM_OK);
     CHECK(ckpt_load(path_b, &mf, true, &err) == TFM_OK);
     CHECK(!mf.has_train_state);
     ckpt_free(&mf);
+    fixture_free(&f);
+}
+
+/* train.ema's average travels with the optimizer state (EMAW) */
+TEST(test_ckpt_weight_average_round_trip)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    float *ema = malloc(f.model.n_params * sizeof(float));
+    for (size_t i = 0; ema && i < f.model.n_params; i++) ema[i] = 0.5f * (float)i - 3.0f;
+    CHECK(ema && ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, ema, &f.ts, &err) == TFM_OK);
+    ModelFile mf;
+    CHECK(ckpt_load(path_a, &mf, true, &err) == TFM_OK);
+    CHECK(mf.ema && memcmp(mf.ema, ema, f.model.n_params * sizeof(float)) == 0);
+    CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+    ckpt_free(&mf);
+    /* without the optimizer state asked for, no average either */
+    CHECK(ckpt_load(path_a, &mf, false, &err) == TFM_OK);
+    CHECK(mf.ema == NULL);
+    ckpt_free(&mf);
+    /* a file without one loads without one */
+    CHECK(ckpt_save(path_b, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
+    CHECK(ckpt_load(path_b, &mf, true, &err) == TFM_OK);
+    CHECK(mf.has_train_state && mf.ema == NULL);
+    ckpt_free(&mf);
+    free(ema);
     fixture_free(&f);
 }
 
@@ -153,7 +181,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
 static char *saved_bytes(Fixture *f, bool with_state, size_t *len)
 {
     TfmErr err = {0};
-    CHECK(ckpt_save(path_a, &f->cfg, f->bpe, &f->model, with_state ? &f->adam : NULL,
+    CHECK(ckpt_save(path_a, &f->cfg, f->bpe, &f->model, with_state ? &f->adam : NULL, NULL,
                     with_state ? &f->ts : NULL, &err) == TFM_OK);
     return slurp(path_a, len);
 }
@@ -285,7 +313,7 @@ TEST(test_ckpt_refuses_damaged_files)
     big.model.d_model = 4096;
     big.model.heads = 8;
     big.model.d_ff = 16384;
-    CHECK(ckpt_save(path_bad, &big, f.bpe, &f.model, NULL, NULL, &err) == TFM_OK);
+    CHECK(ckpt_save(path_bad, &big, f.bpe, &f.model, NULL, NULL, NULL, &err) == TFM_OK);
     ModelFile lie;
     CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
     CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);

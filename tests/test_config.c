@@ -266,6 +266,10 @@ static const BadCase bad_cases[] = {
      "\"cosine\", \"horizon\": \"time\"}}}",
      "train.lr.schedule: \"cosine\" needs train.max_steps above lr.warmup (4000) or 0 (no step "
      "limit), got 50", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"ema\": 1}}",
+     "train.ema: expected a number in [0, 1), got 1", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"ema\": -0.5}}",
+     "train.ema: expected a number in [0, 1), got -0.5", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"lr\": {\"horizon\": \"clock\"}}}",
      "train.lr.horizon: expected one of \"steps\", \"time\", got \"clock\"", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"lr\": {\"schedule\": \"cosine\", \"peak\": 0.001, \"final\": 0.01}}}",

@@ -1,5 +1,5 @@
 /* Tests for optim: schedules at known steps, Adam against a hand-computed
- * example, decoupled weight decay, clipping. */
+ * example, decoupled weight decay, clipping, the weights' moving average. */
 #include "test.h"
 
 #include "nn/optim.h"
@@ -102,4 +102,28 @@ TEST(test_clip_grad_norm)
     CHECK_NEAR(clip_grad_norm(g, 2, 1.0f), 5.0, 1e-6);
     CHECK_NEAR(g[0], 0.6, 1e-5);
     CHECK_NEAR(g[1], 0.8, 1e-5);
+}
+
+TEST(test_ema_decay_ramps_up_to_the_setting)
+{
+    /* min(decay, (1 + step) / (10 + step)) */
+    CHECK_NEAR(ema_decay_at(0.999f, 1), 2.0 / 11.0, 1e-7);
+    CHECK_NEAR(ema_decay_at(0.999f, 90), 91.0 / 100.0, 1e-7);
+    CHECK_NEAR(ema_decay_at(0.999f, 8991), 0.999, 1e-7);   /* ramp 0.999 here */
+    CHECK_NEAR(ema_decay_at(0.999f, 100000), 0.999, 1e-7);
+    CHECK_NEAR(ema_decay_at(0.5f, 1), 2.0 / 11.0, 1e-7);
+    CHECK_NEAR(ema_decay_at(0.5f, 100), 0.5, 1e-7);
+}
+
+TEST(test_ema_update_hand_computed)
+{
+    float ema[3] = {1.0f, -2.0f, 0.0f};
+    const float w[3] = {3.0f, 2.0f, 10.0f};
+    ema_update(ema, w, 3, 0.75f);
+    /* 0.75 * ema + 0.25 * w */
+    CHECK_NEAR(ema[0], 1.5, 1e-6);
+    CHECK_NEAR(ema[1], -1.0, 1e-6);
+    CHECK_NEAR(ema[2], 2.5, 1e-6);
+    ema_update(ema, w, 3, 0.0f);    /* decay 0: the weights themselves */
+    CHECK(ema[0] == 3.0f && ema[1] == 2.0f && ema[2] == 10.0f);
 }

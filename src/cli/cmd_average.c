@@ -49,7 +49,7 @@ TfmStatus cmd_average(int argc, char **argv, TfmErr *err)
     ModelFile avg;
     if ((st = average_models((const char *const *)argv + optind, n, &avg, err)) != TFM_OK)
         return st;
-    st = ckpt_save(out, &avg.cfg, avg.bpe, &avg.model, NULL, NULL, err);
+    st = ckpt_save(out, &avg.cfg, avg.bpe, &avg.model, NULL, NULL, NULL, err);
     ckpt_free(&avg);
     return st;
 }

@@ -3,6 +3,7 @@
  *   sections: char tag[4], u64 length, payload
  *     "CONF" config JSON   "VOCB" vocabulary file   "TENS" named tensors
  *     "ADAM" optimizer moments (checkpoints)   "TRST" trainer state (checkpoints)
+ *     "EMAW" the weights' moving average (checkpoints with train.ema)
  *     "END " u64 FNV-1a-64 of every byte before this section
  * Readers check the checksum before parsing anything else. */
 #include "model/ckpt.h"
@@ -79,8 +80,8 @@ static uint64_t tensors_payload_size(const Model *m)
 }
 
 TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
-                    const Model *model, const Adam *adam, const TrainState *ts,
-                    TfmErr *err)
+                    const Model *model, const Adam *adam, const float *ema,
+                    const TrainState *ts, TfmErr *err)
 {
     char *json = config_to_json(cfg);
     size_t vocab_len = 0;
@@ -121,6 +122,11 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
         put_u64(&w, adam->n);
         put(&w, adam->m, sizeof(float) * adam->n);
         put(&w, adam->v, sizeof(float) * adam->n);
+        if (ema) {
+            put_section(&w, "EMAW", 8 + 4ull * model->n_params);
+            put_u64(&w, model->n_params);
+            put(&w, ema, sizeof(float) * model->n_params);
+        }
     }
     /* a model (no ADAM) keeps the trainer state too: `tfm info` shows its step */
     if (ts) {
@@ -277,8 +283,8 @@ static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *
 
 /* Finds the sections; checks the checksum. */
 typedef struct {
-    Reader conf, vocb, tens, adam, trst;
-    bool has_adam, has_trst;
+    Reader conf, vocb, tens, adam, trst, ema;
+    bool has_adam, has_trst, has_ema;
 } Sections;
 
 static TfmStatus split_sections(const unsigned char *buf, size_t len, const char *path,
@@ -316,6 +322,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
         else if (memcmp(tag, "TENS", 4) == 0) { dst = &s->tens; seen = &seen_tens; }
         else if (memcmp(tag, "ADAM", 4) == 0) { dst = &s->adam; seen = &s->has_adam; }
         else if (memcmp(tag, "TRST", 4) == 0) { dst = &s->trst; seen = &s->has_trst; }
+        else if (memcmp(tag, "EMAW", 4) == 0) { dst = &s->ema; seen = &s->has_ema; }
         /* unknown sections are skipped: newer writers may add some */
         if (!dst) continue;
         /* two of one section: which one is meant is anyone's guess */
@@ -431,6 +438,13 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
     mf->adam.step = step;
     memcpy(mf->adam.m, take(&ar, 4 * n), 4 * n);
     memcpy(mf->adam.v, take(&ar, 4 * n), 4 * n);
+    if (!s->has_ema) return TFM_OK;
+    Reader er = s->ema;
+    n = get_u64(&er);
+    if (er.short_read || n != mf->model.n_params || er.len - er.pos != 4 * n)
+        return err_set(err, TFM_ERR_FORMAT, "%s: weight average does not match the model", path);
+    if (!(mf->ema = xmalloc(4 * n, err))) return TFM_ERR_NOMEM;
+    memcpy(mf->ema, take(&er, 4 * n), 4 * n);
     return TFM_OK;
 }
 
@@ -490,6 +504,7 @@ void ckpt_free(ModelFile *mf)
     if (mf->bpe) bpe_free(mf->bpe);
     model_free(&mf->model);
     adam_free(&mf->adam);
+    free(mf->ema);
     memset(mf, 0, sizeof *mf);
 }
 

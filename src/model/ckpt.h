@@ -41,14 +41,18 @@ typedef struct {
     bool has_train_state;   /* a checkpoint: optimizer and trainer state, resumable */
     bool has_step;          /* ts is valid: checkpoints and trained models have it */
     Adam adam;              /* valid when has_train_state (and asked for) */
+    float *ema;             /* the weights' moving average (train.ema), with adam
+                               when the checkpoint has one; else NULL */
     TrainState ts;          /* valid when has_step */
 } ModelFile;
 
 /* Writes cfg, bpe, the model's params, the trainer state when ts is
- * non-NULL and the optimizer state when adam is too, atomically to path. Errors: TFM_ERR_IO naming path. */
+ * non-NULL, and the optimizer state (with the weights' moving average when
+ * ema is non-NULL) when adam is too, atomically to path. Errors:
+ * TFM_ERR_IO naming path. */
 TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
-                    const Model *model, const Adam *adam, const TrainState *ts,
-                    TfmErr *err);
+                    const Model *model, const Adam *adam, const float *ema,
+                    const TrainState *ts, TfmErr *err);
 
 /* Reads a model file into out (which the caller frees with ckpt_free).
  * want_train_state: also load Adam moments (they are skipped otherwise).

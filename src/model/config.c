@@ -103,6 +103,7 @@ const KeySpec config_schema[] = {
     STR_("train.out_dir", train.out_dir, "checkpoints", 0),
     INT_("train.keep", train.keep, 1, INT_MAX, 5),
     INT_("train.average_last", train.average_last, 0, INT_MAX, 0),
+    PROB_("train.ema", train.ema, 0.0),
     LONG_("train.log_every", train.log_every, 0, 0),
     ENUM_("train.precision", train.precision, precision_names, 0),
     STR_("train.model", train.model, "model.tfm", 0),

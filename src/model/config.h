@@ -60,7 +60,8 @@ typedef struct {
     int patience;
     char *out_dir, *model;  /* owned */
     int keep;
-    int average_last;       /* 0: train.model is best.tfm */
+    int average_last;       /* 0: train.model is ema.tfm with train.ema, else best.tfm */
+    float ema;              /* decay of the weights' moving average; 0: none */
     long log_every;         /* steps between progress lines and log rows; 0: ~20 s */
     int precision;          /* train.precision: PRECISION_FP32 or PRECISION_BF16 */
     int threads;            /* 0: all cores */

@@ -81,6 +81,19 @@ double lr_at(const LrConfig *lc, int d_model, long step, long total, double time
     }
 }
 
+float ema_decay_at(float decay, long step)
+{
+    const float ramp = (1.0f + (float)step) / (10.0f + (float)step);
+    return ramp < decay ? ramp : decay;
+}
+
+void ema_update(float *restrict ema, const float *restrict w, size_t n, float d)
+{
+    const float keep = d, take = 1.0f - d;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) ema[i] = keep * ema[i] + take * w[i];
+}
+
 double grad_norm(const float *g, size_t n)
 {
     /* Fixed-size chunks summed in order: the same bits for any thread count

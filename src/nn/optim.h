@@ -1,5 +1,6 @@
 /* optim: Adam with bias correction and decoupled weight decay, the learning
- * rate schedules of SPEC.md, and global-norm gradient clipping. Flat loops
+ * rate schedules of SPEC.md, global-norm gradient clipping and the moving
+ * average of the weights (train.ema). Flat loops
  * over the parameter array; the moments are owned here and saved in checkpoints. */
 #ifndef TFM_OPTIM_H
 #define TFM_OPTIM_H
@@ -51,6 +52,13 @@ void adam_update(Adam *a, float *params, const float *grads, float lr);
  * (0 with horizon "steps"); the decay has gone as far as the larger of the
  * two shares says. */
 double lr_at(const LrConfig *lc, int d_model, long step, long total, double time_done);
+
+/* train.ema: an exponential moving average of the weights, ema = d·ema +
+ * (1 - d)·w after each step. Its decay at a step (1-based) is
+ * min(decay, (1 + step) / (10 + step)), so that the average follows the
+ * weights closely while they move fast and the initial ones fade. */
+float ema_decay_at(float decay, long step);
+void ema_update(float *ema, const float *w, size_t n, float decay_now);
 
 /* L2 norm of g over n values (accumulated in double). */
 double grad_norm(const float *g, size_t n);

@@ -117,15 +117,47 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
         t->ts.best_metric = metric;
         t->ts.has_best = true;
         t->ts.bad_validations = 0;
-        /* the step, for `tfm info`; no clock time, so that a rerun or a
-         * resumed run writes the same bytes as an uninterrupted one */
-        TrainState ts = t->ts;
-        ts.elapsed_s = ts.log_step_s = ts.warmup_end_s = 0;
-        ts.log_loss = ts.log_nll = 0;
-        ts.log_tokens = ts.log_real_tokens = 0;
-        return ckpt_save(t->run.best_path, t->cfg, t->bpe, &t->model, NULL, &ts, err);
+        TrainState ts = trainer_model_state(t);
+        return ckpt_save(t->run.best_path, t->cfg, t->bpe, &t->model, NULL, NULL, &ts, err);
     }
     t->ts.bad_validations++;
+    return TFM_OK;
+}
+
+TrainState trainer_model_state(const Trainer *t)
+{
+    TrainState ts = t->ts;
+    ts.elapsed_s = ts.log_step_s = ts.warmup_end_s = 0;
+    ts.log_loss = ts.log_nll = 0;
+    ts.log_tokens = ts.log_real_tokens = 0;
+    return ts;
+}
+
+/* Validates the weights now in t->model and logs them as ev says. */
+static TfmStatus validate_final(Trainer *t, ProgressEvent *ev, TfmErr *err)
+{
+    TfmStatus st = validate(t, &ev->valid_loss, err);
+    if (st != TFM_OK) return st;
+    ev->valid_ppl = exp(ev->valid_loss);
+    if (t->cfg->train.valid_bleu && (st = validate_bleu(t, &ev->valid_bleu, err)) != TFM_OK)
+        return st;
+    return progress_log(&t->prog, ev, err);
+}
+
+TfmStatus eval_ema(Trainer *t, TfmErr *err)
+{
+    memcpy(t->model.params, t->ema, sizeof(float) * t->model.n_params);
+    TrainState ts = trainer_model_state(t);
+    TfmStatus st = ckpt_save(t->run.ema_path, t->cfg, t->bpe, &t->model, NULL, NULL, &ts, err);
+    if (st != TFM_OK) return st;
+    ProgressEvent ev;
+    trainer_fill_event(t, &ev);
+    ev.ema = true;
+    if ((st = validate_final(t, &ev, err)) != TFM_OK) return st;
+    char bleu[32] = "";
+    if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
+    progress_note(&t->prog, "moving average of the weights (train.ema %g): valid loss %.4f "
+                  "ppl %.2f%s", (double)t->cfg->train.ema, ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
 }
 
@@ -146,7 +178,7 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     ModelFile avg;
     if (st == TFM_OK && (st = average_models((const char *const *)paths, k, &avg, err)) == TFM_OK) {
         memcpy(t->model.params, avg.model.params, sizeof(float) * t->model.n_params);
-        st = ckpt_save(t->run.average_path, t->cfg, t->bpe, &avg.model, NULL, NULL, err);
+        st = ckpt_save(t->run.average_path, t->cfg, t->bpe, &avg.model, NULL, NULL, NULL, err);
         ckpt_free(&avg);
     }
     for (int i = 0; paths && i < k; i++) free(paths[i]);
@@ -156,11 +188,7 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     ProgressEvent ev;
     trainer_fill_event(t, &ev);
     ev.averaged = k;
-    if ((st = validate(t, &ev.valid_loss, err)) != TFM_OK) return st;
-    ev.valid_ppl = exp(ev.valid_loss);
-    if (t->cfg->train.valid_bleu && (st = validate_bleu(t, &ev.valid_bleu, err)) != TFM_OK)
-        return st;
-    if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
+    if ((st = validate_final(t, &ev, err)) != TFM_OK) return st;
     char bleu[32] = "";
     if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
     progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "

@@ -102,6 +102,7 @@ TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err)
     json_num(p->log, &first, "tok_per_s", ev->tok_per_s);
     json_num(p->log, &first, "elapsed_s", ev->elapsed_s);
     if (ev->averaged > 0) fprintf(p->log, ", \"averaged\": %d", ev->averaged);
+    if (ev->ema) fprintf(p->log, ", \"ema\": true");
     fputs("}\n", p->log);
     if (fflush(p->log) != 0 || ferror(p->log))
         return err_set(err, TFM_ERR_IO, "%s: write failed: %s", p->log_path, strerror(errno));

@@ -24,6 +24,7 @@ typedef struct {
     double train_loss, train_nll, valid_loss, valid_ppl, valid_bleu;
     double lr, tok_per_s, elapsed_s, eta_s;
     int averaged;          /* > 0: the figures are of the mean of this many checkpoints */
+    bool ema;              /* the figures are of train.ema's moving average */
 } ProgressEvent;
 
 /* Shows and logs nothing (the ranks other than 0 of an mpirun job). */

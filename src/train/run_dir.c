@@ -125,10 +125,11 @@ static TfmStatus lock_out_dir(const char *dir, int *fd_out, TfmErr *err)
 }
 
 /* True for the names of files tfm writes in out_dir: last.tfm, best.tfm,
- * average.tfm, vocab.txt, ckpt.STEP.tfm. */
+ * average.tfm, ema.tfm, vocab.txt, ckpt.STEP.tfm. */
 static bool is_own_file(const char *name, size_t len)
 {
-    static const char *const fixed[] = {"last.tfm", "best.tfm", "average.tfm", "vocab.txt"};
+    static const char *const fixed[] = {"last.tfm", "best.tfm", "average.tfm", "ema.tfm",
+                                        "vocab.txt"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (len == strlen(fixed[i]) && memcmp(name, fixed[i], len) == 0) return true;
     if (len < 10 || memcmp(name, "ckpt.", 5) != 0 || memcmp(name + len - 4, ".tfm", 4) != 0)
@@ -369,7 +370,8 @@ TfmStatus run_dir_open(RunDir *rd, const TfmConfig *cfg, const char *config_path
     if (restart) remove_checkpoints(cfg->train.out_dir);
     if (!(rd->last_path = path_join(cfg->train.out_dir, "last.tfm", err)) ||
         !(rd->best_path = path_join(cfg->train.out_dir, "best.tfm", err)) ||
-        !(rd->average_path = path_join(cfg->train.out_dir, "average.tfm", err))) {
+        !(rd->average_path = path_join(cfg->train.out_dir, "average.tfm", err)) ||
+        !(rd->ema_path = path_join(cfg->train.out_dir, "ema.tfm", err))) {
         st = TFM_ERR_NOMEM;
         goto fail;
     }
@@ -407,6 +409,7 @@ void run_dir_close(RunDir *rd)
     free(rd->last_path);
     free(rd->best_path);
     free(rd->average_path);
+    free(rd->ema_path);
     if (rd->lock_fd >= 0) close(rd->lock_fd);
     *rd = (RunDir){.lock_fd = -1};
 }

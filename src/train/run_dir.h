@@ -14,6 +14,7 @@ enum { RUN_DIR_MAX_CHECKPOINTS = 4096 };
 typedef struct {
     int lock_fd;            /* holds out_dir/lock for the run; -1 when closed */
     char *last_path, *best_path, *average_path;    /* out_dir/{last,best,average}.tfm */
+    char *ema_path;                                /* out_dir/ema.tfm (train.ema) */
     bool resuming;          /* last.tfm is there to resume from (and no --restart) */
     /* what run_dir_abandon may remove: what this run created */
     char *out_dir;

@@ -129,6 +129,17 @@ static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copie
                         "data.vocab_size or train.batch_tokens", err);
 }
 
+/* train.ema's average, on rank 0 (which saves it): a checkpoint's, or the
+ * weights'. */
+static TfmStatus start_ema(Trainer *t, const float *saved, TfmErr *err)
+{
+    if (t->cfg->train.ema <= 0) return TFM_OK;
+    const size_t bytes = sizeof(float) * t->model.n_params;
+    if (!(t->ema = xmalloc(bytes, err))) return TFM_ERR_NOMEM;
+    memcpy(t->ema, saved ? saved : t->model.params, bytes);
+    return TFM_OK;
+}
+
 static TfmStatus resume(Trainer *t, TfmErr *err)
 {
     ModelFile mf;
@@ -183,7 +194,12 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
     t->adam.eps = ac.eps;
     t->adam.weight_decay = ac.weight_decay;
     t->ts = mf.ts;
+    if (t->cfg->train.ema > 0 && !mf.ema)
+        progress_note(&t->prog, "train.ema: %s has no moving average; it starts from the "
+                      "weights of step %ld", t->run.last_path, t->ts.step);
+    st = start_ema(t, mf.ema, err);
     ckpt_free(&mf);
+    if (st != TFM_OK) return st;
     /* params and Adam's moments are loaded; grads and activations are to come */
     if ((st = check_memory(t, &t->model.cfg, 1, err)) != TFM_OK) return st;
     progress_note(&t->prog, "resuming from %s at step %ld (epoch %ld)", t->run.last_path,
@@ -198,7 +214,7 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     ModelConfig mc = t->cfg->model;
     mc.vocab_size = bpe_vocab_size(t->bpe);
     mc.max_len = config_positions(t->cfg->data.max_len);
-    if ((st = check_memory(t, &mc, 4, err)) != TFM_OK) return st;
+    if ((st = check_memory(t, &mc, 4 + (t->cfg->train.ema > 0), err)) != TFM_OK) return st;
     if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
     Rng init_rng;
     rng_seed(&init_rng, t->cfg->train.seed);
@@ -207,7 +223,7 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     if ((st = adam_init(&t->adam, t->model.n_params, &ac, err)) != TFM_OK) return st;
     memset(&t->ts, 0, sizeof t->ts);
     rng_seed(&t->ts.dropout_rng, t->cfg->train.seed ^ 0xd209u);
-    return TFM_OK;
+    return start_ema(t, NULL, err);
 }
 
 /* Says why: the keys that skipped the pairs are what the user can change. */
@@ -255,6 +271,7 @@ void trainer_fill_event(const Trainer *t, ProgressEvent *ev)
     ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
     ev->tok_per_s = ev->eta_s = NAN;
     ev->averaged = 0;
+    ev->ema = false;
     ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1,
                    t->cfg->train.max_steps, lr_time_done(t));
     ev->elapsed_s = trainer_elapsed(t);
@@ -264,7 +281,8 @@ static TfmStatus save_last(Trainer *t, TfmErr *err)
 {
     TrainState ts = t->ts;
     ts.elapsed_s = trainer_elapsed(t);
-    TfmStatus st = ckpt_save(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, &ts, err);
+    TfmStatus st = ckpt_save(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, t->ema, &ts,
+                             err);
     if (st != TFM_OK) return st;
     /* The numbered copy is a hard link: last.tfm is replaced by rename, so
      * the link keeps this content. */
@@ -352,7 +370,9 @@ static void summarize(Trainer *t)
                       dist_comm_seconds(), clock_now_s() - t->run_start,
                       100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
     progress_note(&t->prog, "%s; model: %s -> %s", best,
-                  tc->average_last > 0 ? "the average of the last checkpoints" : "best.tfm",
+                  tc->average_last > 0 ? "the average of the last checkpoints"
+                  : t->ema             ? "ema.tfm (the moving average of the weights)"
+                                       : "best.tfm",
                   tc->model);
 }
 
@@ -422,6 +442,8 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps, time_done);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
+    if (t->ema)
+        ema_update(t->ema, t->model.params, t->model.n_params, ema_decay_at(tc->ema, next));
     t->ts.step = next;
     if (next == tc->lr.warmup) t->ts.warmup_end_s = trainer_elapsed(t);
     t->ts.validated = false;
@@ -552,9 +574,13 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     if (!t->ts.validated && (st = eval_validate_and_log(t, err)) != TFM_OK) return st;
     /* a rerun of a finished run only copies the model again */
     if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
-    /* the model to hand over: best.tfm, or the average of the last
-     * checkpoints (made again only when they changed) */
+    /* the model to hand over: best.tfm, ema.tfm, or the average of the
+     * last checkpoints (made again only when they changed) */
     const char *final = t->run.best_path;
+    if (t->ema && (t->changed || !run_dir_file_exists(t->run.ema_path)) &&
+        (st = eval_ema(t, err)) != TFM_OK)
+        return st;
+    if (t->ema) final = t->run.ema_path;
     if (tc->average_last > 0) {
         final = t->run.average_path;
         if ((t->changed || !run_dir_file_exists(final)) && (st = eval_average_checkpoints(t, err)) != TFM_OK)
@@ -572,7 +598,8 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         access(final, F_OK) != 0 && errno == ENOENT)
         return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
                        "copy it back, or train again with --restart", final,
-                       final == t->run.best_path ? "best" : "averaged");
+                       final == t->run.best_path ? "best" : final == t->run.ema_path
+                                                                  ? "moving-average" : "averaged");
     return st;
 }
 
@@ -627,6 +654,7 @@ done:
     corpus_free(&t.valid);
     model_free(&t.model);
     adam_free(&t.adam);
+    free(t.ema);
     if (t.bpe) bpe_free(t.bpe);
     run_dir_close(&t.run);
     return st;

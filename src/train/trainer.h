@@ -24,6 +24,7 @@ typedef struct {
     Batcher train_b, valid_b;
     Model model;
     Adam adam;
+    float *ema;                 /* train.ema's average of the weights (rank 0), or NULL */
     TrainState ts;
     Progress prog;
     Decoder *decoder;           /* for validation BLEU, made at the first use */
@@ -42,6 +43,16 @@ void trainer_fill_event(const Trainer *t, ProgressEvent *ev);
 /* Validates (loss, and BLEU with train.valid_bleu), logs, keeps best.tfm and
  * counts validations without improvement (evaluate.c). */
 TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err);
+
+/* The state saved with a model (best.tfm, ema.tfm): the step, for `tfm
+ * info`, and no clock time, so that a rerun or a resumed run writes the
+ * same bytes as an uninterrupted one. */
+TrainState trainer_model_state(const Trainer *t);
+
+/* train.ema: the moving average of the weights, written to out_dir/ema.tfm,
+ * validated like a step and logged with "ema": true. It leaves the average
+ * in t->model. */
+TfmStatus eval_ema(Trainer *t, TfmErr *err);
 
 /* train.average_last: the mean of the newest numbered checkpoints (the last
  * one is the final step), written to out_dir/average.tfm, validated like a
