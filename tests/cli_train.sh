@@ -383,6 +383,8 @@ mkdir ema ema2
 check "ema: train.model is ema.tfm" cmp -s ema/model.tfm ema/ck/ema.tfm
 check "ema: the average is not the last weights" not cmp -s ema/model.tfm ema/ck/best.tfm
 check "ema: it says so" grep -q "moving average of the weights (train.ema 0.9): valid loss" "$T/err"
+expect_exit 0 "ema: info of a checkpoint" -- "$TFM" info ema/ck/last.tfm
+check "ema: info names the average" grep -q "^kind: .*moving average, train.ema)" "$T/out"
 check "ema: log records it once" test "$(grep -c '"step": 40, .*"valid_bleu": [0-9.e+-]*, .*"ema": true}' ema/ck/log.jsonl)" = 1
 (cd ema2 && TFM_TEST_SIGNAL_AT_STEP=17 "$TFM" train ../ema.json -q >/dev/null 2>&1)
 (cd ema2 && expect_exit 0 "ema: resume" -- "$TFM" train ../ema.json -q)

@@ -39,7 +39,10 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
     if (st != TFM_OK) return st;
     const ModelConfig *mc = &mf.model.cfg;
     printf("model:       %s\n", path);
-    printf("kind:        %s\n", mf.has_train_state ? "checkpoint (with optimizer state)" : "model");
+    printf("kind:        %s\n", !mf.has_train_state ? "model"
+                                 : mf.has_ema  ? "checkpoint (with optimizer state and the "
+                                                 "weights' moving average, train.ema)"
+                                               : "checkpoint (with optimizer state)");
     printf("parameters:  %zu\n", mf.model.n_params);
     printf("vocabulary:  %d tokens\n", mc->vocab_size);
     printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm %s, %s "

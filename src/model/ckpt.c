@@ -486,6 +486,7 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && s.has_adam) {
         mf->has_train_state = true;
+        mf->has_ema = s.has_ema;
         if (want_train_state && (st = read_optimizer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     }
     free(json);

@@ -41,8 +41,8 @@ typedef struct {
     bool has_train_state;   /* a checkpoint: optimizer and trainer state, resumable */
     bool has_step;          /* ts is valid: checkpoints and trained models have it */
     Adam adam;              /* valid when has_train_state (and asked for) */
-    float *ema;             /* the weights' moving average (train.ema), with adam
-                               when the checkpoint has one; else NULL */
+    bool has_ema;           /* a checkpoint with train.ema's moving average */
+    float *ema;             /* that average, loaded with adam; else NULL */
     TrainState ts;          /* valid when has_step */
 } ModelFile;
 
