@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 
+#include "base/fnv.h"
 #include "text/bpe.h"
 #include "model/ckpt.h"
 
@@ -209,8 +210,7 @@ static uint64_t get_le64(const unsigned char *p)
 static void rechecksum(char *buf, size_t len)
 {
     size_t end = len - 20;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < end; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+    uint64_t h = fnv1a64(FNV1A64_START, buf, end);
     for (int i = 0; i < 8; i++) buf[end + 12 + i] = (char)(h >> (8 * i));
 }
 
@@ -372,6 +372,26 @@ TEST(test_ckpt_refuses_extra_payload)
         expect_trst_refused(buf, len, trst + 119, sign, 1);
     }
     free(buf);
+    fixture_free(&f);
+}
+
+/* An EMAW section of another size than the model's parameters is refused. */
+TEST(test_ckpt_refuses_mis_sized_weight_average)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    float *ema = calloc(f.model.n_params, sizeof(float));
+    CHECK(ema && ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, ema, &f.ts, &err) == TFM_OK);
+    size_t len, n;
+    char *buf = slurp(path_a, &len);
+    char *bad = buf ? grow_section(buf, len, "EMAW", 4, &n) : NULL;
+    CHECK(bad != NULL);
+    if (bad) expect_refused(bad, n, "weight average does not match the model");
+    free(bad);
+    free(buf);
+    free(ema);
     fixture_free(&f);
 }
 
