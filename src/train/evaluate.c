@@ -133,14 +133,18 @@ TrainState trainer_model_state(const Trainer *t)
     return ts;
 }
 
-/* Validates the weights now in t->model and logs them as ev says. */
-static TfmStatus validate_final(Trainer *t, ProgressEvent *ev, TfmErr *err)
+/* Validates the weights now in t->model, logs them as ev says, and puts
+ * " bleu B" (with train.valid_bleu) or "" in bleu for the note. */
+static TfmStatus validate_final(Trainer *t, ProgressEvent *ev, char bleu[32], TfmErr *err)
 {
     TfmStatus st = validate(t, &ev->valid_loss, err);
     if (st != TFM_OK) return st;
     ev->valid_ppl = exp(ev->valid_loss);
-    if (t->cfg->train.valid_bleu && (st = validate_bleu(t, &ev->valid_bleu, err)) != TFM_OK)
-        return st;
+    bleu[0] = '\0';
+    if (t->cfg->train.valid_bleu) {
+        if ((st = validate_bleu(t, &ev->valid_bleu, err)) != TFM_OK) return st;
+        snprintf(bleu, 32, " bleu %.2f", ev->valid_bleu);
+    }
     return progress_log(&t->prog, ev, err);
 }
 
@@ -153,9 +157,8 @@ TfmStatus eval_ema(Trainer *t, TfmErr *err)
     ProgressEvent ev;
     trainer_fill_event(t, &ev);
     ev.ema = true;
-    if ((st = validate_final(t, &ev, err)) != TFM_OK) return st;
-    char bleu[32] = "";
-    if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
+    char bleu[32];
+    if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
     progress_note(&t->prog, "moving average of the weights (train.ema %g): valid loss %.4f "
                   "ppl %.2f%s", (double)t->cfg->train.ema, ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
@@ -188,9 +191,8 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     ProgressEvent ev;
     trainer_fill_event(t, &ev);
     ev.averaged = k;
-    if ((st = validate_final(t, &ev, err)) != TFM_OK) return st;
-    char bleu[32] = "";
-    if (t->cfg->train.valid_bleu) snprintf(bleu, sizeof bleu, " bleu %.2f", ev.valid_bleu);
+    char bleu[32];
+    if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
     progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "
                   "ppl %.2f%s", k, steps[n - k], steps[n - 1], ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
