@@ -1,7 +1,7 @@
 /* config_write: TfmConfig -> JSON text, every key of the schema in its
- * order, numbers in the shortest form that reads back the same. A model
- * file keeps its training config this way (CONF), and a run's out_dir its
- * config.json. */
+ * order, numbers in the shortest form that reads back the same. Model
+ * files keep their training config this way (CONF); `tfm train --dry-run`
+ * and `tfm info` print it. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
