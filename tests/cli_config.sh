@@ -61,6 +61,13 @@ expect_exit 1 set_typo -- "$TFM" train "$T/ok.json" --dry-run --set train.valida
 expect_err_line set_typo "tfm: --set train.validate_every: unknown key (did you mean train.valid_every?)"
 expect_exit 1 set_section -- "$TFM" train "$T/ok.json" --dry-run --set train.dropout=0.1
 expect_err_line set_section "tfm: --set train.dropout: unknown key (did you mean model.dropout?)"
+# a check of the whole config (decode's limits, lr.final against lr.peak)
+# blames the --set that gave the key it names, not the file
+expect_exit 1 set_decode_range -- "$TFM" train "$T/ok.json" --dry-run --set decode.alpha=11
+expect_err_line set_decode_range "tfm: --set decode.alpha: expected a number in [0, 10], got 11"
+expect_exit 1 set_lr_final -- "$TFM" train "$T/ok.json" --dry-run --set train.lr.schedule=linear \
+    --set train.max_steps=1000 --set train.lr.warmup=10 --set train.lr.peak=0.001 --set train.lr.final=0.01
+expect_err_line set_lr_final "tfm: --set train.lr.final: 0.01 is above train.lr.peak 0.001"
 expect_exit 2 set_form -- "$TFM" train "$T/ok.json" --dry-run --set max_steps
 expect_err_line set_form "tfm: --set: expected KEY=VALUE, got 'max_steps'"
 expect_exit 2 option_hint -- "$TFM" train "$T/ok.json" --max-steps 500

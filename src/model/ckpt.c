@@ -222,7 +222,7 @@ static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *
     if (version != FORMAT_VERSION)
         return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
                        path, version, FORMAT_VERSION);
-    if (flags > 1)      /* 1: training state; nothing else is defined */
+    if (flags > 1)      /* 1: a checkpoint (ADAM follows); nothing else is defined */
         return err_set(err, TFM_ERR_FORMAT, "%s: unknown header flags 0x%X (damaged file)", path,
                        flags);
     uint64_t pos = HEADER_SIZE;

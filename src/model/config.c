@@ -606,6 +606,19 @@ TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
     return config_load_overrides(cfg, path, NULL, 0, err);
 }
 
+/* Whether an error message starts with "KEY:" for a KEY some --set gave:
+ * a check of the whole config (the decode limits, lr.final against
+ * lr.peak) then blames the command line, not the file. */
+static bool names_a_set_key(const char *msg, const char *const *sets, int n_sets)
+{
+    for (int i = 0; i < n_sets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        size_t n = eq ? (size_t)(eq - sets[i]) : strlen(sets[i]);
+        if (n > 0 && strncmp(msg, sets[i], n) == 0 && msg[n] == ':') return true;
+    }
+    return false;
+}
+
 TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
                                 int n_sets, TfmErr *err)
 {
@@ -626,7 +639,10 @@ TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *co
     if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) config_free(cfg);
 fail:
     /* an error in a --set is the command line's, not the file's */
-    if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) err_prefix(err, "%s: ", path);
+    if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) {
+        if (names_a_set_key(err->msg, sets, n_sets)) err_prefix(err, "--set ");
+        else err_prefix(err, "%s: ", path);
+    }
     free(text);
     free(dir);
     return st;
