@@ -4,13 +4,15 @@
 # the last checkpoints, train.average_last), translates test_2016_flickr
 # with the recipe's beam, scores it with tfm bleu cased and -lc, and draws
 # the learning curves.
-#   scripts/multi30k.sh en-de|de-en [--threads N] [--restart]
+#   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
+# (--set changes a key of the recipe for this run, decode.* included; the
+# options go to tfm train.)
 # Outputs go to runs/multi30k-PAIR/ (checkpoints, log.jsonl, test.hyp, the
 # plot) and runs/multi30k-PAIR.tfm (the model). Running it again resumes an
 # interrupted training, or only re-scores a finished one; --restart trains
 # from scratch.
 set -euo pipefail
-usage="usage: scripts/multi30k.sh en-de|de-en [--threads N] [--restart]"
+usage="usage: scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]"
 pair=${1:-}
 case "$pair" in
     en-de|de-en) shift ;;
@@ -29,16 +31,23 @@ mkdir -p "$out"
 
 # The recipes say train.precision "auto": bf16 where its products measure
 # faster than float32 on this CPU, else fp32 (tfm train says which).
-precision=()
 echo "== training $config ($*)" >&2
 start=$(date +%s.%N)
-./tfm train "$config" "${precision[@]}" "$@" >/dev/null
+./tfm train "$config" "$@" >/dev/null
 end=$(date +%s.%N)
 train_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }')
 
-# the recipe's decode settings as the config has them now (a model keeps
-# those it was trained with)
-read -r beam alpha < <(./tfm train "$config" --dry-run |
+# the recipe's decode settings as the config and the --set options have
+# them now (a model keeps those it was trained with)
+sets=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --set) sets+=(--set "${2:-}"); shift 2 || shift ;;
+        --set=*) sets+=("$1"); shift ;;
+        *) shift ;;
+    esac
+done
+read -r beam alpha < <(./tfm train "$config" "${sets[@]}" --dry-run |
     python3 -c 'import json, sys; d = json.load(sys.stdin)["decode"]; print(d["beam"], d["alpha"])')
 echo "== translating $test_set.$src (beam $beam, alpha $alpha)" >&2
 start=$(date +%s.%N)

@@ -2,6 +2,7 @@
 # binary: outputs, exact resume after a signal, damaged files, error lines.
 . "$(dirname "$0")/cli_lib.sh"
 MINI=$PWD/tests/data/mini
+ROOT=$PWD
 cp "$MINI"/train.* "$MINI"/valid.* "$T"/
 sed 's/"max_steps": 30/"max_steps": 40/; s/"valid_every": 30/"valid_every": 40/' \
     "$MINI/mini.json" >"$T/mini.json"
@@ -401,6 +402,20 @@ check "ema + average_last: train.model is the average" cmp -s ema3/model.tfm ema
 "$TFM" translate -m ema/ck/ema.tfm -i valid.de -o ema/valid.hyp -q
 "$TFM" translate -m ema3/ck/ema.tfm -i valid.de -o ema3/valid.hyp -q
 check "ema + average_last: ema.tfm translates as without" cmp -s ema/valid.hyp ema3/valid.hyp
+# scripts/compare_runs.sh puts the two runs' validations side by side
+expect_exit 0 "compare_runs.sh" -- bash "$ROOT/scripts/compare_runs.sh" ema/ck/log.jsonl both=ema3/ck/log.jsonl
+check "compare_runs.sh: one row a step, named columns" \
+    grep -qE '^\| 40 \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$T/out"
+check "compare_runs.sh: the header names the columns" grep -qx '| step | ck: NLL / BLEU | both: NLL / BLEU |' "$T/out"
+check "compare_runs.sh: the average only where there is one" grep -qE '^\| average of 3 \|  \| [0-9.]+ / [0-9.]+ \|$' "$T/out"
+check "compare_runs.sh: the ema of both" grep -qE '^\| moving average \(ema\) \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$T/out"
+check "compare_runs.sh: steps of each" grep -qE '^\| steps, median tok/s, minutes \| 40, ' "$T/out"
+bash "$ROOT/scripts/compare_runs.sh" ema/ck/log.jsonl >/dev/null 2>&1
+check "compare_runs.sh: one log is a usage error" test $? = 2
+printf '{"step": 1}\n' >nolog.jsonl
+bash "$ROOT/scripts/compare_runs.sh" nolog.jsonl ema/ck/log.jsonl >/dev/null 2>"$T/err"
+check "compare_runs.sh: a log without validations" test $? = 1
+expect_err_line "compare_runs.sh: its message" "compare_runs.sh: nolog.jsonl: no validation records"
 # Fewer checkpoints than asked (a short run) average what there is.
 sed 's/"max_steps": 40/"max_steps": 5/' avg_last.json >avg_short.json
 mkdir as
