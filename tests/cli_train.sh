@@ -394,6 +394,28 @@ cp ema/ck/log.jsonl ema/log.before
 (cd ema && expect_exit 0 "ema: rerun of a finished run" -- "$TFM" train ../ema.json -q)
 check "ema: rerun validates nothing again" cmp -s ema/ck/log.jsonl ema/log.before
 check "ema: rerun copies the same model" cmp -s ema/model.tfm ema2/model.tfm
+# with a decay of ~0 the average is the last step's weights: ema_update runs
+# every step (the checks above pass with an average stuck at the start)
+sed 's/"ema": 0.9,/"ema": 1e-9,/' ema.json >ema0.json
+mkdir ema0
+(cd ema0 && expect_exit 0 "ema ~0" -- "$TFM" train ../ema0.json -q)
+python3 "$ROOT/tests/model_diff.py" ema0/ck/ema.tfm ema0/ck/last.tfm >"$T/diff"
+check "ema ~0: the average is the last weights" \
+    python3 -c 'import sys; v = open(sys.argv[1]).read().split(); sys.exit(not float(v[1]) < 1e-6)' "$T/diff"
+# a run extended past its end drops the old ema.tfm at its first step, so a
+# failure before the new one is made cannot hand the old one over
+cp -r ema ema_ext
+(cd ema_ext && TFM_TEST_SIGNAL_AT_STEP=45 "$TFM" train ../ema.json --set train.max_steps=50 -q >/dev/null 2>&1)
+check "ema: an extended run's first step removes the old ema.tfm" test ! -e ema_ext/ck/ema.tfm
+(cd ema_ext && expect_exit 0 "ema: the extended run finishes" -- "$TFM" train ../ema.json --set train.max_steps=50 -q)
+check "ema: and makes it again" cmp -s ema_ext/model.tfm ema_ext/ck/ema.tfm
+# ema turned on for a finished run without one: nothing was averaged, so no ema.tfm
+mkdir ema_late
+(cd ema_late && "$TFM" train ../mini.json -q >/dev/null 2>&1)
+(cd ema_late && expect_exit 0 "ema turned on after the end" -- "$TFM" train ../mini.json --set train.ema=0.9)
+check "ema turned on after the end: says so" grep -q "train.ema: no step was averaged" "$T/err"
+check "ema turned on after the end: no ema.tfm" test ! -e ema_late/ck/ema.tfm
+check "ema turned on after the end: the model is best.tfm" cmp -s ema_late/model.tfm ema_late/ck/best.tfm
 # with average_last too, train.model is the average; ema.tfm stays beside it
 sed 's/"ema": 0.9,/"ema": 0.9, "keep": 3, "average_last": 3,/; s/"keep": 2,//' ema.json >ema_avg.json
 mkdir ema3

@@ -395,6 +395,44 @@ TEST(test_ckpt_refuses_mis_sized_weight_average)
     fixture_free(&f);
 }
 
+/* NaN, Inf or a negative second moment in the optimizer state, and NaN or
+ * Inf in the weight average, are refused: a resumed run would train on them. */
+TEST(test_ckpt_refuses_non_finite_training_state)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    ModelFile mf;
+    float *ema = calloc(f.model.n_params, sizeof(float));
+    const float bad[] = {NAN, INFINITY};
+    for (int k = 0; ema && k < 2; k++) {
+        ema[3] = bad[k];
+        CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, ema, &f.ts, &err) == TFM_OK);
+        CHECK_EQ_INT(ckpt_load(path_a, &mf, true, &err), TFM_ERR_FORMAT);
+        CHECK(strstr(err.msg, "weight average holds NaN or Inf") != NULL);
+        memset(&err, 0, sizeof err);
+    }
+    free(ema);
+    float *moment[] = {f.adam.m, f.adam.v, f.adam.v};
+    const float value[] = {NAN, INFINITY, -1.0f};
+    for (int k = 0; k < 3; k++) {
+        float keep = moment[k][1];
+        moment[k][1] = value[k];
+        CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
+        CHECK_EQ_INT(ckpt_load(path_a, &mf, true, &err), TFM_ERR_FORMAT);
+        CHECK(strstr(err.msg, "optimizer state holds NaN, Inf or a negative second moment") != NULL);
+        memset(&err, 0, sizeof err);
+        moment[k][1] = keep;
+    }
+    /* as a model (no training state asked for) the file still loads */
+    f.adam.v[1] = -1.0f;
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
+    CHECK_EQ_INT(ckpt_load(path_a, &mf, false, &err), TFM_OK);
+    ckpt_free(&mf);
+    fixture_free(&f);
+}
+
 /* Files written before the log sums joined TRST (80 bytes), and before the
  * warm-up's end did (120 bytes), still load, with what they lack at zero. */
 TEST(test_ckpt_reads_older_trainer_states)

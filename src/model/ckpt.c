@@ -438,6 +438,11 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
     mf->adam.step = step;
     memcpy(mf->adam.m, take(&ar, 4 * n), 4 * n);
     memcpy(mf->adam.v, take(&ar, 4 * n), 4 * n);
+    /* a resumed run would turn such a state into NaN weights at its first step */
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(mf->adam.m[i]) || !isfinite(mf->adam.v[i]) || mf->adam.v[i] < 0)
+            return err_set(err, TFM_ERR_FORMAT, "%s: optimizer state holds NaN, Inf or a "
+                           "negative second moment", path);
     if (!s->has_ema) return TFM_OK;
     Reader er = s->ema;
     n = get_u64(&er);
@@ -445,6 +450,9 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
         return err_set(err, TFM_ERR_FORMAT, "%s: weight average does not match the model", path);
     if (!(mf->ema = xmalloc(4 * n, err))) return TFM_ERR_NOMEM;
     memcpy(mf->ema, take(&er, 4 * n), 4 * n);
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(mf->ema[i]))
+            return err_set(err, TFM_ERR_FORMAT, "%s: weight average holds NaN or Inf", path);
     return TFM_OK;
 }
 

@@ -94,7 +94,7 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
     TfmStatus st = validate(t, &loss, err);
     if (st != TFM_OK) return st;
     t->ts.validated = true;
-    t->changed = true;
+    trainer_mark_changed(t);
     ProgressEvent ev;
     trainer_fill_event(t, &ev);
     ev.valid_loss = loss;

@@ -42,6 +42,15 @@ static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop
 
 double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + clock_now_s() - t->run_start; }
 
+void trainer_mark_changed(Trainer *t)
+{
+    if (!t->changed && dist_rank() == 0) {
+        unlink(t->run.ema_path);
+        unlink(t->run.average_path);
+    }
+    t->changed = true;
+}
+
 /* The share of the time budget used since the warm-up ended, for the decay
  * of train.lr.horizon "time" (0 for horizon "steps" and during warm-up). */
 static double lr_time_done(const Trainer *t)
@@ -194,9 +203,11 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
     t->adam.eps = ac.eps;
     t->adam.weight_decay = ac.weight_decay;
     t->ts = mf.ts;
-    if (t->cfg->train.ema > 0 && !mf.ema)
+    if (t->cfg->train.ema > 0 && !mf.ema) {
         progress_note(&t->prog, "train.ema: %s has no moving average; it starts from the "
                       "weights of step %ld", t->run.last_path, t->ts.step);
+        t->ema_unaveraged = true;
+    }
     st = start_ema(t, mf.ema, err);
     ckpt_free(&mf);
     if (st != TFM_OK) return st;
@@ -371,7 +382,7 @@ static void summarize(Trainer *t)
                       100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
     progress_note(&t->prog, "%s; model: %s -> %s", best,
                   tc->average_last > 0 ? "the average of the last checkpoints"
-                  : t->ema             ? "ema.tfm (the moving average of the weights)"
+                  : t->ema && !t->ema_unaveraged ? "ema.tfm (the moving average of the weights)"
                                        : "best.tfm",
                   tc->model);
 }
@@ -442,12 +453,14 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     if (!isfinite(norm)) return numeric_stop(t, next, "gradient", norm, err);
     float lr = (float)lr_at(&tc->lr, t->model.cfg.d_model, next, tc->max_steps, time_done);
     adam_update(&t->adam, t->model.params, t->model.grads, lr);
-    if (t->ema)
+    if (t->ema) {
         ema_update(t->ema, t->model.params, t->model.n_params, ema_decay_at(tc->ema, next));
+        t->ema_unaveraged = false;
+    }
     t->ts.step = next;
     if (next == tc->lr.warmup) t->ts.warmup_end_s = trainer_elapsed(t);
     t->ts.validated = false;
-    t->changed = true;
+    trainer_mark_changed(t);
     t->ts.log_loss += ls.loss;
     t->ts.log_nll += ls.nll;
     t->ts.log_tokens += ls.n_tokens;
@@ -577,10 +590,14 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     /* the model to hand over: best.tfm, ema.tfm, or the average of the
      * last checkpoints (made again only when they changed) */
     const char *final = t->run.best_path;
-    if (t->ema && (t->changed || !run_dir_file_exists(t->run.ema_path)) &&
-        (st = eval_ema(t, err)) != TFM_OK)
-        return st;
-    if (t->ema) final = t->run.ema_path;
+    if (t->ema && t->ema_unaveraged)
+        progress_note(&t->prog, "train.ema: no step was averaged (%s had no moving average and "
+                      "no steps were left to train), so there is no ema.tfm", t->run.last_path);
+    else if (t->ema) {
+        if ((t->changed || !run_dir_file_exists(t->run.ema_path)) && (st = eval_ema(t, err)) != TFM_OK)
+            return st;
+        final = t->run.ema_path;
+    }
     if (tc->average_last > 0) {
         final = t->run.average_path;
         if ((t->changed || !run_dir_file_exists(final)) && (st = eval_average_checkpoints(t, err)) != TFM_OK)

@@ -25,6 +25,7 @@ typedef struct {
     Model model;
     Adam adam;
     float *ema;                 /* train.ema's average of the weights (rank 0), or NULL */
+    bool ema_unaveraged;        /* ema is a copy of a resumed run's weights, no step averaged yet */
     TrainState ts;
     Progress prog;
     Decoder *decoder;           /* for validation BLEU, made at the first use */
@@ -36,6 +37,12 @@ typedef struct {
 
 /* Training time so far, this run's and earlier runs' (seconds). */
 double trainer_elapsed(const Trainer *t);
+
+/* Records that this run stepped or validated. The first time, on rank 0,
+ * out_dir's end models (ema.tfm, average.tfm) are removed: they are of an
+ * earlier end, and a run that fails before it makes them again must not have
+ * its rerun hand the old ones over. */
+void trainer_mark_changed(Trainer *t);
 
 /* An event for progress_log with this step's fields set and the rest NaN. */
 void trainer_fill_event(const Trainer *t, ProgressEvent *ev);
