@@ -96,7 +96,7 @@ for i in 1 2 3 4 5; do sed -n "${i}p" linattn/in.txt | "$TFM" translate -m linat
 check "linear attention: one line at a time = the batch" cmp -s linattn/b3.txt linattn/one.txt
 expect_exit 1 "linear attention with attention dropout refused" -- "$TFM" train mini.json --dry-run --set model.attention=linear --set model.attn_dropout=0.1
 expect_err_line "linear attention dropout message" \
-    "tfm: mini.json: model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
+    "tfm: --set model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
 
 # train.precision bf16: refused with a clear line on a CPU without a bf16
 # unit (forced here through oneDNN's ISA cap, so every machine checks it);
