@@ -34,6 +34,8 @@ with open(log, encoding="utf-8") as f:
             r = json.loads(line)
         except ValueError:
             sys.exit(f"plot_log.sh: {log}: line {n}: not JSON")
+        if not isinstance(r, dict):
+            sys.exit(f"plot_log.sh: {log}: line {n}: not a JSON object")
         t = r.get("elapsed_s")
         if not isinstance(t, (int, float)):
             continue
