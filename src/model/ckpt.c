@@ -9,6 +9,7 @@
 #include "model/ckpt.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -337,6 +338,14 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
     return TFM_OK;
 }
 
+/* Whether every value is finite and at least lo (NaN fails both tests). */
+static bool all_in(const float *v, size_t n, float lo)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(v[i] >= lo && v[i] <= FLT_MAX)) return false;
+    return true;
+}
+
 static TfmStatus read_tensors(Reader *r, Model *m, const char *path, TfmErr *err)
 {
     uint32_t count = get_u32(r);
@@ -376,11 +385,10 @@ static TfmStatus read_tensors(Reader *r, Model *m, const char *path, TfmErr *err
         }
         float *dst = m->params + t->offset;
         memcpy(dst, data, nv * sizeof(float));
-        for (size_t k = 0; k < nv; k++)
-            if (!isfinite(dst[k])) {
-                st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
-                goto done;
-            }
+        if (!all_in(dst, nv, -FLT_MAX)) {
+            st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
+            goto done;
+        }
         seen[t - m->tensors] = 1;
     }
     if (r->pos != r->len)
@@ -439,10 +447,9 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
     memcpy(mf->adam.m, take(&ar, 4 * n), 4 * n);
     memcpy(mf->adam.v, take(&ar, 4 * n), 4 * n);
     /* a resumed run would turn such a state into NaN weights at its first step */
-    for (uint64_t i = 0; i < n; i++)
-        if (!isfinite(mf->adam.m[i]) || !isfinite(mf->adam.v[i]) || mf->adam.v[i] < 0)
-            return err_set(err, TFM_ERR_FORMAT, "%s: optimizer state holds NaN, Inf or a "
-                           "negative second moment", path);
+    if (!all_in(mf->adam.m, n, -FLT_MAX) || !all_in(mf->adam.v, n, 0))
+        return err_set(err, TFM_ERR_FORMAT, "%s: optimizer state holds NaN, Inf or a "
+                       "negative second moment", path);
     if (!s->has_ema) return TFM_OK;
     Reader er = s->ema;
     n = get_u64(&er);
@@ -450,9 +457,8 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
         return err_set(err, TFM_ERR_FORMAT, "%s: weight average does not match the model", path);
     if (!(mf->ema = xmalloc(4 * n, err))) return TFM_ERR_NOMEM;
     memcpy(mf->ema, take(&er, 4 * n), 4 * n);
-    for (uint64_t i = 0; i < n; i++)
-        if (!isfinite(mf->ema[i]))
-            return err_set(err, TFM_ERR_FORMAT, "%s: weight average holds NaN or Inf", path);
+    if (!all_in(mf->ema, n, -FLT_MAX))
+        return err_set(err, TFM_ERR_FORMAT, "%s: weight average holds NaN or Inf", path);
     return TFM_OK;
 }
 
