@@ -14,8 +14,10 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: scripts/compare_runs.sh [NAME=]LOG.jsonl [NAME=]LOG.jsonl [...]" >&2; exit 2; }
 py=$(command -v /usr/bin/python3 || command -v python3 || true)
 [ -n "$py" ] || { echo "compare_runs.sh: needs python3" >&2; exit 1; }
-exec "$py" - "$@" <<'PY'
-import json, math, os, statistics, sys
+exec "$py" - "$(dirname "$0")" "$@" <<'PY'
+import math, os, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from runlog import records
 
 def load(spec):
     name, sep, path = spec.partition("=")
@@ -23,35 +25,22 @@ def load(spec):
         path = spec
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
     valid, ends, speed, last = {}, [], [], {}
-    try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        sys.exit(f"compare_runs.sh: {path}: {e.strerror}")
-    with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError:
-                sys.exit(f"compare_runs.sh: {path}: line {n}: not JSON")
-            if not isinstance(r, dict):
-                sys.exit(f"compare_runs.sh: {path}: line {n}: not a JSON object")
-            if isinstance(r.get("step"), int):
-                last["step"] = max(last.get("step", 0), r["step"])
-            if isinstance(r.get("elapsed_s"), (int, float)):
-                last["elapsed_s"] = max(last.get("elapsed_s", 0.0), r["elapsed_s"])
-            if isinstance(r.get("tok_per_s"), (int, float)):
-                speed.append(r["tok_per_s"])
-            if not isinstance(r.get("valid_loss"), (int, float)):
-                continue
-            cell = (r["valid_loss"], r.get("valid_bleu"))
-            if r.get("averaged", 0) > 0:
-                ends.append((f"average of {r['averaged']}", cell))
-            elif r.get("ema"):
-                ends.append(("moving average (ema)", cell))
-            elif isinstance(r.get("step"), int):
-                valid[r["step"]] = cell      # a resumed run may validate a step twice: the last counts
+    for r in records(path, "compare_runs.sh"):
+        if isinstance(r.get("step"), int):
+            last["step"] = max(last.get("step", 0), r["step"])
+        if isinstance(r.get("elapsed_s"), (int, float)):
+            last["elapsed_s"] = max(last.get("elapsed_s", 0.0), r["elapsed_s"])
+        if isinstance(r.get("tok_per_s"), (int, float)):
+            speed.append(r["tok_per_s"])
+        if not isinstance(r.get("valid_loss"), (int, float)):
+            continue
+        cell = (r["valid_loss"], r.get("valid_bleu"))
+        if r.get("averaged", 0) > 0:
+            ends.append((f"average of {r['averaged']}", cell))
+        elif r.get("ema"):
+            ends.append(("moving average (ema)", cell))
+        elif isinstance(r.get("step"), int):
+            valid[r["step"]] = cell      # a resumed run may validate a step twice: the last counts
     if not valid and not ends:
         sys.exit(f"compare_runs.sh: {path}: no validation records")
     return name, valid, ends, speed, last
@@ -63,7 +52,7 @@ def fmt(cell):
     b = f"{bleu:.2f}" if isinstance(bleu, (int, float)) and math.isfinite(bleu) else "-"
     return f"{loss:.3f} / {b}"
 
-runs = [load(a) for a in sys.argv[1:]]
+runs = [load(a) for a in sys.argv[2:]]
 print("| step | " + " | ".join(f"{r[0]}: NLL / BLEU" for r in runs) + " |")
 print("|---" * (len(runs) + 1) + "|")
 for s in sorted(set().union(*(r[1] for r in runs))):
