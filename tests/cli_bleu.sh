@@ -226,6 +226,101 @@ expect_exit 0 "tfm help bleu" -- "$TFM" help bleu
 check "help via tfm help" grep -q -- '--tokenize 13a|intl|zh|char|none' "$T/out"
 
 
+# Significance (sacreBLEU's --confidence, --paired-bs, --paired-ar) on 300
+# lines of Multi30k val with three en-de models' outputs; expected.json holds
+# sacreBLEU 2.6.0's own figures (scripts/gen_significance_cases.py). Run from
+# the case's folder so the system names are its file names.
+G=tests/data/significance
+expect_exit 0 "-ci" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci -m bleu chrf ter
+check "-ci: the interval after the score, as sacreBLEU" grep -qE \
+    '^BLEU = 40\.60 \(μ = [0-9.]+ ± [0-9.]+\) [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ \(BP = ' "$T/out"
+check "-ci: signature with bs and seed" grep -q '^nrefs:1|bs:1000|seed:12345|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-' "$T/err"
+check "-ci: chrF and TER lines" test "$(sed -n '2s/ (.*//p;3s/ (.*//p' "$T/out" | tr '\n' ,)" = "chrF2 = 63.89,TER = 45.37,"
+check "-ci: sacreBLEU's means and intervals" /usr/bin/python3 - "$T/out" "$G/expected.json" <<'PY'
+import json, re, sys
+got = open(sys.argv[1], encoding="utf-8").read().splitlines()
+want = json.load(open(sys.argv[2]))["confidence"]["systems"]["base.txt"]
+for line, name in zip(got, ("BLEU", "chrF2", "TER")):
+    w = want[name]
+    assert f"{name} = {w['score']:.2f} (μ = {w['mean']:.2f} ± {w['ci']:.2f})" in line, (line, w)
+PY
+expect_exit 0 "--confidence --confidence-n 200 --json" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --confidence --confidence-n=200 --json
+check "--json: sacreBLEU's confidence keys, rounded as it rounds them" /usr/bin/python3 - "$T/out" "$G/expected.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1], encoding="utf-8").read())
+w = json.load(open(sys.argv[2]))["confidence_200"]["systems"]["base.txt"]["BLEU"]
+assert d["confidence_mean"] == round(w["mean"], 2) and d["confidence_var"] == round(w["ci"], 2), d
+assert d["confidence"] == f"μ = {w['mean']:.2f} ± {w['ci']:.2f}", d
+assert "|bs:200|seed:12345|" in d["signature"], d
+assert not d["verbose_score"].startswith("40.60"), d   # as sacreBLEU: the score is apart
+PY
+SACREBLEU_SEED=7 "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci >"$T/out" 2>"$T/err"
+check "SACREBLEU_SEED sets the seed" grep -q '|bs:1000|seed:7|' "$T/err"
+"$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci >"$T/default" 2>/dev/null
+check "another seed, other resamples" sh -c "! cmp -s '$T/default' '$T/out'"
+SACREBLEU_SEED=none "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci >/dev/null 2>"$T/err"
+check "SACREBLEU_SEED=none: seed:none" grep -q '|seed:none|' "$T/err"
+SACREBLEU_SEED=-1 "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci >/dev/null 2>"$T/err"
+check "a bad SACREBLEU_SEED is a usage error" test $? = 2 -a "$(cat "$T/err")" = \
+    "tfm: bleu: SACREBLEU_SEED: expected a non-negative integer below 2^64 or 'none', got '-1'"
+
+for test in bs ar; do
+    n=$([ $test = bs ] && echo 1000 || echo 2000)
+    (cd "$G" && "$TFM" bleu base.txt ref.txt -m bleu chrf ter --paired-$test ema.txt \
+        --paired-$test=lin.txt --paired-$test-n $n) >"$T/out" 2>"$T/err"
+    check "--paired-$test runs" test $? = 0
+    check "--paired-$test: sacreBLEU's table" /usr/bin/python3 - "$T/out" "$G/expected.json" "paired_$test" <<'PY'
+import json, sys
+got = open(sys.argv[1], encoding="utf-8").read().splitlines()
+rows = json.load(open(sys.argv[2]))[sys.argv[3]]["rows"]
+bs = sys.argv[3] == "paired_bs"
+head = got[0].split()
+assert head[0] == "System" and ("BLEU (μ ± 95% CI)" in got[0]) == bs, got[0]
+assert len(got) == 1 + len(rows), got
+for line, row in zip(got[1:], rows):
+    assert line.startswith(row["system"] + " "), (line, row["system"])
+    for name in ("BLEU", "chrF2", "TER"):
+        r = row[name]
+        cell = f"{r['score']:.2f}"
+        if r["mean"] is not None:
+            cell += f" ({r['mean']:.2f} ± {r['ci']:.2f})"
+        if r["p_value"] is not None:
+            cell += f" (p = {r['p_value']:.4f})" + ("*" if r["p_value"] <= 0.05 else "")
+        assert cell in line, (cell, line)
+PY
+    what=$([ $test = bs ] && echo "bootstrap resampling test with 1000 resamples" ||
+           echo "approximate randomization test with 2000 trials")
+    check "--paired-$test: the test named, then the signatures" grep -q "^paired $what: " "$T/err"
+    check "--paired-$test: the signature names the test" grep -q "^nrefs:1|$test:$n|seed:12345|case:mixed|" "$T/err"
+done
+check "lin.txt differs significantly, ema.txt does not" sh -c \
+    "grep -q '^lin.txt .*(p = 0.0005)\*' '$T/out' && ! grep -q '^ema.txt .*\*' '$T/out'"
+(cd "$G" && "$TFM" bleu base.txt ref.txt --paired-bs ema.txt --json) >"$T/out" 2>"$T/err"
+check "--paired-bs --json: a row a system with sacreBLEU's keys" /usr/bin/python3 - "$T/out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+assert [r["system"] for r in rows] == ["Baseline: base.txt", "ema.txt"], rows
+assert rows[0]["BLEU"]["p_value"] is None and isinstance(rows[1]["BLEU"]["p_value"], float), rows
+assert set(rows[1]["BLEU"]) == {"score", "p_value", "mean", "ci"}, rows
+PY
+check "--json: nothing on stderr" test ! -s "$T/err"
+
+expect_exit 2 "--paired-bs with --paired-ar" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" --paired-ar "$G/lin.txt"
+expect_err_line "two tests" "tfm: bleu: --paired-bs and --paired-ar are two tests: choose one (as sacreBLEU)"
+expect_exit 2 "-ci with a paired test" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci --paired-bs "$G/ema.txt"
+expect_err_line "-ci is for one system" "tfm: bleu: --confidence is for one system; the paired tests give each system's interval themselves"
+expect_exit 2 "--sentence with -ci" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --sentence -ci
+expect_err_line "no tests per sentence" "tfm: bleu: --sentence has no significance tests (as sacreBLEU)"
+expect_exit 2 "--paired-bs-n 0" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" --paired-bs-n 0
+expect_err_line "resamples from 1" "tfm: bleu: --paired-bs-n: expected an integer from 1 to 10000000, got '0'"
+expect_exit 1 "a missing system" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$T/nothing.txt"
+expect_err_line "missing system" "tfm: $T/nothing.txt: cannot open: No such file or directory"
+head -n 299 "$G/ema.txt" >"$T/short.txt"
+expect_exit 1 "a system one line short" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-ar "$T/short.txt"
+expect_err_line "short system" "tfm: line counts differ: tests/data/significance/base.txt has 300 lines, $T/short.txt has 299"
+expect_exit 1 "a short system on a pipe" -- sh -c "head -n 299 '$G/ema.txt' | '$TFM' bleu '$G/base.txt' '$G/ref.txt' --paired-bs -"
+expect_err_line "short pipe" "tfm: line counts differ: tests/data/significance/base.txt has 300 lines, stdin has 299"
+
 # Gzipped input, by its magic bytes (any name), on files and on stdin; a
 # truncated file is a one-line error that names it.
 gzip -c "$D/hyp.txt" >"$T/hyp.gz"

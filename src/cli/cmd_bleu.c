@@ -1,6 +1,7 @@
 /* cmd_bleu: `tfm bleu HYP REF [REF ...]`, the command line over bleu.c,
- * chrf.c and ter.c. Prints sacreBLEU's line (or JSON) of each metric on
- * stdout and their signatures on stderr. */
+ * chrf.c, ter.c and significance.c: reads the files in step and scores each
+ * line; bleu_output.c prints sacreBLEU's line (or JSON) of each metric, or
+ * the paired tests' table, on stdout, and the signatures on stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -9,12 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cJSON.h>
-
 #include "base/text.h"
 #include "text/bleu.h"
 #include "text/chrf.h"
+#include "text/significance.h"
 #include "text/ter.h"
+#include "cli/bleu_output.h"
 #include "cli/cmds.h"
 
 static const char usage[] =
@@ -26,9 +27,9 @@ static const char usage[] =
     "(`BLEU = ...`, `chrF2 = 57.12`, `TER = 45.30`) and their sacreBLEU-style\n"
     "signatures, one a line in the same order, on stderr.\n"
     "The files are read in step, a line at a time (pipes and FIFOs work, memory stays\n"
-    "small). Files of different lengths are an error, found before any output for\n"
-    "regular files and when the shorter one ends for pipes. Invalid UTF-8 is an\n"
-    "error, as in sacreBLEU.\n"
+    "small; the significance tests keep each line's statistics). Files of different\n"
+    "lengths are an error, found before any output for regular files and when the\n"
+    "shorter one ends for pipes. Invalid UTF-8 is an error, as in sacreBLEU.\n"
     "\n"
     "options:\n"
     "  -m, --metrics M [M ...]     metrics: bleu (default), chrf, ter; several as\n"
@@ -63,6 +64,20 @@ static const char usage[] =
     "                              --sentence-level)\n"
     "  --json                      print a JSON object a metric, one a line (one a\n"
     "                              sentence with --sentence); no signature on stderr\n"
+    "\n"
+    "significance (sacreBLEU's tests, with its resamples: the same figures;\n"
+    "SACREBLEU_SEED sets the seed, default 12345, 'none' for a random one):\n"
+    "  -ci, --confidence           the bootstrap mean and 95% confidence interval\n"
+    "                              of each score: BLEU = 39.22 (μ = 39.21 ± 0.95)\n"
+    "  --confidence-n N            bootstrap resamples (default 1000)\n"
+    "  --paired-bs SYS             paired bootstrap resampling test of SYS against\n"
+    "                              HYP (the baseline); repeat for more systems.\n"
+    "                              Prints a table: each score with its bootstrap\n"
+    "                              mean ± 95% interval, and the p-value against the\n"
+    "                              baseline (* where p <= 0.05)\n"
+    "  --paired-ar SYS             the same with paired approximate randomization\n"
+    "  --paired-bs-n N             resamples of --paired-bs (default 1000)\n"
+    "  --paired-ar-n N             trials of --paired-ar (default 10000)\n"
     "  -h, --help                  show this help\n";
 
 enum { METRIC_BLEU = 1, METRIC_CHRF = 2, METRIC_TER = 4 };
@@ -75,6 +90,12 @@ typedef struct {
     bool sentence, json;
     char **files;
     int n_files;
+    bool confidence;                /* -ci: one system's bootstrap interval */
+    int confidence_n;
+    char paired;                    /* 0, 'b' (--paired-bs) or 'a' (--paired-ar) */
+    int paired_bs_n, paired_ar_n;
+    char **systems;                 /* the files of --paired-bs/--paired-ar */
+    int n_systems;
 } BleuArgs;
 
 /* One metric name, or a comma-separated list of them, added to *bits. */
@@ -146,17 +167,28 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         {"ter-no-punct", no_argument, NULL, 'N'},
         {"ter-normalized", no_argument, NULL, 'Z'},
         {"ter-asian-support", no_argument, NULL, 'A'},
+        {"confidence", no_argument, NULL, 'c'},
+        {"confidence-n", required_argument, NULL, 'n'},
+        {"paired-bs", required_argument, NULL, 'b'},
+        {"paired-ar", required_argument, NULL, 'a'},
+        {"paired-bs-n", required_argument, NULL, 'p'},
+        {"paired-ar-n", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bleu_options_default(&a->opt);
     chrf_options_default(&a->chrf);
     ter_options_default(&a->ter);
-    /* getopt_long cannot take sacreBLEU's "-lc" as one short option. */
+    a->confidence_n = 1000;
+    a->paired_bs_n = 1000;
+    a->paired_ar_n = 10000;
+    a->systems = copy + argc + 1;   /* the second half of copy */
+    /* getopt_long cannot take sacreBLEU's "-lc" and "-ci" as one short option. */
     int n = 0, dashdash = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) dashdash = 1;
         if (i > 0 && !dashdash && strcmp(argv[i], "-lc") == 0) { a->opt.lowercase = true; continue; }
+        if (i > 0 && !dashdash && strcmp(argv[i], "-ci") == 0) { a->confidence = true; continue; }
         if (i > 0 && !dashdash && (strncmp(argv[i], "-m", 2) == 0 || strcmp(argv[i], "--metrics") == 0 ||
                                    strncmp(argv[i], "--metrics=", 10) == 0)) {
             if (take_metrics(argc, argv, &i, a, err)) return err->status;
@@ -209,6 +241,24 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         case 'N': a->ter.no_punct = true; break;
         case 'Z': a->ter.normalized = true; break;
         case 'A': a->ter.asian_support = true; break;
+        case 'c': a->confidence = true; break;
+        case 'n':
+            if (int_option("confidence-n", optarg, 1, 10000000, &a->confidence_n, err)) return err->status;
+            break;
+        case 'p':
+            if (int_option("paired-bs-n", optarg, 1, 10000000, &a->paired_bs_n, err)) return err->status;
+            break;
+        case 'r':
+            if (int_option("paired-ar-n", optarg, 1, 10000000, &a->paired_ar_n, err)) return err->status;
+            break;
+        case 'b':
+        case 'a':
+            if (a->paired && a->paired != c)
+                return err_set(err, TFM_ERR_USAGE, "bleu: --paired-bs and --paired-ar are two tests: "
+                               "choose one (as sacreBLEU)");
+            a->paired = (char)c;
+            a->systems[a->n_systems++] = optarg;
+            break;
         case ':':
             return err_set(err, TFM_ERR_USAGE, "bleu: option '%s' needs a value", copy[optind - 1]);
         default:
@@ -221,95 +271,17 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
     if (!a->metrics) a->metrics = METRIC_BLEU;
     if (a->sentence && (a->metrics & (a->metrics - 1)))
         return err_set(err, TFM_ERR_USAGE, "bleu: --sentence takes one metric (as sacreBLEU)");
+    if (a->sentence && (a->confidence || a->paired))
+        return err_set(err, TFM_ERR_USAGE, "bleu: --sentence has no significance tests (as sacreBLEU)");
+    if (a->confidence && a->paired)
+        return err_set(err, TFM_ERR_USAGE, "bleu: --confidence is for one system; the paired tests "
+                       "give each system's interval themselves");
     if (a->sentence) a->opt.effective_order = true;
     a->files = copy + optind;
     a->n_files = n - optind;
     if (a->n_files < 2)
         return err_set(err, TFM_ERR_USAGE, "bleu: expected HYP REF [REF ...] (see tfm bleu --help)");
     return TFM_OK;
-}
-
-/* Prints one score as sacreBLEU's line or as a one-line JSON object. */
-static TfmStatus print_score(const BleuScore *sc, const BleuArgs *a, const char *sig, TfmErr *err)
-{
-    char line[512];
-    bleu_format(sc, line, sizeof line);
-    if (!a->json) {
-        printf("%s\n", line);
-        return TFM_OK;
-    }
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return err_set(err, TFM_ERR_NOMEM, "bleu: out of memory");
-    int ok = cJSON_AddStringToObject(o, "name", "BLEU") &&
-             cJSON_AddNumberToObject(o, "score", sc->score) &&
-             cJSON_AddStringToObject(o, "signature", sig) &&
-             cJSON_AddStringToObject(o, "verbose_score", line + strlen("BLEU = ")) &&
-             cJSON_AddItemToObject(o, "precisions", cJSON_CreateDoubleArray(sc->precisions, BLEU_MAX_ORDER)) &&
-             cJSON_AddItemToObject(o, "counts", cJSON_CreateDoubleArray(sc->counts, BLEU_MAX_ORDER)) &&
-             cJSON_AddItemToObject(o, "totals", cJSON_CreateDoubleArray(sc->totals, BLEU_MAX_ORDER)) &&
-             cJSON_AddNumberToObject(o, "bp", sc->bp) &&
-             cJSON_AddNumberToObject(o, "ratio", sc->ratio) &&
-             cJSON_AddNumberToObject(o, "sys_len", (double)sc->sys_len) &&
-             cJSON_AddNumberToObject(o, "ref_len", (double)sc->ref_len);
-    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!text) return err_set(err, TFM_ERR_NOMEM, "bleu: out of memory");
-    printf("%s\n", text);
-    cJSON_free(text);
-    return TFM_OK;
-}
-
-/* Prints one JSON object on a line, then frees it (NULL: out of memory). */
-static TfmStatus print_json(cJSON *o, int ok, TfmErr *err)
-{
-    char *text = o && ok ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!text) return err_set(err, TFM_ERR_NOMEM, "bleu: out of memory");
-    printf("%s\n", text);
-    cJSON_free(text);
-    return TFM_OK;
-}
-
-/* chrF's line, "chrF2 = 57.12" (sacreBLEU's Score.format, width 2), or JSON
- * with the statistics: [hyp, ref, match] for each order, chars first. */
-static TfmStatus print_chrf(const ChrfStats *st, const BleuArgs *a, const char *sig, TfmErr *err)
-{
-    char name[64];
-    chrf_name(&a->chrf, name, sizeof name);
-    const double score = chrf_compute(st, &a->chrf);
-    if (!a->json) {
-        printf("%s = %.2f\n", name, score);
-        return TFM_OK;
-    }
-    const int n = 3 * (a->chrf.char_order + a->chrf.word_order);
-    double v[3 * CHRF_MAX_ORDERS];
-    for (int i = 0; i < n; i++) v[i] = (double)st->v[i];
-    cJSON *o = cJSON_CreateObject();
-    int ok = o && cJSON_AddStringToObject(o, "name", name) &&
-             cJSON_AddNumberToObject(o, "score", score) &&
-             cJSON_AddStringToObject(o, "signature", sig) &&
-             cJSON_AddNumberToObject(o, "char_order", a->chrf.char_order) &&
-             cJSON_AddNumberToObject(o, "word_order", a->chrf.word_order) &&
-             cJSON_AddNumberToObject(o, "beta", a->chrf.beta) &&
-             cJSON_AddItemToObject(o, "stats", cJSON_CreateDoubleArray(v, n));
-    return print_json(o, ok, err);
-}
-
-/* TER's line, "TER = 45.30", or JSON with the edits and reference length. */
-static TfmStatus print_ter(const TerStats *st, const BleuArgs *a, const char *sig, TfmErr *err)
-{
-    const double score = ter_compute(st);
-    if (!a->json) {
-        printf("TER = %.2f\n", score);
-        return TFM_OK;
-    }
-    cJSON *o = cJSON_CreateObject();
-    int ok = o && cJSON_AddStringToObject(o, "name", "TER") &&
-             cJSON_AddNumberToObject(o, "score", score) &&
-             cJSON_AddStringToObject(o, "signature", sig) &&
-             cJSON_AddNumberToObject(o, "num_edits", (double)st->edits) &&
-             cJSON_AddNumberToObject(o, "ref_length", st->ref_len);
-    return print_json(o, ok, err);
 }
 
 /* sacreBLEU decodes its files as strict UTF-8 and stops at a bad byte. */
@@ -367,30 +339,52 @@ static TfmStatus counts_differ(const char *a, long a_lines, const char *b, long 
                    a, a_lines, b, b_lines);
 }
 
-/* The metrics asked for (-m): their scorers, running totals and signatures. */
+enum { M_BLEU, M_CHRF, M_TER, N_METRICS };
+
+/* One system's statistics of one metric, a row of k values a segment, kept
+ * for the significance tests. */
 typedef struct {
-    bool bleu, chrf, ter;
+    double *v;
+    size_t n, cap;              /* values held and allocated */
+} Rows;
+
+/* The metrics asked for (-m): their scorers, the baseline's running totals,
+ * the signatures, and with a significance test every segment's statistics
+ * of every system (rows[sys * N_METRICS + metric], sys 0 the baseline). */
+typedef struct {
+    bool on[N_METRICS];
+    int k[N_METRICS];           /* statistics a segment */
     BleuScorer *bleu_sc;
     ChrfScorer *chrf_sc;
     TerScorer *ter_sc;
     BleuStats bleu_total;
     ChrfStats chrf_total;
     TerStats ter_total;
-    char bleu_sig[256], chrf_sig[256], ter_sig[256];
+    char sig[N_METRICS][256];
+    int n_sys;                  /* systems whose rows are kept: 0 without a test */
+    Rows *rows;
 } Metrics;
 
 static TfmStatus metrics_open(Metrics *m, const BleuArgs *a, size_t n_refs, TfmErr *err)
 {
-    m->bleu = a->metrics & METRIC_BLEU;
-    m->chrf = a->metrics & METRIC_CHRF;
-    m->ter = a->metrics & METRIC_TER;
-    bleu_signature(&a->opt, n_refs, m->bleu_sig, sizeof m->bleu_sig);
-    chrf_signature(&a->chrf, n_refs, m->chrf_sig, sizeof m->chrf_sig);
-    ter_signature(&a->ter, n_refs, m->ter_sig, sizeof m->ter_sig);
-    if ((m->bleu && bleu_scorer_new(&a->opt, &m->bleu_sc, err)) ||
-        (m->chrf && chrf_scorer_new(&a->chrf, &m->chrf_sc, err)) ||
-        (m->ter && ter_scorer_new(&a->ter, &m->ter_sc, err)))
+    m->on[M_BLEU] = a->metrics & METRIC_BLEU;
+    m->on[M_CHRF] = a->metrics & METRIC_CHRF;
+    m->on[M_TER] = a->metrics & METRIC_TER;
+    m->k[M_BLEU] = SIG_BLEU_K;
+    m->k[M_CHRF] = sig_chrf_k(&a->chrf);
+    m->k[M_TER] = SIG_TER_K;
+    bleu_signature(&a->opt, n_refs, m->sig[M_BLEU], sizeof m->sig[M_BLEU]);
+    chrf_signature(&a->chrf, n_refs, m->sig[M_CHRF], sizeof m->sig[M_CHRF]);
+    ter_signature(&a->ter, n_refs, m->sig[M_TER], sizeof m->sig[M_TER]);
+    if ((m->on[M_BLEU] && bleu_scorer_new(&a->opt, &m->bleu_sc, err)) ||
+        (m->on[M_CHRF] && chrf_scorer_new(&a->chrf, &m->chrf_sc, err)) ||
+        (m->on[M_TER] && ter_scorer_new(&a->ter, &m->ter_sc, err)))
         return err->status;
+    if (a->confidence || a->paired) {
+        m->n_sys = 1 + a->n_systems;
+        m->rows = xcalloc((size_t)m->n_sys * N_METRICS, sizeof *m->rows, err);
+        if (!m->rows) return err->status;
+    }
     return TFM_OK;
 }
 
@@ -399,77 +393,185 @@ static void metrics_free(Metrics *m)
     bleu_scorer_free(m->bleu_sc);
     chrf_scorer_free(m->chrf_sc);
     ter_scorer_free(m->ter_sc);
+    for (int i = 0; m->rows && i < m->n_sys * N_METRICS; i++) free(m->rows[i].v);
+    free(m->rows);
 }
 
-/* Adds one segment to every metric's totals (--sentence: prints its scores). */
-static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, const char *hyp, size_t hyp_len,
-                                 const char **seg, const size_t *seg_len, size_t n_refs,
-                                 TfmErr *err)
+/* Appends one segment's k statistics. */
+static TfmStatus rows_add(Rows *r, const double *x, int k, TfmErr *err)
 {
-    if (m->bleu) {
+    if (r->n + (size_t)k > r->cap) {
+        const size_t cap = r->cap ? 2 * r->cap : 1024 * (size_t)k;
+        double *v = xrealloc(r->v, cap * sizeof *v, err);
+        if (!v) return err->status;
+        r->v = v;
+        r->cap = cap;
+    }
+    memcpy(r->v + r->n, x, (size_t)k * sizeof *x);
+    r->n += (size_t)k;
+    return TFM_OK;
+}
+
+/* Scores one segment of system sys (0: HYP) with every metric: the
+ * baseline's statistics go to the totals (--sentence: its scores are
+ * printed), and with a significance test every system's to its rows. */
+static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, int sys, const char *hyp,
+                                 size_t hyp_len, const char **seg, const size_t *seg_len,
+                                 size_t n_refs, TfmErr *err)
+{
+    double x[3 * CHRF_MAX_ORDERS];
+    Rows *rows = m->rows ? m->rows + (size_t)sys * N_METRICS : NULL;
+    if (m->on[M_BLEU]) {
         BleuStats st;
-        BleuScore sc;
         if (bleu_segment_stats(m->bleu_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err))
             return err->status;
         if (a->sentence) {
+            BleuScore sc;
             bleu_compute(&st, &a->opt, &sc);
-            if (print_score(&sc, a, m->bleu_sig, err)) return err->status;
+            if (bleu_print_bleu(&sc, a->json, m->sig[M_BLEU], NULL, err)) return err->status;
         }
-        bleu_stats_add(&m->bleu_total, &st);
+        if (sys == 0) bleu_stats_add(&m->bleu_total, &st);
+        sig_bleu_row(&st, x);
+        if (rows && rows_add(&rows[M_BLEU], x, m->k[M_BLEU], err)) return err->status;
     }
-    if (m->chrf) {
+    if (m->on[M_CHRF]) {
         ChrfStats st;
         if (chrf_segment_stats(m->chrf_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
-            (a->sentence && print_chrf(&st, a, m->chrf_sig, err)))
+            (a->sentence && bleu_print_chrf(&st, &a->chrf, a->json, m->sig[M_CHRF], NULL, err)))
             return err->status;
-        chrf_stats_add(&m->chrf_total, &st);
+        if (sys == 0) chrf_stats_add(&m->chrf_total, &st);
+        sig_chrf_row(&st, &a->chrf, x);
+        if (rows && rows_add(&rows[M_CHRF], x, m->k[M_CHRF], err)) return err->status;
     }
-    if (m->ter) {
+    if (m->on[M_TER]) {
         TerStats st;
         if (ter_segment_stats(m->ter_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
-            (a->sentence && print_ter(&st, a, m->ter_sig, err)))
+            (a->sentence && bleu_print_ter(&st, a->json, m->sig[M_TER], NULL, err)))
             return err->status;
-        ter_stats_add(&m->ter_total, &st);
+        if (sys == 0) ter_stats_add(&m->ter_total, &st);
+        sig_ter_row(&st, x);
+        if (rows && rows_add(&rows[M_TER], x, m->k[M_TER], err)) return err->status;
     }
     return TFM_OK;
 }
 
-/* The corpus scores (unless --sentence printed them per line), then the
- * signatures on stderr. */
-static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, TfmErr *err)
+static SigSystem sig_system(const Metrics *m, const BleuArgs *a, int sys, int metric)
 {
-    if (!a->sentence) {
-        if (m->bleu) {
+    static const SigScoreFn score[N_METRICS] = {sig_bleu_score, sig_chrf_score, sig_ter_score};
+    const void *ctx[N_METRICS] = {&a->opt, &a->chrf, NULL};
+    const Rows *r = &m->rows[(size_t)sys * N_METRICS + metric];
+    return (SigSystem){r->v, r->n / (size_t)m->k[metric], m->k[metric], score[metric], ctx[metric]};
+}
+
+static void metric_name(int metric, const BleuArgs *a, char *buf, size_t size)
+{
+    if (metric == M_CHRF) chrf_name(&a->chrf, buf, size);
+    else snprintf(buf, size, "%s", metric == M_BLEU ? "BLEU" : "TER");
+}
+
+/* --paired-bs / --paired-ar: every system against the baseline, a column a
+ * metric. names: the baseline's and the systems' file names. */
+static TfmStatus paired_tests(Metrics *m, const BleuArgs *a, const char *const *names,
+                              uint64_t seed, TfmErr *err)
+{
+    PairedColumn cols[N_METRICS];
+    memset(cols, 0, sizeof cols);
+    int n_cols = 0;
+    TfmStatus st = TFM_OK;
+    const int n = a->paired == 'b' ? a->paired_bs_n : a->paired_ar_n;
+    for (int k = 0; k < N_METRICS && st == TFM_OK; k++) {
+        if (!m->on[k]) continue;
+        PairedColumn *c = &cols[n_cols++];
+        metric_name(k, a, c->name, sizeof c->name);
+        if (!(c->res = xcalloc((size_t)m->n_sys, sizeof *c->res, err))) { st = err->status; break; }
+        const SigSystem base = sig_system(m, a, 0, k);
+        /* the baseline: its interval from the same resamples (bs), or its
+         * score alone (ar, as sacreBLEU's default) */
+        if (a->paired == 'b') {
+            st = sig_bootstrap(&base, n, seed, &c->res[0], err);
+        } else {
+            double sums[3 * CHRF_MAX_ORDERS] = {0};
+            for (size_t i = 0; i < base.n; i++)
+                for (int j = 0; j < base.k; j++) sums[j] += base.stats[i * (size_t)base.k + j];
+            c->res[0].score = base.score(sums, base.ctx);
+        }
+        for (int s = 1; s < m->n_sys && st == TFM_OK; s++) {
+            const SigSystem sys = sig_system(m, a, s, k);
+            st = a->paired == 'b' ? sig_paired_bs(&base, &sys, n, seed, &c->res[s], err)
+                                  : sig_paired_ar(&base, &sys, n, seed, &c->res[s], err);
+        }
+    }
+    if (st == TFM_OK) st = bleu_print_paired(names, m->n_sys, cols, n_cols, a->json, err);
+    for (int c = 0; c < n_cols; c++) free(cols[c].res);
+    return st;
+}
+
+/* The corpus scores (unless --sentence printed them per line), with the
+ * asked-for test, then the signatures on stderr. */
+static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, const char *const *names,
+                                TfmErr *err)
+{
+    uint64_t seed = 0;
+    bool fixed = true;
+    char test[96] = "";
+    /* sacreBLEU bootstraps only for more than one resample */
+    const bool ci = a->confidence && a->confidence_n > 1;
+    if (ci || a->paired) {
+        if (sig_seed_from_env(&seed, &fixed, err)) return err->status;
+        char seed_text[32] = "none";
+        if (fixed) snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+        const int n = a->paired == 'a' ? a->paired_ar_n : a->paired ? a->paired_bs_n : a->confidence_n;
+        snprintf(test, sizeof test, "%s:%d|seed:%s|", a->paired == 'a' ? "ar" : "bs", n, seed_text);
+    }
+    char sig[N_METRICS][384];
+    for (int k = 0; k < N_METRICS; k++) bleu_sig_with_test(m->sig[k], test, sig[k], sizeof sig[k]);
+    if (a->paired) {
+        if (paired_tests(m, a, names, seed, err)) return err->status;
+    } else if (!a->sentence) {
+        SigResult r[N_METRICS] = {{0}};
+        for (int k = 0; ci && k < N_METRICS; k++) {
+            if (!m->on[k]) continue;
+            const SigSystem sys = sig_system(m, a, 0, k);
+            if (sig_bootstrap(&sys, a->confidence_n, seed, &r[k], err)) return err->status;
+        }
+        if (m->on[M_BLEU]) {
             BleuScore sc;
             bleu_compute(&m->bleu_total, &a->opt, &sc);
-            if (print_score(&sc, a, m->bleu_sig, err)) return err->status;
+            if (bleu_print_bleu(&sc, a->json, sig[M_BLEU], ci ? &r[M_BLEU] : NULL, err))
+                return err->status;
         }
-        if ((m->chrf && print_chrf(&m->chrf_total, a, m->chrf_sig, err)) ||
-            (m->ter && print_ter(&m->ter_total, a, m->ter_sig, err)))
+        if ((m->on[M_CHRF] && bleu_print_chrf(&m->chrf_total, &a->chrf, a->json, sig[M_CHRF],
+                                              ci ? &r[M_CHRF] : NULL, err)) ||
+            (m->on[M_TER] && bleu_print_ter(&m->ter_total, a->json, sig[M_TER],
+                                            ci ? &r[M_TER] : NULL, err)))
             return err->status;
     }
     /* the score must be out before the signature: a failed write is then
      * the only line on stderr */
     if (fflush(stdout) != 0 || ferror(stdout))
         return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
-    if (!a->json) {
-        if (m->bleu) fprintf(stderr, "%s\n", m->bleu_sig);
-        if (m->chrf) fprintf(stderr, "%s\n", m->chrf_sig);
-        if (m->ter) fprintf(stderr, "%s\n", m->ter_sig);
-    }
+    if (a->json) return TFM_OK;
+    if (a->paired)
+        fprintf(stderr, "paired %s test with %d %s: each system against the baseline; "
+                "* marks p <= 0.05\n", a->paired == 'b' ? "bootstrap resampling" : "approximate randomization",
+                a->paired == 'b' ? a->paired_bs_n : a->paired_ar_n,
+                a->paired == 'b' ? "resamples" : "trials");
+    for (int k = 0; k < N_METRICS; k++)
+        if (m->on[k]) fprintf(stderr, "%s\n", sig[k]);
     return TFM_OK;
 }
 
 /* Reads the next line of the hypothesis file (files[0]) into *hyp and the
- * same line of every reference into seg: 1, or 0 at the end of all of them
- * together; a file that ends before the others is an error. lines: the
- * files' line counts where known in advance (-1 for a stream). */
-static int read_segment(LineReader *files, const long *lines, size_t n_refs, char **hyp,
+ * same line of every other file (the references, then the systems of a
+ * paired test) into seg: 1, or 0 at the end of all of them together; a file
+ * that ends before the others is an error. lines: the files' line counts
+ * where known in advance (-1 for a stream). */
+static int read_segment(LineReader *files, const long *lines, size_t n_other, char **hyp,
                         size_t *hyp_len, const char **seg, size_t *seg_len, TfmErr *err)
 {
     const int more = text_read_line(&files[0], hyp, hyp_len, err);
     if (more < 0 || (more && check_utf8(&files[0], *hyp, *hyp_len, err))) return -1;
-    for (size_t r = 0; r < n_refs; r++) {
+    for (size_t r = 0; r < n_other; r++) {
         LineReader *ref = &files[r + 1];
         char *line;
         const int got = text_read_line(ref, &line, &seg_len[r], err);
@@ -507,25 +609,31 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     long *lines = NULL;
     const char **seg = NULL;
     size_t *seg_len = NULL;
-    char **copy = xcalloc((size_t)argc + 1, sizeof *copy, err);
+    const char **paths = NULL, **names = NULL;
+    char **copy = xcalloc(2 * ((size_t)argc + 1), sizeof *copy, err);
     if (!copy) return err->status;
     if (parse_args(argc, argv, copy, &a, err)) goto fail;
 
-    size_t n_refs = (size_t)a.n_files - 1;
-    for (int i = 0; i < a.n_files; i++)
+    /* the files in reading order: HYP, the references, the paired systems */
+    const size_t n_refs = (size_t)a.n_files - 1;
+    const int n_all = a.n_files + a.n_systems;
+    if (!(paths = xcalloc((size_t)n_all, sizeof *paths, err))) goto fail;
+    for (int i = 0; i < n_all; i++) paths[i] = i < a.n_files ? a.files[i] : a.systems[i - a.n_files];
+    for (int i = 0; i < n_all; i++)
         for (int j = 0; j < i; j++)
-            if (strcmp(a.files[i], "-") == 0 && strcmp(a.files[j], "-") == 0) {
+            if (strcmp(paths[i], "-") == 0 && strcmp(paths[j], "-") == 0) {
                 err_set(err, TFM_ERR_USAGE, "bleu: stdin ('-') can be only one of the files");
                 goto fail;
             }
-    files = xcalloc((size_t)a.n_files, sizeof *files, err);
-    lines = xcalloc((size_t)a.n_files, sizeof *lines, err);
-    seg = xcalloc(n_refs, sizeof *seg, err);
-    seg_len = xcalloc(n_refs, sizeof *seg_len, err);
-    if (!files || !lines || !seg || !seg_len) goto fail;
-    for (int i = 0; i < a.n_files; i++)
-        if (open_lines(&files[i], a.files[i], &lines[i], err)) goto fail;
-    for (int i = 1; i < a.n_files; i++)
+    files = xcalloc((size_t)n_all, sizeof *files, err);
+    lines = xcalloc((size_t)n_all, sizeof *lines, err);
+    seg = xcalloc((size_t)n_all, sizeof *seg, err);
+    seg_len = xcalloc((size_t)n_all, sizeof *seg_len, err);
+    names = xcalloc((size_t)n_all, sizeof *names, err);
+    if (!files || !lines || !seg || !seg_len || !names) goto fail;
+    for (int i = 0; i < n_all; i++)
+        if (open_lines(&files[i], paths[i], &lines[i], err)) goto fail;
+    for (int i = 1; i < n_all; i++)
         if (lines[0] >= 0 && lines[i] >= 0 && lines[i] != lines[0]) {
             counts_differ(files[0].name, lines[0], files[i].name, lines[i], err);
             goto fail;
@@ -536,23 +644,35 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     for (;;) {
         char *hyp;
         size_t hyp_len;
-        const int more = read_segment(files, lines, n_refs, &hyp, &hyp_len, seg, seg_len, err);
+        const int more = read_segment(files, lines, (size_t)n_all - 1, &hyp, &hyp_len, seg,
+                                      seg_len, err);
         if (more < 0) goto fail;
         if (!more) break;
-        if (metrics_segment(&met, &a, hyp, hyp_len, seg, seg_len, n_refs, err)) goto fail;
+        if (metrics_segment(&met, &a, 0, hyp, hyp_len, seg, seg_len, n_refs, err)) goto fail;
+        for (int s = 0; s < a.n_systems; s++)
+            if (metrics_segment(&met, &a, 1 + s, seg[n_refs + s], seg_len[n_refs + s], seg,
+                                seg_len, n_refs, err))
+                goto fail;
     }
-    if (metrics_finish(&met, &a, err)) goto fail;
+    /* the paired test's rows: the baseline first, then the systems */
+    for (int i = 0; i < 1 + a.n_systems; i++) names[i] = files[i ? (int)n_refs + i : 0].name;
+    char baseline[4200];
+    snprintf(baseline, sizeof baseline, "Baseline: %s", names[0]);
+    names[0] = baseline;
+    if (metrics_finish(&met, &a, names, err)) goto fail;
     goto done;
 fail:
     status = err->status;
 done:
     metrics_free(&met);
     if (files)
-        for (int i = 0; i < a.n_files; i++) text_reader_close(&files[i]);
+        for (int i = 0; i < a.n_files + a.n_systems; i++) text_reader_close(&files[i]);
     free(files);
     free(lines);
     free(seg);
     free(seg_len);
+    free(paths);
+    free(names);
     free(copy);
     return status;
 }

@@ -3,7 +3,8 @@
  * tokenizers (13a, intl, zh, char, none), n-gram clipping over references,
  * closest-reference brevity penalty and smoothing (exp, floor, add-k, none).
  * Not here: sacreBLEU's ja-mecab/ko-mecab/spm/flores tokenizers (they need
- * external models), chrF/TER, bootstrap, .gz input.
+ * external models), chrF/TER (chrf.h, ter.h), bootstrap and paired tests
+ * (significance.h), .gz input (the caller reads lines).
  *
  * Usage:
  *   BleuScorer *s; bleu_scorer_new(&opt, &s, err);

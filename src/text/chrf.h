@@ -5,7 +5,7 @@
  * trailing ASCII punctuation mark split off, per-order [hyp, ref, match]
  * counts from the reference with the best F-score, and the corpus score from
  * the summed counts (effective-order averaging, or eps smoothing).
- * Not here: sacreBLEU's bootstrap and paired tests.
+ * Bootstrap and paired tests: significance.h.
  *
  * Usage:
  *   ChrfScorer *s; chrf_scorer_new(&opt, &s, err);
