@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # valgrind.sh (`make valgrind`): memcheck over a short train, translate (beam
 # with n-best; sampling with top-p and repeat blocking), bleu/chrF/TER on a
-# gzipped reference, bpe encode and info. Fails on any memcheck error
-# or definitely lost byte. "Possibly lost" blocks are libgomp's thread stacks,
-# not shown. TFM_REEXEC=1: tfm's start-up re-exec (to pick the OpenBLAS
+# gzipped reference and their significance tests, bpe encode and info. Fails
+# on any memcheck error or definitely lost byte. "Possibly lost" blocks are
+# libgomp's thread stacks, not shown. TFM_REEXEC=1: tfm's start-up re-exec (to pick the OpenBLAS
 # kernel) would run outside valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,9 @@ run "train (6 steps, validations, saves, average)" "$TFM" train vg.json -q --set
 run "translate, beam 3, n-best 2" "$TFM" translate -m model.tfm -i in.txt -b 3 --nbest 2 -o hyp.nbest
 run "translate, sampling" "$TFM" translate -m model.tfm -i in.txt --sample --top-p 0.9 --no-repeat-ngram 2 -o hyp.txt -q
 run "bleu, chrF, TER (gzipped reference)" "$TFM" bleu hyp.txt ref.gz -m bleu chrf ter
+run "bleu -ci" "$TFM" bleu hyp.txt ref.gz -ci -m bleu chrf ter --confidence-n 20
+run "bleu --paired-bs --json" "$TFM" bleu hyp.txt ref.gz --paired-bs in.txt -m bleu chrf ter --paired-bs-n 20 --json
+run "bleu --paired-ar" "$TFM" bleu hyp.txt ref.gz --paired-ar in.txt -m bleu chrf ter --paired-ar-n 20
 run "bpe encode" "$TFM" bpe encode -v ck/vocab.txt <in.txt
 run "info" "$TFM" info model.tfm
 exit $fail
