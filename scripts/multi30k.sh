@@ -2,7 +2,8 @@
 # multi30k.sh: the whole Multi30k run on a fresh clone, for one direction.
 # Trains configs/multi30k-PAIR.json (the training ends with the average of
 # the last checkpoints, train.average_last), translates test_2016_flickr
-# with the recipe's beam, scores it with tfm bleu cased and -lc, and draws
+# with the recipe's beam, scores it with tfm bleu cased (with its bootstrap 95%
+# interval) and -lc, and draws
 # the learning curves.
 #   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
 # (--set changes a key of the recipe for this run, decode.* included; the
@@ -55,7 +56,9 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
-cased=$(./tfm bleu "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
+# -ci: the bootstrap 95% interval says how far a test set of this size
+# can move a score by chance (sacreBLEU's --confidence)
+cased=$(./tfm bleu -ci "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
 lower=$(./tfm bleu -lc "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
 plot=""
 if command -v gnuplot >/dev/null; then
