@@ -2,9 +2,8 @@
 # multi30k.sh: the whole Multi30k run on a fresh clone, for one direction.
 # Trains configs/multi30k-PAIR.json (the training ends with the average of
 # the last checkpoints, train.average_last), translates test_2016_flickr
-# with the recipe's beam, scores it with tfm bleu cased (with its bootstrap 95%
-# interval) and -lc, and draws
-# the learning curves.
+# with the recipe's beam, scores it with tfm bleu cased (with its bootstrap
+# 95% interval) and -lc, and draws the learning curves.
 #   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
 # (--set changes a key of the recipe for this run, decode.* included; the
 # options go to tfm train.)
