@@ -245,7 +245,7 @@ for line, name in zip(got, ("BLEU", "chrF2", "TER")):
     assert f"{name} = {w['score']:.2f} (μ = {w['mean']:.2f} ± {w['ci']:.2f})" in line, (line, w)
 PY
 expect_exit 0 "--confidence --confidence-n 200 --json" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --confidence --confidence-n=200 --json
-check "--json: sacreBLEU's confidence keys, rounded as it rounds them" /usr/bin/python3 - "$T/out" "$G/expected.json" <<'PY'
+check "--json: sacreBLEU's confidence keys, rounded as sacreBLEU -w 2 rounds them" /usr/bin/python3 - "$T/out" "$G/expected.json" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1], encoding="utf-8").read())
 w = json.load(open(sys.argv[2]))["confidence_200"]["systems"]["base.txt"]["BLEU"]
@@ -311,8 +311,27 @@ expect_exit 2 "-ci with a paired test" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt"
 expect_err_line "-ci is for one system" "tfm: bleu: --confidence is for one system; the paired tests give each system's interval themselves"
 expect_exit 2 "--sentence with -ci" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --sentence -ci
 expect_err_line "no tests per sentence" "tfm: bleu: --sentence has no significance tests (as sacreBLEU)"
-expect_exit 2 "--paired-bs-n 0" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" --paired-bs-n 0
-expect_err_line "resamples from 1" "tfm: bleu: --paired-bs-n: expected an integer from 1 to 10000000, got '0'"
+expect_exit 2 "--paired-bs-n -1" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" --paired-bs-n -1
+expect_err_line "resamples from 0" "tfm: bleu: --paired-bs-n: expected an integer from 0 to 10000000, got '-1'"
+"$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" --paired-bs-n 0 >/dev/null 2>"$T/err"
+check "--paired-bs-n 0: sacreBLEU's default" grep -q '|bs:1000|' "$T/err"
+"$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci --confidence-n 1 >"$T/out" 2>"$T/err"
+check "--confidence-n 1: no bootstrap, as sacreBLEU" sh -c "! grep -q 'μ' '$T/out' && ! grep -q 'bs:' '$T/err'"
+SACREBLEU_SEED=' 007' "$TFM" bleu "$G/base.txt" "$G/ref.txt" -ci --confidence-n 10 >/dev/null 2>"$T/err"
+check "-ci: the seed as written, as sacreBLEU's signature" grep -q '|bs:10|seed: 007|' "$T/err"
+SACREBLEU_SEED=' 007' "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-ar "$G/ema.txt" --paired-ar-n 10 >/dev/null 2>"$T/err"
+check "--paired-ar: the seed as a number, as sacreBLEU's signature" grep -q '|ar:10|seed:7|' "$T/err"
+expect_exit 2 "the baseline as a system" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/base.txt"
+expect_err_line "baseline as a system" "tfm: bleu: --paired-bs tests/data/significance/base.txt: that is HYP, the baseline"
+expect_exit 2 "a system twice" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-ar "$G/ema.txt" --paired-ar="$G/ema.txt"
+expect_err_line "system twice" "tfm: bleu: --paired-ar tests/data/significance/ema.txt: given twice"
+: >"$T/empty.txt"
+expect_exit 1 "-ci on empty files" -- "$TFM" bleu "$T/empty.txt" "$T/empty.txt" -ci
+expect_err_line "nothing to resample" "tfm: bleu: the significance tests need at least one line (the files are empty)"
+# sacreBLEU's `-i SYS1 SYS2` habit: the second file would be a reference
+"$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$G/ema.txt" "$G/lin.txt" >/dev/null 2>"$T/err"
+check "a note when a paired test has several references" grep -qx \
+    "tfm: note: 2 references, the last $G/lin.txt; a system to compare needs its own --paired-bs" "$T/err"
 expect_exit 1 "a missing system" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --paired-bs "$T/nothing.txt"
 expect_err_line "missing system" "tfm: $T/nothing.txt: cannot open: No such file or directory"
 head -n 299 "$G/ema.txt" >"$T/short.txt"

@@ -288,8 +288,15 @@ TEST(test_seed_from_environment)
     CHECK(sig_seed_from_env(&seed, &fixed, &err) == TFM_OK && seed == UINT64_MAX && fixed);
     setenv("SACREBLEU_SEED", "None", 1);
     CHECK(sig_seed_from_env(&seed, &fixed, &err) == TFM_OK && !fixed);
-    const char *bad[] = {"-1", "", "12x", "18446744073709551616", " -3"};
+    /* as Python's int(): whitespace, '+' and digit-separating '_' */
+    const char *good[] = {" 7 ", "+7", "0_0_7", "\t7\n", "007"};
     for (int i = 0; i < 5; i++) {
+        setenv("SACREBLEU_SEED", good[i], 1);
+        CHECK(sig_seed_from_env(&seed, &fixed, &err) == TFM_OK && seed == 7 && fixed);
+    }
+    const char *bad[] = {"-1", "", "12x", "18446744073709551616", " -3", "\t-1", "1__0", "_1",
+                         "1_", "+", "none "};
+    for (int i = 0; i < 11; i++) {
         setenv("SACREBLEU_SEED", bad[i], 1);
         err = (TfmErr){0};
         CHECK(sig_seed_from_env(&seed, &fixed, &err) == TFM_ERR_USAGE);

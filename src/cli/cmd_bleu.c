@@ -2,6 +2,7 @@
  * chrf.c, ter.c and significance.c: reads the files in step and scores each
  * line; bleu_output.c prints sacreBLEU's line (or JSON) of each metric, or
  * the paired tests' table, on stdout, and the signatures on stderr. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -65,19 +66,20 @@ static const char usage[] =
     "  --json                      print a JSON object a metric, one a line (one a\n"
     "                              sentence with --sentence); no signature on stderr\n"
     "\n"
-    "significance (sacreBLEU's tests, with its resamples: the same figures;\n"
+    "significance (sacreBLEU's tests on its own resamples, so its figures;\n"
     "SACREBLEU_SEED sets the seed, default 12345, 'none' for a random one):\n"
     "  -ci, --confidence           the bootstrap mean and 95% confidence interval\n"
     "                              of each score: BLEU = 39.22 (μ = 39.21 ± 0.95)\n"
-    "  --confidence-n N            bootstrap resamples (default 1000)\n"
+    "  --confidence-n N            bootstrap resamples (default 1000; 0 or 1: none,\n"
+    "                              as sacreBLEU)\n"
     "  --paired-bs SYS             paired bootstrap resampling test of SYS against\n"
     "                              HYP (the baseline); repeat for more systems.\n"
     "                              Prints a table: each score with its bootstrap\n"
     "                              mean ± 95% interval, and the p-value against the\n"
     "                              baseline (* where p <= 0.05)\n"
     "  --paired-ar SYS             the same with paired approximate randomization\n"
-    "  --paired-bs-n N             resamples of --paired-bs (default 1000)\n"
-    "  --paired-ar-n N             trials of --paired-ar (default 10000)\n"
+    "  --paired-bs-n N             resamples of --paired-bs (default, or 0: 1000)\n"
+    "  --paired-ar-n N             trials of --paired-ar (default, or 0: 10000)\n"
     "  -h, --help                  show this help\n";
 
 enum { METRIC_BLEU = 1, METRIC_CHRF = 2, METRIC_TER = 4 };
@@ -243,13 +245,15 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         case 'A': a->ter.asian_support = true; break;
         case 'c': a->confidence = true; break;
         case 'n':
-            if (int_option("confidence-n", optarg, 1, 10000000, &a->confidence_n, err)) return err->status;
+            if (int_option("confidence-n", optarg, 0, 10000000, &a->confidence_n, err)) return err->status;
             break;
         case 'p':
-            if (int_option("paired-bs-n", optarg, 1, 10000000, &a->paired_bs_n, err)) return err->status;
+            if (int_option("paired-bs-n", optarg, 0, 10000000, &a->paired_bs_n, err)) return err->status;
+            if (a->paired_bs_n == 0) a->paired_bs_n = 1000;     /* sacreBLEU: 0 is the default */
             break;
         case 'r':
-            if (int_option("paired-ar-n", optarg, 1, 10000000, &a->paired_ar_n, err)) return err->status;
+            if (int_option("paired-ar-n", optarg, 0, 10000000, &a->paired_ar_n, err)) return err->status;
+            if (a->paired_ar_n == 0) a->paired_ar_n = 10000;
             break;
         case 'b':
         case 'a':
@@ -281,6 +285,17 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
     a->n_files = n - optind;
     if (a->n_files < 2)
         return err_set(err, TFM_ERR_USAGE, "bleu: expected HYP REF [REF ...] (see tfm bleu --help)");
+    /* as sacreBLEU: a system is named by its file, once, and is not the
+     * baseline (a system against itself is always "significant") */
+    for (int i = 0; i < a->n_systems; i++) {
+        if (strcmp(a->systems[i], a->files[0]) == 0)
+            return err_set(err, TFM_ERR_USAGE, "bleu: --paired-%s %s: that is HYP, the baseline",
+                           a->paired == 'b' ? "bs" : "ar", a->systems[i]);
+        for (int j = 0; j < i; j++)
+            if (strcmp(a->systems[i], a->systems[j]) == 0)
+                return err_set(err, TFM_ERR_USAGE, "bleu: --paired-%s %s: given twice",
+                               a->paired == 'b' ? "bs" : "ar", a->systems[i]);
+    }
     return TFM_OK;
 }
 
@@ -362,6 +377,7 @@ typedef struct {
     TerStats ter_total;
     char sig[N_METRICS][256];
     int n_sys;                  /* systems whose rows are kept: 0 without a test */
+    long n_lines;
     Rows *rows;
 } Metrics;
 
@@ -421,6 +437,7 @@ static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, int sys, const c
 {
     double x[3 * CHRF_MAX_ORDERS];
     Rows *rows = m->rows ? m->rows + (size_t)sys * N_METRICS : NULL;
+    if (sys == 0) m->n_lines++;
     if (m->on[M_BLEU]) {
         BleuStats st;
         if (bleu_segment_stats(m->bleu_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err))
@@ -516,10 +533,21 @@ static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, const char *const
     char test[96] = "";
     /* sacreBLEU bootstraps only for more than one resample */
     const bool ci = a->confidence && a->confidence_n > 1;
+    if ((ci || a->paired) && m->n_lines == 0)
+        return err_set(err, TFM_ERR_FORMAT, "bleu: the significance tests need at least one line "
+                       "(the files are empty)");
     if (ci || a->paired) {
         if (sig_seed_from_env(&seed, &fixed, err)) return err->status;
-        char seed_text[32] = "none";
-        if (fixed) snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+        /* the signature's seed as sacreBLEU writes it: -ci the variable's
+         * text lowercased, the paired tests the number */
+        char seed_text[64] = "none";
+        const char *env = getenv("SACREBLEU_SEED");
+        if (fixed && env && !a->paired) {
+            snprintf(seed_text, sizeof seed_text, "%s", env);
+            for (char *c = seed_text; *c; c++) *c = (char)tolower((unsigned char)*c);
+        } else if (fixed) {
+            snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+        }
         const int n = a->paired == 'a' ? a->paired_ar_n : a->paired ? a->paired_bs_n : a->confidence_n;
         snprintf(test, sizeof test, "%s:%d|seed:%s|", a->paired == 'a' ? "ar" : "bs", n, seed_text);
     }
@@ -551,6 +579,10 @@ static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, const char *const
     if (fflush(stdout) != 0 || ferror(stdout))
         return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
     if (a->json) return TFM_OK;
+    if (a->paired && a->n_files > 2)    /* sacreBLEU's -i SYS1 SYS2 habit: is one a reference? */
+        fprintf(stderr, "tfm: note: %d references, the last %s; a system to compare needs its "
+                "own --paired-%s\n", a->n_files - 1, a->files[a->n_files - 1],
+                a->paired == 'b' ? "bs" : "ar");
     if (a->paired)
         fprintf(stderr, "paired %s test with %d %s: each system against the baseline; "
                 "* marks p <= 0.05\n", a->paired == 'b' ? "bootstrap resampling" : "approximate randomization",

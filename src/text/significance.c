@@ -2,7 +2,6 @@
  * significance.h; sacreBLEU's significance.py and metrics/base.py). */
 #include "text/significance.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,27 @@
 #include <time.h>
 
 #include "base/numpy_rng.h"
+
+/* Python's int(text) for a non-negative integer below 2^64: surrounding
+ * whitespace, an optional '+', digits with single '_' between them. */
+static bool parse_python_uint64(const char *v, uint64_t *out)
+{
+    const char *p = v, *end = v + strlen(v);
+    while (p < end && strchr(" \t\n\r\f\v", *p)) p++;
+    while (end > p && strchr(" \t\n\r\f\v", end[-1])) end--;
+    if (p < end && *p == '+') p++;
+    if (p == end || !(*p >= '0' && *p <= '9')) return false;
+    uint64_t x = 0;
+    for (; p < end; p++) {
+        if (*p == '_' && p + 1 < end && p[1] >= '0' && p[1] <= '9' && p[-1] != '_') continue;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        const uint64_t d = (uint64_t)(*p - '0');
+        if (x > (UINT64_MAX - d) / 10) return false;
+        x = x * 10 + d;
+    }
+    *out = x;
+    return true;
+}
 
 TfmStatus sig_seed_from_env(uint64_t *seed, bool *fixed, TfmErr *err)
 {
@@ -24,14 +44,10 @@ TfmStatus sig_seed_from_env(uint64_t *seed, bool *fixed, TfmErr *err)
         *fixed = false;
         return TFM_OK;
     }
-    char *end;
-    errno = 0;
-    const unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *end || errno || v[strspn(v, " ")] == '-')
+    if (!parse_python_uint64(v, seed))
         return err_set(err, TFM_ERR_USAGE,
                        "bleu: SACREBLEU_SEED: expected a non-negative integer below 2^64 or "
                        "'none', got '%s'", v);
-    *seed = x;
     return TFM_OK;
 }
 

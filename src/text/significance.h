@@ -12,7 +12,12 @@
  *     systems with probability 1/2.
  * The resamples and swaps come from numpy's stream (numpy_rng.h) with
  * sacreBLEU's seed, and the sums are taken as sacreBLEU takes them (float32
- * for the bootstrap), so the figures are sacreBLEU's. */
+ * for the bootstrap), so the figures are sacreBLEU's: p-values equal, means
+ * and intervals to about 1e-6 (sacreBLEU's float32 arithmetic). The one
+ * known exception: randomization trials whose difference ties the real one
+ * to the last bit, which happens with fractional statistics (TER with
+ * several references, whose lengths are averages): sacreBLEU sums them with
+ * a BLAS product whose rounding decides the tie, tfm sums them exactly. */
 #ifndef TFM_SIGNIFICANCE_H
 #define TFM_SIGNIFICANCE_H
 
@@ -59,13 +64,16 @@ double sig_bleu_score(const double *sums, const void *bleu_options);
 double sig_chrf_score(const double *sums, const void *chrf_options);
 double sig_ter_score(const double *sums, const void *unused);
 
-/* sacreBLEU's seed: SACREBLEU_SEED if set (an integer, or "none" for a
- * random one), else 12345. *fixed is false for "none". Errors: TFM_ERR_USAGE
- * for anything else, naming the variable. */
+/* sacreBLEU's seed: SACREBLEU_SEED if set (an integer as Python's int()
+ * reads it, or "none" for a random one), else 12345. *fixed is false for
+ * "none". 0 is a fixed seed here, where sacreBLEU's paired tests take it as
+ * "none". Errors: TFM_ERR_USAGE for anything else, naming the variable. */
 TfmStatus sig_seed_from_env(uint64_t *seed, bool *fixed, TfmErr *err);
 
 /* The bootstrap interval of one system with n_samples resamples
- * (sacreBLEU's corpus_score(n_bootstrap=n_samples)). Errors: TFM_ERR_NOMEM. */
+ * (sacreBLEU's corpus_score(n_bootstrap=n_samples)). Errors: TFM_ERR_NOMEM;
+ * TFM_ERR_USAGE for more than 2^32-1 segments (numpy's 32-bit draws). The
+ * paired tests below fail alike. */
 TfmStatus sig_bootstrap(const SigSystem *sys, int n_samples, uint64_t seed, SigResult *out,
                         TfmErr *err);
 /* The paired bootstrap test of sys against base (same n and k). */
