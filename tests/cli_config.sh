@@ -68,6 +68,12 @@ expect_err_line set_decode_range "tfm: --set decode.alpha: expected a number in 
 expect_exit 1 set_lr_final -- "$TFM" train "$T/ok.json" --dry-run --set train.lr.schedule=linear \
     --set train.max_steps=1000 --set train.lr.warmup=10 --set train.lr.peak=0.001 --set train.lr.final=0.01
 expect_err_line set_lr_final "tfm: --set train.lr.final: 0.01 is above train.lr.peak 0.001"
+# the file's key clashes with one a --set gave: both are named
+echo "{$DATA, \"model\": {\"attn_dropout\": 0.1}}" >"$T/attn.json"
+expect_exit 1 set_clash -- "$TFM" train "$T/attn.json" --dry-run --set train.seed=2 --set model.attention=linear
+expect_err_line set_clash "tfm: $T/attn.json with --set model.attention=linear: model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
+expect_exit 1 set_clash_short -- "$TFM" train "$T/ok.json" --dry-run --set train.lr.schedule=linear --set train.max_steps=50000 --set train.lr.warmup=60000
+expect_err_line set_clash_short "tfm: --set train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (60000), got 50000"
 expect_exit 2 set_form -- "$TFM" train "$T/ok.json" --dry-run --set max_steps
 expect_err_line set_form "tfm: --set: expected KEY=VALUE, got 'max_steps'"
 expect_exit 2 option_hint -- "$TFM" train "$T/ok.json" --max-steps 500

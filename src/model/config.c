@@ -606,17 +606,50 @@ TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
     return config_load_overrides(cfg, path, NULL, 0, err);
 }
 
+/* The length of the key of a --set ("train.lr.peak=0.1": 13). */
+static size_t set_key_len(const char *set)
+{
+    const char *eq = strchr(set, '=');
+    return eq ? (size_t)(eq - set) : strlen(set);
+}
+
 /* Whether an error message starts with "KEY:" for a KEY some --set gave:
  * a check of the whole config (the decode limits, lr.final against
  * lr.peak) then blames the command line, not the file. */
 static bool names_a_set_key(const char *msg, const char *const *sets, int n_sets)
 {
     for (int i = 0; i < n_sets; i++) {
-        const char *eq = strchr(sets[i], '=');
-        size_t n = eq ? (size_t)(eq - sets[i]) : strlen(sets[i]);
+        const size_t n = set_key_len(sets[i]);
         if (n > 0 && strncmp(msg, sets[i], n) == 0 && msg[n] == ':') return true;
     }
     return false;
+}
+
+static bool key_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+/* The --set whose key the message names further on, as a whole word, in
+ * full or without its section ("lr.warmup" for train.lr.warmup): the file's
+ * key the message starts with clashes with it. NULL if none. */
+static const char *set_named_later(const char *msg, const char *const *sets, int n_sets)
+{
+    for (int i = 0; i < n_sets; i++) {
+        const size_t n = set_key_len(sets[i]);
+        const char *dot = memchr(sets[i], '.', n);
+        /* the short form only where it keeps a dot: "lr.warmup", not "seed" */
+        const char *shorter = dot && memchr(dot + 1, '.', n - (size_t)(dot + 1 - sets[i])) ? dot + 1 : NULL;
+        const char *forms[2] = {sets[i], shorter};
+        for (int f = 0; f < 2 && forms[f]; f++) {
+            const size_t len = n - (size_t)(forms[f] - sets[i]);
+            for (const char *p = msg; *p; p++)
+                if (strncmp(p, forms[f], len) == 0 && (p == msg || !key_char(p[-1])) &&
+                    !key_char(p[len]))
+                    return sets[i];
+        }
+    }
+    return NULL;
 }
 
 TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
@@ -640,7 +673,10 @@ TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *co
 fail:
     /* an error in a --set is the command line's, not the file's */
     if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) {
+        const char *other = NULL;
         if (names_a_set_key(err->msg, sets, n_sets)) err_prefix(err, "--set ");
+        else if ((other = set_named_later(err->msg, sets, n_sets)) != NULL)
+            err_prefix(err, "%s with --set %s: ", path, other);
         else err_prefix(err, "%s: ", path);
     }
     free(text);
