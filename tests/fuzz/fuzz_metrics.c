@@ -3,13 +3,15 @@
  * flags); the rest is "hypothesis\0reference", each split into lines. As
  * tfm bleu does, text that is not valid UTF-8 or holds a NUL is not scored
  * (the CLI refuses it with an error before scoring). Scores must be finite
- * and in range. */
+ * and in range, and so must BLEU's bootstrap figures and p-values
+ * (significance.h), run on the segments with few resamples. */
 #include <math.h>
 
 #include "fuzz_util.h"
 #include "base/text.h"
 #include "text/bleu.h"
 #include "text/chrf.h"
+#include "text/significance.h"
 #include "text/ter.h"
 
 enum { MAX_LINES = 64 };
@@ -51,11 +53,32 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     BleuScorer *bs = NULL;
     if (bleu_scorer_new(&bo, &bs, &err) != TFM_OK) abort();
     BleuStats total = {0};
+    double rows[MAX_LINES * SIG_BLEU_K];
     for (size_t i = 0; i < lines; i++) {
         BleuStats st;
         const char *r1[1] = {rl[i]};
         if (bleu_segment_stats(bs, hl[i], hlen[i], r1, &rlen[i], 1, &st, &err) != TFM_OK) abort();
         bleu_stats_add(&total, &st);
+        sig_bleu_row(&st, rows + i * SIG_BLEU_K);
+    }
+    if (lines > 0) {
+        /* the hypothesis against itself shifted by a line: two systems */
+        const SigSystem a = {rows, lines, SIG_BLEU_K, sig_bleu_score, &bo};
+        const SigSystem b = {rows + (lines > 1) * SIG_BLEU_K, lines - (lines > 1), SIG_BLEU_K,
+                             sig_bleu_score, &bo};
+        const SigSystem a2 = {rows, b.n, SIG_BLEU_K, sig_bleu_score, &bo};
+        SigResult r[3];
+        if (sig_bootstrap(&a, 20, flags, &r[0], &err) != TFM_OK ||
+            sig_paired_bs(&a2, &b, 10, flags, &r[1], &err) != TFM_OK ||
+            sig_paired_ar(&a2, &b, 40, flags, &r[2], &err) != TFM_OK)
+            abort();
+        for (int k = 0; k < 3; k++) {
+            const SigResult *x = &r[k];
+            if (!(x->score >= 0 && x->score <= 100 + 1e-9)) abort();
+            if (x->has_ci && !(x->mean >= 0 && x->mean <= 100 + 1e-9 && x->ci >= 0 && x->ci <= 50 + 1e-9))
+                abort();
+            if (x->has_p && !(x->p > 0 && x->p <= 1)) abort();
+        }
     }
     BleuScore sc;
     bleu_compute(&total, &bo, &sc);
