@@ -72,8 +72,13 @@ expect_err_line set_lr_final "tfm: --set train.lr.final: 0.01 is above train.lr.
 echo "{$DATA, \"model\": {\"attn_dropout\": 0.1}}" >"$T/attn.json"
 expect_exit 1 set_clash -- "$TFM" train "$T/attn.json" --dry-run --set train.seed=2 --set model.attention=linear
 expect_err_line set_clash "tfm: $T/attn.json with --set model.attention=linear: model.attn_dropout: 0.1 needs model.attention \"softmax\" (linear attention has no attention weights to drop); use 0"
-expect_exit 1 set_clash_short -- "$TFM" train "$T/ok.json" --dry-run --set train.lr.schedule=linear --set train.max_steps=50000 --set train.lr.warmup=60000
-expect_err_line set_clash_short "tfm: --set train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (60000), got 50000"
+echo "{$DATA, \"train\": {\"max_steps\": 5000, \"lr\": {\"schedule\": \"linear\"}}}" >"$T/lin.json"
+expect_exit 1 set_clash_short -- "$TFM" train "$T/lin.json" --dry-run --set train.lr.warmup=60000
+expect_err_line set_clash_short "tfm: $T/lin.json with --set train.lr.warmup=60000: train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (60000), got 5000"
+# only a check of keys together blames a --set: a typo's hint names a key too
+echo "{$DATA, \"model\": {\"atention\": \"linear\"}}" >"$T/typo.json"
+expect_exit 1 set_typo_hint -- "$TFM" train "$T/typo.json" --dry-run --set model.attention=softmax
+expect_err_line set_typo_hint "tfm: $T/typo.json: model.atention: unknown key (did you mean model.attention?)"
 expect_exit 2 set_form -- "$TFM" train "$T/ok.json" --dry-run --set max_steps
 expect_err_line set_form "tfm: --set: expected KEY=VALUE, got 'max_steps'"
 expect_exit 2 option_hint -- "$TFM" train "$T/ok.json" --max-steps 500

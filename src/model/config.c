@@ -504,9 +504,11 @@ static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
 }
 
 /* text[0..len) is the whole document (it may contain NUL bytes, which are
- * an error; text[len] must be '\0'). */
+ * an error; text[len] must be '\0'). *cross (may be NULL) is set when the
+ * error is one of check_cross's, about keys together. */
 static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const char *base_dir,
-                            bool check_files, const char *const *sets, int n_sets, TfmErr *err)
+                            bool check_files, const char *const *sets, int n_sets, bool *cross,
+                            TfmErr *err)
 {
     cJSON *root = NULL;
     TfmStatus st = TFM_OK;
@@ -532,7 +534,10 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
             st = err_set(err, TFM_ERR_CONFIG, "%s: required key missing", config_schema[i].path);
             goto fail;
         }
-    if ((st = check_cross(cfg, err)) != TFM_OK) goto fail;
+    if ((st = check_cross(cfg, err)) != TFM_OK) {
+        if (cross) *cross = true;
+        goto fail;
+    }
     cfg->model.max_len = config_positions(cfg->data.max_len);
 
     for (int i = 0; i < N_KEYS; i++) {
@@ -557,7 +562,7 @@ fail:
 TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
                        bool check_files, TfmErr *err)
 {
-    return parse_text(cfg, json, strlen(json), base_dir, check_files, NULL, 0, err);
+    return parse_text(cfg, json, strlen(json), base_dir, check_files, NULL, 0, NULL, err);
 }
 
 /* Reads at most CONFIG_MAX_FILE bytes plus a terminating NUL. */
@@ -630,13 +635,15 @@ static bool key_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
 }
 
-/* The --set whose key the message names further on, as a whole word, in
- * full or without its section ("lr.warmup" for train.lr.warmup): the file's
- * key the message starts with clashes with it. NULL if none. */
+/* The --set whose key a whole-config check's message names further on, as a
+ * whole word, in full or without its section ("lr.warmup" for
+ * train.lr.warmup): the file's key the message starts with clashes with it.
+ * NULL if none. */
 static const char *set_named_later(const char *msg, const char *const *sets, int n_sets)
 {
-    for (int i = 0; i < n_sets; i++) {
+    for (int i = n_sets - 1; i >= 0; i--) {     /* the last --set of a key is the one in effect */
         const size_t n = set_key_len(sets[i]);
+        if (n == 0) continue;
         const char *dot = memchr(sets[i], '.', n);
         /* the short form only where it keeps a dot: "lr.warmup", not "seed" */
         const char *shorter = dot && memchr(dot + 1, '.', n - (size_t)(dot + 1 - sets[i])) ? dot + 1 : NULL;
@@ -658,6 +665,7 @@ TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *co
     char *text = NULL, *dir = NULL;
     size_t len = 0;
     TfmStatus st;
+    bool cross = false;            /* the error is about keys together */
     memset(cfg, 0, sizeof *cfg);   /* the contract: nothing to free on error */
     if ((st = read_file(path, &text, &len, err)) != TFM_OK) goto fail;
     /* Data paths are relative to the config's folder; "x.json" has none. */
@@ -668,14 +676,17 @@ TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *co
         memcpy(dir, path, n);
         dir[n] = '\0';
     }
-    st = parse_text(cfg, text, len, dir, true, sets, n_sets, err);
-    if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) config_free(cfg);
+    st = parse_text(cfg, text, len, dir, true, sets, n_sets, &cross, err);
+    if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) {
+        cross = true;
+        config_free(cfg);
+    }
 fail:
     /* an error in a --set is the command line's, not the file's */
     if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) {
         const char *other = NULL;
         if (names_a_set_key(err->msg, sets, n_sets)) err_prefix(err, "--set ");
-        else if ((other = set_named_later(err->msg, sets, n_sets)) != NULL)
+        else if (cross && (other = set_named_later(err->msg, sets, n_sets)) != NULL)
             err_prefix(err, "%s with --set %s: ", path, other);
         else err_prefix(err, "%s: ", path);
     }
