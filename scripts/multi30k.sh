@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # multi30k.sh: the whole Multi30k run on a fresh clone, for one direction.
-# Trains configs/multi30k-PAIR.json (the training ends with the average of
-# the last checkpoints, train.average_last), translates test_2016_flickr
+# Trains configs/multi30k-PAIR.json (the model is the moving average of the
+# weights, train.ema, or with train.average_last the average of the last
+# checkpoints), translates test_2016_flickr
 # with the recipe's beam, scores it with tfm bleu cased (with its bootstrap
 # 95% interval) and -lc, and draws the learning curves.
 #   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
