@@ -172,24 +172,23 @@ TfmStatus bleu_print_paired(const char *const *names, int n_systems, const Paire
 {
     if (json) return print_paired_json(names, n_systems, cols, n_cols, err);
     /* widths: the widest cell of each column, header included */
-    char cell[160], head[96];
+    char cell[160];
     int wname = columns("System");
     for (int s = 0; s < n_systems; s++)
         if (columns(names[s]) > wname) wname = columns(names[s]);
     int width[8] = {0};
+    char heads[8][96];
     for (int c = 0; c < n_cols && c < 8; c++) {
-        snprintf(head, sizeof head, "%s%s", cols[c].name, cols[c].res[0].has_ci ? " (μ ± 95% CI)" : "");
-        width[c] = columns(head);
+        snprintf(heads[c], sizeof heads[c], "%s%s", cols[c].name,
+                 cols[c].res[0].has_ci ? " (μ ± 95% CI)" : "");
+        width[c] = columns(heads[c]);
         for (int s = 0; s < n_systems; s++) {
             cell_text(&cols[c].res[s], cell, sizeof cell);
             if (columns(cell) > width[c]) width[c] = columns(cell);
         }
     }
     print_padded("System", wname, false);
-    for (int c = 0; c < n_cols; c++) {
-        snprintf(head, sizeof head, "%s%s", cols[c].name, cols[c].res[0].has_ci ? " (μ ± 95% CI)" : "");
-        print_padded(head, width[c], c == n_cols - 1);
-    }
+    for (int c = 0; c < n_cols; c++) print_padded(heads[c], width[c], c == n_cols - 1);
     putchar('\n');
     for (int s = 0; s < n_systems; s++) {
         print_padded(names[s], wname, false);

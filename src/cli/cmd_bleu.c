@@ -504,14 +504,8 @@ static TfmStatus paired_tests(Metrics *m, const BleuArgs *a, const char *const *
         const SigSystem base = sig_system(m, a, 0, k);
         /* the baseline: its interval from the same resamples (bs), or its
          * score alone (ar, as sacreBLEU's default) */
-        if (a->paired == 'b') {
-            st = sig_bootstrap(&base, n, seed, &c->res[0], err);
-        } else {
-            double sums[3 * CHRF_MAX_ORDERS] = {0};
-            for (size_t i = 0; i < base.n; i++)
-                for (int j = 0; j < base.k; j++) sums[j] += base.stats[i * (size_t)base.k + j];
-            c->res[0].score = base.score(sums, base.ctx);
-        }
+        st = a->paired == 'b' ? sig_bootstrap(&base, n, seed, &c->res[0], err)
+                              : sig_score(&base, &c->res[0], err);
         for (int s = 1; s < m->n_sys && st == TFM_OK; s++) {
             const SigSystem sys = sig_system(m, a, s, k);
             st = a->paired == 'b' ? sig_paired_bs(&base, &sys, n, seed, &c->res[s], err)

@@ -188,6 +188,16 @@ static double p_value(const double *stat, int n, double real_diff)
     return (double)(c + 1) / (n + 1);
 }
 
+TfmStatus sig_score(const SigSystem *sys, SigResult *out, TfmErr *err)
+{
+    *out = (SigResult){0};
+    double *sums = alloc((size_t)sys->k, sizeof *sums, err);
+    if (!sums) return err->status;
+    out->score = corpus_score(sys, sums);
+    free(sums);
+    return TFM_OK;
+}
+
 TfmStatus sig_bootstrap(const SigSystem *sys, int n_samples, uint64_t seed, SigResult *out,
                         TfmErr *err)
 {

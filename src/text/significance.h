@@ -70,6 +70,8 @@ double sig_ter_score(const double *sums, const void *unused);
  * "none". Errors: TFM_ERR_USAGE for anything else, naming the variable. */
 TfmStatus sig_seed_from_env(uint64_t *seed, bool *fixed, TfmErr *err);
 
+/* The corpus score alone, as the tests report it (no interval, no p). */
+TfmStatus sig_score(const SigSystem *sys, SigResult *out, TfmErr *err);
 /* The bootstrap interval of one system with n_samples resamples
  * (sacreBLEU's corpus_score(n_bootstrap=n_samples)). Errors: TFM_ERR_NOMEM;
  * TFM_ERR_USAGE for more than 2^32-1 segments (numpy's 32-bit draws). The
