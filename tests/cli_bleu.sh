@@ -295,6 +295,36 @@ PY
 done
 check "lin.txt differs significantly, ema.txt does not" sh -c \
     "grep -q '^lin.txt .*(p = 0.0005)\*' '$T/out' && ! grep -q '^ema.txt .*\*' '$T/out'"
+
+# sacreBLEU's single-dash names: each gives what its long option gives.
+same_as_long() {    # name, then the args with the short names -- the args with long ones
+    local name=$1 short=() long=()
+    shift
+    while [ "$1" != -- ]; do short+=("$1"); shift; done
+    shift
+    long=("$@")
+    (cd "$G" && "$TFM" bleu base.txt ref.txt "${short[@]}") >"$T/short" 2>&1
+    local rs=$?
+    (cd "$G" && "$TFM" bleu base.txt ref.txt "${long[@]}") >"$T/long" 2>&1
+    check "sacreBLEU's $name: exit 0" test $rs = 0
+    check "sacreBLEU's $name: the same output as the long form" cmp -s "$T/short" "$T/long"
+}
+same_as_long "-tok -s -sv" -tok intl -s floor -sv 0.2 -- --tokenize intl --smooth floor --smooth-value 0.2
+same_as_long "--smooth-method" --smooth-method add-k -- --smooth add-k
+same_as_long "-sl" -sl -- --sentence
+same_as_long "-cc -cw" -m chrf -cc 4 -cw 2 -- -m chrf --chrf-char-order 4 --chrf-word-order 2
+same_as_long "-ci -cin" -ci -cin 200 -- --confidence --confidence-n 200
+same_as_long "-pbs -pbsn" -pbs ema.txt -pbsn 100 -- --paired-bs ema.txt --paired-bs-n 100
+same_as_long "-par -parn" -par lin.txt -parn 100 -- --paired-ar lin.txt --paired-ar-n 100
+check "the short names change the result (floor smoothing is not the default)" \
+    bash -c "cd '$G' && ! cmp -s <('$TFM' bleu base.txt ref.txt -s floor -sv 0.2 --sentence 2>&1) \
+        <('$TFM' bleu base.txt ref.txt --sentence 2>&1)"
+expect_exit 2 "-tok without a value" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -tok
+check "-tok without a value: names the option" \
+    grep -qx "tfm: bleu: option '--tokenize' needs a value" "$T/err"
+cp "$G/base.txt" "$T/-sl"
+expect_exit 0 "after --, -sl is a file name" -- sh -c "cd '$T' && '$TFM' bleu -- -sl '$PWD/$G/ref.txt'"
+check "after --: the file's score" grep -q '^BLEU = ' "$T/out"
 (cd "$G" && "$TFM" bleu base.txt ref.txt --paired-bs ema.txt --json) >"$T/out" 2>"$T/err"
 check "--paired-bs --json: a row a system with sacreBLEU's keys" /usr/bin/python3 - "$T/out" <<'PY'
 import json, sys

@@ -65,7 +65,10 @@ static const char usage[] =
     "                              --sentence-level)\n"
     "  --json                      print a JSON object a metric, one a line (one a\n"
     "                              sentence with --sentence); no signature on stderr\n"
-    "\n"
+    "\n";
+
+/* (two strings: C11 promises string literals of 4095 characters only) */
+static const char usage_significance[] =
     "significance (sacreBLEU's tests on its own resamples, so its figures;\n"
     "SACREBLEU_SEED sets the seed, default 12345, 'none' for a random one):\n"
     "  -ci, --confidence           the bootstrap mean and 95% confidence interval\n"
@@ -80,7 +83,11 @@ static const char usage[] =
     "  --paired-ar SYS             the same with paired approximate randomization\n"
     "  --paired-bs-n N             resamples of --paired-bs (default, or 0: 1000)\n"
     "  --paired-ar-n N             trials of --paired-ar (default, or 0: 10000)\n"
-    "  -h, --help                  show this help\n";
+    "  -h, --help                  show this help\n"
+    "\n"
+    "sacreBLEU's short names work too: -tok, -s (and --smooth-method), -sv, -sl,\n"
+    "-cc, -cw, -cin, -pbs, -par, -pbsn, -parn. Unlike sacreBLEU's flags, -pbs and\n"
+    "-par take the system to test (sacreBLEU reads the systems from -i).\n";
 
 enum { METRIC_BLEU = 1, METRIC_CHRF = 2, METRIC_TER = 4 };
 
@@ -149,6 +156,25 @@ static TfmStatus take_metrics(int argc, char **argv, int *i, BleuArgs *a, TfmErr
     return TFM_OK;
 }
 
+/* sacreBLEU's single-dash names of the options (argparse takes them; getopt
+ * would read "-tok" as -t -o -k): each is replaced by tfm's long option
+ * before getopt runs. "-lc" and "-ci" are here too. */
+static const char *sacrebleu_alias(const char *arg)
+{
+    static const char *const alias[][2] = {
+        {"-lc", "--lowercase"},          {"-tok", "--tokenize"},
+        {"-s", "--smooth"},              {"-sv", "--smooth-value"},
+        {"-sl", "--sentence"},           {"-cc", "--chrf-char-order"},
+        {"-cw", "--chrf-word-order"},    {"-ci", "--confidence"},
+        {"-cin", "--confidence-n"},      {"-pbs", "--paired-bs"},
+        {"-par", "--paired-ar"},         {"-pbsn", "--paired-bs-n"},
+        {"-parn", "--paired-ar-n"},      {"--smooth-method", "--smooth"},
+    };
+    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
+        if (strcmp(arg, alias[k][0]) == 0) return alias[k][1];
+    return NULL;
+}
+
 static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmErr *err)
 {
     static const struct option longopts[] = {
@@ -185,12 +211,14 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
     a->paired_bs_n = 1000;
     a->paired_ar_n = 10000;
     a->systems = copy + argc + 1;   /* the second half of copy */
-    /* getopt_long cannot take sacreBLEU's "-lc" and "-ci" as one short option. */
     int n = 0, dashdash = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) dashdash = 1;
-        if (i > 0 && !dashdash && strcmp(argv[i], "-lc") == 0) { a->opt.lowercase = true; continue; }
-        if (i > 0 && !dashdash && strcmp(argv[i], "-ci") == 0) { a->confidence = true; continue; }
+        const char *alias = i > 0 && !dashdash ? sacrebleu_alias(argv[i]) : NULL;
+        if (alias) {
+            copy[n++] = (char *)alias;
+            continue;
+        }
         if (i > 0 && !dashdash && (strncmp(argv[i], "-m", 2) == 0 || strcmp(argv[i], "--metrics") == 0 ||
                                    strncmp(argv[i], "--metrics=", 10) == 0)) {
             if (take_metrics(argc, argv, &i, a, err)) return err->status;
@@ -626,6 +654,7 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
 {
     if (cmd_wants_help(argc, argv)) {
         fputs(usage, stdout);
+        fputs(usage_significance, stdout);
         return TFM_OK;
     }
     TfmStatus status = TFM_OK;
