@@ -69,10 +69,11 @@ fi
 # the figures of the run, from its log: the last training record and the
 # validation of the averaged model
 summary=$(python3 - "$out/log.jsonl" <<'PY' 2>/dev/null || true
-import json, sys
+import sys
+sys.path.insert(0, "scripts")
+from runlog import records
 last = avg = ema = None
-for line in open(sys.argv[1], encoding="utf-8"):
-    r = json.loads(line)
+for r in records(sys.argv[1], "multi30k.sh"):
     if r.get("averaged"):
         avg = r
     elif r.get("ema"):

@@ -1,5 +1,5 @@
-"""The records of a training log (out_dir/log.jsonl), for compare_runs.sh and
-plot_log.sh: each line a JSON object; blank lines are skipped, anything else
+"""The records of a training log (out_dir/log.jsonl), for compare_runs.sh,
+plot_log.sh and multi30k.sh: each line a JSON object; blank lines are skipped, anything else
 ends the script with a one-line error naming the file and line."""
 import json
 import sys
