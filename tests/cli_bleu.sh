@@ -322,6 +322,29 @@ check "the short names change the result (floor smoothing is not the default)" \
 expect_exit 2 "-tok without a value" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -tok
 check "-tok without a value: names the option" \
     grep -qx "tfm: bleu: option '--tokenize' needs a value" "$T/err"
+# --score-only (-b) and --width (-w): the figures sacreBLEU 2.6.0 prints
+# (sacrebleu ref.txt -i base.txt -b -w 1 -m bleu chrf ter; ... -b -w 3 -ci;
+# ... -b -sl -w 1)
+expect_exit 0 "-b" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b
+check "-b: the score alone" test "$(cat "$T/out")" = "40.60"
+check "-b: nothing on stderr" test ! -s "$T/err"
+expect_exit 0 "-b -w 1, three metrics" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b -w 1 -m bleu chrf ter
+check "-b -w 1: sacreBLEU's scores, a line each" test "$(cat "$T/out" | tr '\n' ,)" = "40.6,63.9,45.4,"
+expect_exit 0 "-b -ci -w3" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b -ci -w3
+check "-b -ci -w3: sacreBLEU's line" test "$(cat "$T/out")" = "40.602 (μ = 40.535 ± 3.207)"
+expect_exit 0 "-b -sl -w 1" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b -sl --width=1
+check "-b -sl: sacreBLEU's sentence scores" test "$(head -3 "$T/out" | tr '\n' ,)" = "45.2,100.0,100.0,"
+expect_exit 0 "--width 4" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --width 4 -m bleu chrf
+check "--width 4: the score's decimals only" test "$(cat "$T/out" | tr '\n' ,)" = \
+    "BLEU = 40.6022 70.3/47.6/34.2/25.7 (BP = 0.981 ratio = 0.981 hyp_len = 3597 ref_len = 3666),chrF2 = 63.8944,"
+check "--width 4: the signatures stay" test "$(wc -l <"$T/err")" = 2
+expect_exit 0 "-w 1 in the paired table" -- sh -c "cd '$G' && '$TFM' bleu base.txt ref.txt -pbs ema.txt -w 1"
+check "-w 1: the table's cells" grep -q '^ema.txt  *40.7 (40.6 ± 3.2) (p = 0.3586)$' "$T/out"
+expect_exit 0 "-b --json: JSON, full precision" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b --json
+check "-b --json: the score unrounded" grep -q '"score":40.6022116' "$T/out"
+expect_exit 2 "--width out of range" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -w 18
+expect_err_line "--width out of range: message" "tfm: bleu: --width: expected an integer from 0 to 17, got '18'"
+
 cp "$G/base.txt" "$T/-sl"
 expect_exit 0 "after --, -sl is a file name" -- sh -c "cd '$T' && '$TFM' bleu -- -sl '$PWD/$G/ref.txt'"
 check "after --: the file's score" grep -q '^BLEU = ' "$T/out"

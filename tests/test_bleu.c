@@ -66,13 +66,13 @@ static int check_score(const BleuScore *sc, const cJSON *e, const char *where)
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(e, "sacrebleu_text");
     if (cJSON_IsString(text)) {
         char line[512];
-        bleu_format(sc, line, sizeof line);
+        bleu_format(sc, 2, line, sizeof line);
         const char *want = strstr(text->valuestring, " = ");
         if (!want || strcmp(strstr(line, " = "), want) != 0) bad = 1;
     }
     if (bad) {
         char line[512];
-        bleu_format(sc, line, sizeof line);
+        bleu_format(sc, 2, line, sizeof line);
         test_fail(__FILE__, __LINE__, "%s: got %s, counts %g/%g/%g/%g totals %g/%g/%g/%g; expected score %.6f",
                   where, line, sc->counts[0], sc->counts[1], sc->counts[2], sc->counts[3],
                   sc->totals[0], sc->totals[1], sc->totals[2], sc->totals[3], num(e, "score"));
@@ -303,7 +303,7 @@ TEST(bleu_edges_by_hand)
     CHECK_NEAR(sc.bp, 1, 0);
     CHECK_NEAR(sc.ratio, 0, 0);
     char line[512];
-    bleu_format(&sc, line, sizeof line);
+    bleu_format(&sc, 2, line, sizeof line);
     CHECK_STR(line, "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 0.000 hyp_len = 0 ref_len = 0)");
 
     /* Identical 4+ token lines: every precision 100, BP 1. */

@@ -15,10 +15,18 @@ static bool shows_ci(const SigResult *ci)
 }
 
 /* " (μ = 39.21 ± 0.95)" or "" */
-static void ci_text(const SigResult *ci, char *buf, size_t size)
+static void ci_text(const SigResult *ci, int width, char *buf, size_t size)
 {
-    if (shows_ci(ci)) snprintf(buf, size, " (μ = %.2f ± %.2f)", ci->mean, ci->ci);
+    if (shows_ci(ci)) snprintf(buf, size, " (μ = %.*f ± %.*f)", width, ci->mean, width, ci->ci);
     else buf[0] = '\0';
+}
+
+/* --score-only: "39.22", or "39.22 (μ = 39.21 ± 0.95)" with -ci */
+static void print_score_only(double score, const SigResult *ci, int width)
+{
+    char cit[96];
+    ci_text(ci, width, cit, sizeof cit);
+    printf("%.*f%s\n", width, score, cit);
 }
 
 /* sacreBLEU's JSON keys for the interval, rounded as it rounds them. */
@@ -45,17 +53,21 @@ static TfmStatus print_json(cJSON *o, int ok, TfmErr *err)
     return TFM_OK;
 }
 
-TfmStatus bleu_print_bleu(const BleuScore *sc, bool json, const char *sig, const SigResult *ci,
-                          TfmErr *err)
+TfmStatus bleu_print_bleu(const BleuScore *sc, const ScoreFormat *fmt, const char *sig,
+                          const SigResult *ci, TfmErr *err)
 {
+    if (fmt->score_only && !fmt->json) {
+        print_score_only(sc->score, ci, fmt->width);
+        return TFM_OK;
+    }
     char line[512], cit[96];
-    bleu_format(sc, line, sizeof line);
+    bleu_format(sc, fmt->width, line, sizeof line);
     /* "BLEU = 35.12 65.1/41.3/..." : the interval goes after the score */
     const char *score = line + strlen("BLEU = ");
     const char *verbose = strchr(score, ' ');
     verbose = verbose ? verbose + 1 : "";
-    ci_text(ci, cit, sizeof cit);
-    if (!json) {
+    ci_text(ci, fmt->width, cit, sizeof cit);
+    if (!fmt->json) {
         printf("BLEU = %.*s%s %s\n", (int)(verbose - 1 - score), score, cit, verbose);
         return TFM_OK;
     }
@@ -76,15 +88,19 @@ TfmStatus bleu_print_bleu(const BleuScore *sc, bool json, const char *sig, const
 
 /* chrF's line, "chrF2 = 57.12" (sacreBLEU's Score.format, width 2), or JSON
  * with the statistics: [hyp, ref, match] for each order, chars first. */
-TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, bool json, const char *sig,
-                          const SigResult *ci, TfmErr *err)
+TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, const ScoreFormat *fmt,
+                          const char *sig, const SigResult *ci, TfmErr *err)
 {
     char name[64], cit[96];
     chrf_name(opt, name, sizeof name);
     const double score = chrf_compute(st, opt);
-    ci_text(ci, cit, sizeof cit);
-    if (!json) {
-        printf("%s = %.2f%s\n", name, score, cit);
+    if (fmt->score_only && !fmt->json) {
+        print_score_only(score, ci, fmt->width);
+        return TFM_OK;
+    }
+    ci_text(ci, fmt->width, cit, sizeof cit);
+    if (!fmt->json) {
+        printf("%s = %.*f%s\n", name, fmt->width, score, cit);
         return TFM_OK;
     }
     const int n = 3 * (opt->char_order + opt->word_order);
@@ -102,14 +118,18 @@ TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, bool json
 }
 
 /* TER's line, "TER = 45.30", or JSON with the edits and reference length. */
-TfmStatus bleu_print_ter(const TerStats *st, bool json, const char *sig, const SigResult *ci,
-                         TfmErr *err)
+TfmStatus bleu_print_ter(const TerStats *st, const ScoreFormat *fmt, const char *sig,
+                         const SigResult *ci, TfmErr *err)
 {
     char cit[96];
     const double score = ter_compute(st);
-    ci_text(ci, cit, sizeof cit);
-    if (!json) {
-        printf("TER = %.2f%s\n", score, cit);
+    if (fmt->score_only && !fmt->json) {
+        print_score_only(score, ci, fmt->width);
+        return TFM_OK;
+    }
+    ci_text(ci, fmt->width, cit, sizeof cit);
+    if (!fmt->json) {
+        printf("TER = %.*f%s\n", fmt->width, score, cit);
         return TFM_OK;
     }
     cJSON *o = cJSON_CreateObject();
@@ -122,10 +142,11 @@ TfmStatus bleu_print_ter(const TerStats *st, bool json, const char *sig, const S
 }
 
 /* One cell of the table: "39.83 (39.84 ± 0.97) (p = 0.0420)*". */
-static void cell_text(const SigResult *r, char *buf, size_t size)
+static void cell_text(const SigResult *r, int width, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%.2f", r->score);
-    if (r->has_ci) n += snprintf(buf + n, size - (size_t)n, " (%.2f ± %.2f)", r->mean, r->ci);
+    int n = snprintf(buf, size, "%.*f", width, r->score);
+    if (r->has_ci)
+        n += snprintf(buf + n, size - (size_t)n, " (%.*f ± %.*f)", width, r->mean, width, r->ci);
     if (r->has_p)
         snprintf(buf + n, size - (size_t)n, " (p = %.4f)%s", r->p, r->p <= 0.05 ? "*" : "");
 }
@@ -168,9 +189,9 @@ static TfmStatus print_paired_json(const char *const *names, int n_systems,
 }
 
 TfmStatus bleu_print_paired(const char *const *names, int n_systems, const PairedColumn *cols,
-                            int n_cols, bool json, TfmErr *err)
+                            int n_cols, const ScoreFormat *fmt, TfmErr *err)
 {
-    if (json) return print_paired_json(names, n_systems, cols, n_cols, err);
+    if (fmt->json) return print_paired_json(names, n_systems, cols, n_cols, err);
     /* widths: the widest cell of each column, header included */
     char cell[160];
     int wname = columns("System");
@@ -183,7 +204,7 @@ TfmStatus bleu_print_paired(const char *const *names, int n_systems, const Paire
                  cols[c].res[0].has_ci ? " (μ ± 95% CI)" : "");
         width[c] = columns(heads[c]);
         for (int s = 0; s < n_systems; s++) {
-            cell_text(&cols[c].res[s], cell, sizeof cell);
+            cell_text(&cols[c].res[s], fmt->width, cell, sizeof cell);
             if (columns(cell) > width[c]) width[c] = columns(cell);
         }
     }
@@ -193,7 +214,7 @@ TfmStatus bleu_print_paired(const char *const *names, int n_systems, const Paire
     for (int s = 0; s < n_systems; s++) {
         print_padded(names[s], wname, false);
         for (int c = 0; c < n_cols; c++) {
-            cell_text(&cols[c].res[s], cell, sizeof cell);
+            cell_text(&cols[c].res[s], fmt->width, cell, sizeof cell);
             print_padded(cell, width[c], c == n_cols - 1);
         }
         putchar('\n');

@@ -19,21 +19,30 @@ typedef struct {
     SigResult *res;
 } PairedColumn;
 
-/* Prints one score as sacreBLEU's line or a one-line JSON object; ci (may be
- * NULL) adds the bootstrap mean and interval as sacreBLEU does (not when the
- * mean is 0, as sacreBLEU's Score.format). */
-TfmStatus bleu_print_bleu(const BleuScore *sc, bool json, const char *sig, const SigResult *ci,
-                          TfmErr *err);
-TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, bool json, const char *sig,
+/* How a score is printed: sacreBLEU's line, the score alone (--score-only)
+ * or a JSON object (full precision; score_only and width do not apply), with
+ * width decimals in the score and its interval (sacreBLEU's --width). */
+typedef struct {
+    bool json, score_only;
+    int width;
+} ScoreFormat;
+
+/* Prints one score as fmt says; ci (may be NULL) adds the bootstrap mean and
+ * interval as sacreBLEU does (not when the mean is 0, as sacreBLEU's
+ * Score.format). */
+TfmStatus bleu_print_bleu(const BleuScore *sc, const ScoreFormat *fmt, const char *sig,
                           const SigResult *ci, TfmErr *err);
-TfmStatus bleu_print_ter(const TerStats *st, bool json, const char *sig, const SigResult *ci,
-                         TfmErr *err);
+TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, const ScoreFormat *fmt,
+                          const char *sig, const SigResult *ci, TfmErr *err);
+TfmStatus bleu_print_ter(const TerStats *st, const ScoreFormat *fmt, const char *sig,
+                         const SigResult *ci, TfmErr *err);
 
 /* The paired tests' table on stdout, a row a system (names[0] the baseline)
- * and a column a metric: "score (mean ± ci) (p = P)", '*' where p <= 0.05;
- * or with json one object a line a system. */
+ * and a column a metric: "score (mean ± ci) (p = P)" (scores with
+ * fmt->width decimals), '*' where p <= 0.05; or with fmt->json one object a
+ * line a system. */
 TfmStatus bleu_print_paired(const char *const *names, int n_systems, const PairedColumn *cols,
-                            int n_cols, bool json, TfmErr *err);
+                            int n_cols, const ScoreFormat *fmt, TfmErr *err);
 
 /* Writes sig with the test's fields ("bs:1000|seed:12345|", sacreBLEU's
  * order) after its "nrefs:N|" into buf. */

@@ -65,6 +65,10 @@ static const char usage[] =
     "                              --sentence-level)\n"
     "  --json                      print a JSON object a metric, one a line (one a\n"
     "                              sentence with --sentence); no signature on stderr\n"
+    "  -b, --score-only            print the scores alone, a line each (with -ci,\n"
+    "                              its interval too); no signature on stderr\n"
+    "  -w, --width N               decimals of the scores and intervals (default 2;\n"
+    "                              sacreBLEU's is 1)\n"
     "\n";
 
 /* (two strings: C11 promises string literals of 4095 characters only) */
@@ -96,7 +100,8 @@ typedef struct {
     ChrfOptions chrf;
     TerOptions ter;
     unsigned metrics;               /* METRIC_* bits; 0 until -m: BLEU */
-    bool sentence, json;
+    bool sentence;
+    ScoreFormat fmt;                /* --json, --score-only, --width */
     char **files;
     int n_files;
     bool confidence;                /* -ci: one system's bootstrap interval */
@@ -169,6 +174,7 @@ static const char *sacrebleu_alias(const char *arg)
         {"-cin", "--confidence-n"},      {"-pbs", "--paired-bs"},
         {"-par", "--paired-ar"},         {"-pbsn", "--paired-bs-n"},
         {"-parn", "--paired-ar-n"},      {"--smooth-method", "--smooth"},
+        {"-b", "--score-only"},          {"-w", "--width"},
     };
     for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
         if (strcmp(arg, alias[k][0]) == 0) return alias[k][1];
@@ -185,6 +191,8 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         {"sentence", no_argument, NULL, 'S'},
         {"sentence-level", no_argument, NULL, 'S'},
         {"json", no_argument, NULL, 'j'},
+        {"score-only", no_argument, NULL, 'o'},
+        {"width", required_argument, NULL, 'w'},
         {"chrf-char-order", required_argument, NULL, 'C'},
         {"chrf-word-order", required_argument, NULL, 'W'},
         {"chrf-beta", required_argument, NULL, 'B'},
@@ -207,16 +215,24 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
     bleu_options_default(&a->opt);
     chrf_options_default(&a->chrf);
     ter_options_default(&a->ter);
+    a->fmt.width = 2;               /* the SPEC's line; sacreBLEU's default is 1 */
     a->confidence_n = 1000;
     a->paired_bs_n = 1000;
     a->paired_ar_n = 10000;
-    a->systems = copy + argc + 1;   /* the second half of copy */
+    /* copy: argv rewritten (up to 2 entries an argument: "-w2" becomes
+     * "--width" "2"), then the systems of the paired tests */
+    a->systems = copy + 2 * (size_t)argc + 1;
     int n = 0, dashdash = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) dashdash = 1;
         const char *alias = i > 0 && !dashdash ? sacrebleu_alias(argv[i]) : NULL;
         if (alias) {
             copy[n++] = (char *)alias;
+            continue;
+        }
+        if (i > 0 && !dashdash && strncmp(argv[i], "-w", 2) == 0 && isdigit((unsigned char)argv[i][2])) {
+            copy[n++] = "--width";      /* argparse's -w2 */
+            copy[n++] = argv[i] + 2;
             continue;
         }
         if (i > 0 && !dashdash && (strncmp(argv[i], "-m", 2) == 0 || strcmp(argv[i], "--metrics") == 0 ||
@@ -252,7 +268,11 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
             break;
         }
         case 'S': a->sentence = true; break;
-        case 'j': a->json = true; break;
+        case 'j': a->fmt.json = true; break;
+        case 'o': a->fmt.score_only = true; break;
+        case 'w':
+            if (int_option("width", optarg, 0, 17, &a->fmt.width, err)) return err->status;
+            break;
         case 'C':
             if (int_option("chrf-char-order", optarg, 1, CHRF_MAX_CHAR_ORDER, &a->chrf.char_order, err))
                 return err->status;
@@ -473,7 +493,7 @@ static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, int sys, const c
         if (a->sentence) {
             BleuScore sc;
             bleu_compute(&st, &a->opt, &sc);
-            if (bleu_print_bleu(&sc, a->json, m->sig[M_BLEU], NULL, err)) return err->status;
+            if (bleu_print_bleu(&sc, &a->fmt, m->sig[M_BLEU], NULL, err)) return err->status;
         }
         if (sys == 0) bleu_stats_add(&m->bleu_total, &st);
         sig_bleu_row(&st, x);
@@ -482,7 +502,7 @@ static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, int sys, const c
     if (m->on[M_CHRF]) {
         ChrfStats st;
         if (chrf_segment_stats(m->chrf_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
-            (a->sentence && bleu_print_chrf(&st, &a->chrf, a->json, m->sig[M_CHRF], NULL, err)))
+            (a->sentence && bleu_print_chrf(&st, &a->chrf, &a->fmt, m->sig[M_CHRF], NULL, err)))
             return err->status;
         if (sys == 0) chrf_stats_add(&m->chrf_total, &st);
         sig_chrf_row(&st, &a->chrf, x);
@@ -491,7 +511,7 @@ static TfmStatus metrics_segment(Metrics *m, const BleuArgs *a, int sys, const c
     if (m->on[M_TER]) {
         TerStats st;
         if (ter_segment_stats(m->ter_sc, hyp, hyp_len, seg, seg_len, n_refs, &st, err) ||
-            (a->sentence && bleu_print_ter(&st, a->json, m->sig[M_TER], NULL, err)))
+            (a->sentence && bleu_print_ter(&st, &a->fmt, m->sig[M_TER], NULL, err)))
             return err->status;
         if (sys == 0) ter_stats_add(&m->ter_total, &st);
         sig_ter_row(&st, x);
@@ -540,7 +560,7 @@ static TfmStatus paired_tests(Metrics *m, const BleuArgs *a, const char *const *
                                   : sig_paired_ar(&base, &sys, n, seed, &c->res[s], err);
         }
     }
-    if (st == TFM_OK) st = bleu_print_paired(names, m->n_sys, cols, n_cols, a->json, err);
+    if (st == TFM_OK) st = bleu_print_paired(names, m->n_sys, cols, n_cols, &a->fmt, err);
     for (int c = 0; c < n_cols; c++) free(cols[c].res);
     return st;
 }
@@ -587,12 +607,12 @@ static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, const char *const
         if (m->on[M_BLEU]) {
             BleuScore sc;
             bleu_compute(&m->bleu_total, &a->opt, &sc);
-            if (bleu_print_bleu(&sc, a->json, sig[M_BLEU], ci ? &r[M_BLEU] : NULL, err))
+            if (bleu_print_bleu(&sc, &a->fmt, sig[M_BLEU], ci ? &r[M_BLEU] : NULL, err))
                 return err->status;
         }
-        if ((m->on[M_CHRF] && bleu_print_chrf(&m->chrf_total, &a->chrf, a->json, sig[M_CHRF],
+        if ((m->on[M_CHRF] && bleu_print_chrf(&m->chrf_total, &a->chrf, &a->fmt, sig[M_CHRF],
                                               ci ? &r[M_CHRF] : NULL, err)) ||
-            (m->on[M_TER] && bleu_print_ter(&m->ter_total, a->json, sig[M_TER],
+            (m->on[M_TER] && bleu_print_ter(&m->ter_total, &a->fmt, sig[M_TER],
                                             ci ? &r[M_TER] : NULL, err)))
             return err->status;
     }
@@ -600,7 +620,9 @@ static TfmStatus metrics_finish(Metrics *m, const BleuArgs *a, const char *const
      * the only line on stderr */
     if (fflush(stdout) != 0 || ferror(stdout))
         return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
-    if (a->json) return TFM_OK;
+    /* --score-only: the scores alone, as sacreBLEU's -b (the paired table
+     * keeps its notes) */
+    if (a->fmt.json || (a->fmt.score_only && !a->paired)) return TFM_OK;
     if (a->paired && a->n_files > 2)    /* sacreBLEU's -i SYS1 SYS2 habit: is one a reference? */
         fprintf(stderr, "tfm: note: %d references, the last %s; a system to compare needs its "
                 "own --paired-%s\n", a->n_files - 1, a->files[a->n_files - 1],
@@ -665,7 +687,7 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err)
     const char **seg = NULL;
     size_t *seg_len = NULL;
     const char **paths = NULL, **names = NULL;
-    char **copy = xcalloc(2 * ((size_t)argc + 1), sizeof *copy, err);
+    char **copy = xcalloc(3 * (size_t)argc + 1, sizeof *copy, err);
     if (!copy) return err->status;
     if (parse_args(argc, argv, copy, &a, err)) goto fail;
 

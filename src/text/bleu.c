@@ -386,12 +386,12 @@ fail:
     return err->status;
 }
 
-void bleu_format(const BleuScore *sc, char *buf, size_t size)
+void bleu_format(const BleuScore *sc, int width, char *buf, size_t size)
 {
-    /* BLEUScore: f"{score:.2f} {p1:.1f}/.../{p4:.1f} (BP = {bp:.3f} ratio = {ratio:.3f} ...)" */
+    /* BLEUScore: f"{score:.{width}f} {p1:.1f}/.../{p4:.1f} (BP = {bp:.3f} ratio = {ratio:.3f} ...)" */
     snprintf(buf, size,
-             "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
-             sc->score, sc->precisions[0], sc->precisions[1], sc->precisions[2],
+             "BLEU = %.*f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
+             width, sc->score, sc->precisions[0], sc->precisions[1], sc->precisions[2],
              sc->precisions[3], sc->bp, sc->ratio, sc->sys_len, sc->ref_len);
 }
 

@@ -10,7 +10,7 @@
  *   BleuScorer *s; bleu_scorer_new(&opt, &s, err);
  *   for each line: bleu_segment_stats(s, hyp, hyp_len, refs, ref_lens, n_refs, &st, err);
  *                  bleu_stats_add(&total, &st);
- *   bleu_compute(&total, &opt, &score); bleu_format(&score, buf, sizeof buf);
+ *   bleu_compute(&total, &opt, &score); bleu_format(&score, 2, buf, sizeof buf);
  *   bleu_scorer_free(s); */
 #ifndef TFM_BLEU_H
 #define TFM_BLEU_H
@@ -93,8 +93,9 @@ TfmStatus bleu_corpus(const BleuOptions *opt, const char *const *hyps, size_t n,
                       BleuScore *out, TfmErr *err);
 
 /* Writes sacreBLEU's line, e.g. "BLEU = 35.12 65.1/41.3/28.0/19.9 (BP = 0.982
- * ratio = 0.982 hyp_len = 12000 ref_len = 12217)", NUL-terminated, to buf. */
-void bleu_format(const BleuScore *sc, char *buf, size_t size);
+ * ratio = 0.982 hyp_len = 12000 ref_len = 12217)", NUL-terminated, to buf;
+ * the score with width decimals (sacreBLEU's --width; 2 above). */
+void bleu_format(const BleuScore *sc, int width, char *buf, size_t size);
 
 /* Writes the signature "nrefs:N|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-V"
  * (sacreBLEU's layout; the version names tfm, not sacreBLEU) to buf. */
