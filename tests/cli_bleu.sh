@@ -340,8 +340,25 @@ check "--width 4: the score's decimals only" test "$(cat "$T/out" | tr '\n' ,)" 
 check "--width 4: the signatures stay" test "$(wc -l <"$T/err")" = 2
 expect_exit 0 "-w 1 in the paired table" -- sh -c "cd '$G' && '$TFM' bleu base.txt ref.txt -pbs ema.txt -w 1"
 check "-w 1: the table's cells" grep -q '^ema.txt  *40.7 (40.6 ± 3.2) (p = 0.3586)$' "$T/out"
-expect_exit 0 "-b --json: JSON, full precision" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b --json
-check "-b --json: the score unrounded" grep -q '"score":40.6022116' "$T/out"
+expect_exit 0 "-b --json: -b wins, as in sacreBLEU" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b --json
+check "-b --json: the score alone" test "$(cat "$T/out")" = "40.60"
+expect_exit 0 "--json -ci -w 3" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" --json -ci -w 3 --confidence-n 1000
+check "--json -ci -w 3: the score unrounded, the interval's keys to the width (sacreBLEU's)" \
+    sh -c "grep -q '\"score\":40.6022116' '$T/out' && grep -q '\"confidence_mean\":40.535,' '$T/out' &&
+           grep -q '\"confidence\":\"μ = 40.535 ± 3.207\"' '$T/out'"
+same_as_long "-w=3 -tok=intl -sv=0.2" -w=3 -tok=intl -s=floor -sv=0.2 -- --width=3 --tokenize=intl --smooth=floor --smooth-value=0.2
+expect_exit 2 "a flag given a value" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -b=1
+expect_err_line "a flag given a value: message" "tfm: bleu: option '-b' takes no value"
+expect_exit 2 "-wx" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -wx
+expect_err_line "-wx: the value is named" "tfm: bleu: --width: expected an integer from 0 to 17, got 'x'"
+# an option's value is never read as a short name: here the system file "-b"
+cp "$G/ema.txt" "$T/-b"
+expect_exit 0 "--paired-bs -b: the file -b" -- sh -c "cd '$T' && '$TFM' bleu '$PWD/$G/base.txt' '$PWD/$G/ref.txt' --paired-bs -b"
+check "--paired-bs -b: its row" grep -q '^-b  *40.67 (40.61 ± 3.20) (p = 0.3586)$' "$T/out"
+# a score of about 1e49 at 17 decimals: the table's cell is cut, not overrun
+printf 'a b c d e\n' >"$T/h1"; printf 'a b x d e\n' >"$T/r1"; cp "$T/h1" "$T/h2"
+expect_exit 0 "a huge score in the paired table" -- "$TFM" bleu "$T/h1" "$T/r1" -s floor -sv 1e300 -w 17 -pbs "$T/h2" -pbsn 10
+check "a huge score: the table has its 3 lines" test "$(wc -l <"$T/out")" = 3
 expect_exit 2 "--width out of range" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -w 18
 expect_err_line "--width out of range: message" "tfm: bleu: --width: expected an integer from 0 to 17, got '18'"
 

@@ -29,13 +29,14 @@ static void print_score_only(double score, const SigResult *ci, int width)
     printf("%.*f%s\n", width, score, cit);
 }
 
-/* sacreBLEU's JSON keys for the interval, rounded as it rounds them. */
-static int add_ci_json(cJSON *o, const SigResult *ci)
+/* sacreBLEU's JSON keys for the interval, rounded to the width as it
+ * rounds them. */
+static int add_ci_json(cJSON *o, const SigResult *ci, int width)
 {
     if (!shows_ci(ci)) return 1;
     char m[64], v[64], text[160];
-    snprintf(m, sizeof m, "%.2f", ci->mean);
-    snprintf(v, sizeof v, "%.2f", ci->ci);
+    snprintf(m, sizeof m, "%.*f", width, ci->mean);
+    snprintf(v, sizeof v, "%.*f", width, ci->ci);
     snprintf(text, sizeof text, "μ = %s ± %s", m, v);
     return cJSON_AddNumberToObject(o, "confidence_mean", atof(m)) &&
            cJSON_AddNumberToObject(o, "confidence_var", atof(v)) &&
@@ -56,7 +57,7 @@ static TfmStatus print_json(cJSON *o, int ok, TfmErr *err)
 TfmStatus bleu_print_bleu(const BleuScore *sc, const ScoreFormat *fmt, const char *sig,
                           const SigResult *ci, TfmErr *err)
 {
-    if (fmt->score_only && !fmt->json) {
+    if (fmt->score_only) {
         print_score_only(sc->score, ci, fmt->width);
         return TFM_OK;
     }
@@ -82,7 +83,7 @@ TfmStatus bleu_print_bleu(const BleuScore *sc, const ScoreFormat *fmt, const cha
              cJSON_AddNumberToObject(o, "bp", sc->bp) &&
              cJSON_AddNumberToObject(o, "ratio", sc->ratio) &&
              cJSON_AddNumberToObject(o, "sys_len", (double)sc->sys_len) &&
-             cJSON_AddNumberToObject(o, "ref_len", (double)sc->ref_len) && add_ci_json(o, ci);
+             cJSON_AddNumberToObject(o, "ref_len", (double)sc->ref_len) && add_ci_json(o, ci, fmt->width);
     return print_json(o, ok, err);
 }
 
@@ -94,7 +95,7 @@ TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, const Sco
     char name[64], cit[96];
     chrf_name(opt, name, sizeof name);
     const double score = chrf_compute(st, opt);
-    if (fmt->score_only && !fmt->json) {
+    if (fmt->score_only) {
         print_score_only(score, ci, fmt->width);
         return TFM_OK;
     }
@@ -113,7 +114,7 @@ TfmStatus bleu_print_chrf(const ChrfStats *st, const ChrfOptions *opt, const Sco
              cJSON_AddNumberToObject(o, "char_order", opt->char_order) &&
              cJSON_AddNumberToObject(o, "word_order", opt->word_order) &&
              cJSON_AddNumberToObject(o, "beta", opt->beta) &&
-             cJSON_AddItemToObject(o, "stats", cJSON_CreateDoubleArray(v, n)) && add_ci_json(o, ci);
+             cJSON_AddItemToObject(o, "stats", cJSON_CreateDoubleArray(v, n)) && add_ci_json(o, ci, fmt->width);
     return print_json(o, ok, err);
 }
 
@@ -123,7 +124,7 @@ TfmStatus bleu_print_ter(const TerStats *st, const ScoreFormat *fmt, const char 
 {
     char cit[96];
     const double score = ter_compute(st);
-    if (fmt->score_only && !fmt->json) {
+    if (fmt->score_only) {
         print_score_only(score, ci, fmt->width);
         return TFM_OK;
     }
@@ -137,18 +138,20 @@ TfmStatus bleu_print_ter(const TerStats *st, const ScoreFormat *fmt, const char 
              cJSON_AddNumberToObject(o, "score", score) &&
              cJSON_AddStringToObject(o, "signature", sig) &&
              cJSON_AddNumberToObject(o, "num_edits", (double)st->edits) &&
-             cJSON_AddNumberToObject(o, "ref_length", st->ref_len) && add_ci_json(o, ci);
+             cJSON_AddNumberToObject(o, "ref_length", st->ref_len) && add_ci_json(o, ci, fmt->width);
     return print_json(o, ok, err);
 }
 
 /* One cell of the table: "39.83 (39.84 ± 0.97) (p = 0.0420)*". */
 static void cell_text(const SigResult *r, int width, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%.*f", width, r->score);
-    if (r->has_ci)
-        n += snprintf(buf + n, size - (size_t)n, " (%.*f ± %.*f)", width, r->mean, width, r->ci);
-    if (r->has_p)
-        snprintf(buf + n, size - (size_t)n, " (p = %.4f)%s", r->p, r->p <= 0.05 ? "*" : "");
+    char score[64], ci[160] = "", p[48] = "";
+    /* pieces of known size, then one bounded print: a huge score (BLEU
+     * with a huge --smooth-value) is cut, never written past buf */
+    snprintf(score, sizeof score, "%.*f", width, r->score);
+    if (r->has_ci) snprintf(ci, sizeof ci, " (%.*f ± %.*f)", width, r->mean, width, r->ci);
+    if (r->has_p) snprintf(p, sizeof p, " (p = %.4f)%s", r->p, r->p <= 0.05 ? "*" : "");
+    snprintf(buf, size, "%s%s%s", score, ci, p);
 }
 
 /* Display width of UTF-8 text: code points (μ and ± are one column each). */

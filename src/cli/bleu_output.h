@@ -19,9 +19,10 @@ typedef struct {
     SigResult *res;
 } PairedColumn;
 
-/* How a score is printed: sacreBLEU's line, the score alone (--score-only)
- * or a JSON object (full precision; score_only and width do not apply), with
- * width decimals in the score and its interval (sacreBLEU's --width). */
+/* How a score is printed: the score alone (--score-only, which wins over
+ * json as in sacreBLEU), a JSON object (the score in full precision, the
+ * interval's keys rounded to width) or sacreBLEU's line, with width decimals
+ * in the score and its interval (sacreBLEU's --width). */
 typedef struct {
     bool json, score_only;
     int width;

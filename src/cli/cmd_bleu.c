@@ -66,9 +66,12 @@ static const char usage[] =
     "  --json                      print a JSON object a metric, one a line (one a\n"
     "                              sentence with --sentence); no signature on stderr\n"
     "  -b, --score-only            print the scores alone, a line each (with -ci,\n"
-    "                              its interval too); no signature on stderr\n"
-    "  -w, --width N               decimals of the scores and intervals (default 2;\n"
-    "                              sacreBLEU's is 1)\n"
+    "                              its interval too), even with --json; no\n"
+    "                              signature on stderr. The paired tests' table\n"
+    "                              stays as it is\n"
+    "  -w, --width N               decimals (0-17) of the scores and intervals\n"
+    "                              (default 2; sacreBLEU's is 1); --json's score\n"
+    "                              keeps full precision\n"
     "\n";
 
 /* (two strings: C11 promises string literals of 4095 characters only) */
@@ -145,7 +148,7 @@ static TfmStatus int_option(const char *name, const char *v, long lo, long hi, i
 
 /* sacreBLEU's `-m` takes several words (`-m bleu chrf ter`), which getopt
  * cannot: every -m/--metrics and the metric names after its value are taken
- * out of argv here, as is "-lc". */
+ * out of argv here (rewrite_args). */
 static TfmStatus take_metrics(int argc, char **argv, int *i, BleuArgs *a, TfmErr *err)
 {
     const char *arg = argv[*i], *v;
@@ -181,9 +184,7 @@ static const char *sacrebleu_alias(const char *arg)
     return NULL;
 }
 
-static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmErr *err)
-{
-    static const struct option longopts[] = {
+static const struct option longopts[] = {
         {"lowercase", no_argument, NULL, 'l'},
         {"tokenize", required_argument, NULL, 't'},
         {"smooth", required_argument, NULL, 's'},
@@ -211,7 +212,86 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
         {"paired-ar-n", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
-    };
+};
+
+/* Does the long option arg ("--name", no "=value"; getopt_long takes any
+ * unambiguous prefix) take its value from the next argument? */
+static bool takes_next_value(const char *arg)
+{
+    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '=')) return false;
+    const size_t len = strlen(arg + 2);
+    int matches = 0, with_value = 0;
+    for (const struct option *o = longopts; len && o->name; o++) {
+        if (strncmp(o->name, arg + 2, len) != 0) continue;
+        if (strlen(o->name) == len) return o->has_arg == required_argument;
+        matches++;
+        with_value += o->has_arg == required_argument;
+    }
+    return matches > 0 && with_value == matches;
+}
+
+/* Copies argv to copy for getopt_long, with sacreBLEU's forms rewritten:
+ * its single-dash names ("-tok 13a", "-tok=13a", "-w2") become the long
+ * options, and -m's metrics are taken out (take_metrics). argv[0], an
+ * option's separate value and everything after "--" are copied as they are.
+ * Returns the number of entries (at most 2 an argument), copy[n] = NULL. */
+static TfmStatus rewrite_args(int argc, char **argv, char **copy, int *n_out, BleuArgs *a,
+                              TfmErr *err)
+{
+    int n = 0;
+    bool dashdash = false, value_next = false;
+    for (int i = 0; i < argc; i++) {
+        char *arg = argv[i];
+        if (i == 0 || dashdash || value_next || arg[0] != '-') {
+            copy[n++] = arg;
+            value_next = false;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            dashdash = true;
+            copy[n++] = arg;
+            continue;
+        }
+        if (strncmp(arg, "-m", 2) == 0 || strcmp(arg, "--metrics") == 0 ||
+            strncmp(arg, "--metrics=", 10) == 0) {
+            if (take_metrics(argc, argv, &i, a, err)) return err->status;
+            continue;
+        }
+        /* "-tok=13a": the alias of the part before "=" */
+        const char *eq = strchr(arg, '=');
+        char name[24];
+        const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char *alias = NULL;
+        if (len < sizeof name) {
+            memcpy(name, arg, len);
+            name[len] = '\0';
+            alias = sacrebleu_alias(name);
+        }
+        if (!alias && strncmp(arg, "-w", 2) == 0) {
+            /* argparse's "-w2" */
+            copy[n++] = "--width";
+            copy[n++] = arg + 2;
+            continue;
+        }
+        if (!alias) {
+            copy[n++] = arg;
+            value_next = takes_next_value(arg);
+            continue;
+        }
+        const bool with_value = takes_next_value(alias);
+        if (eq && !with_value)
+            return err_set(err, TFM_ERR_USAGE, "bleu: option '%s' takes no value", name);
+        copy[n++] = (char *)alias;
+        if (eq) copy[n++] = (char *)eq + 1;
+        else value_next = with_value;
+    }
+    copy[n] = NULL;
+    *n_out = n;
+    return TFM_OK;
+}
+
+static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmErr *err)
+{
     bleu_options_default(&a->opt);
     chrf_options_default(&a->chrf);
     ter_options_default(&a->ter);
@@ -222,27 +302,8 @@ static TfmStatus parse_args(int argc, char **argv, char **copy, BleuArgs *a, Tfm
     /* copy: argv rewritten (up to 2 entries an argument: "-w2" becomes
      * "--width" "2"), then the systems of the paired tests */
     a->systems = copy + 2 * (size_t)argc + 1;
-    int n = 0, dashdash = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) dashdash = 1;
-        const char *alias = i > 0 && !dashdash ? sacrebleu_alias(argv[i]) : NULL;
-        if (alias) {
-            copy[n++] = (char *)alias;
-            continue;
-        }
-        if (i > 0 && !dashdash && strncmp(argv[i], "-w", 2) == 0 && isdigit((unsigned char)argv[i][2])) {
-            copy[n++] = "--width";      /* argparse's -w2 */
-            copy[n++] = argv[i] + 2;
-            continue;
-        }
-        if (i > 0 && !dashdash && (strncmp(argv[i], "-m", 2) == 0 || strcmp(argv[i], "--metrics") == 0 ||
-                                   strncmp(argv[i], "--metrics=", 10) == 0)) {
-            if (take_metrics(argc, argv, &i, a, err)) return err->status;
-            continue;
-        }
-        copy[n++] = argv[i];
-    }
-    copy[n] = NULL;
+    int n = 0;
+    if (rewrite_args(argc, argv, copy, &n, a, err)) return err->status;
     optind = 0;                     /* glibc: full re-initialisation */
     opterr = 0;
     int c;
