@@ -362,6 +362,23 @@ check "a huge score: the table has its 3 lines" test "$(wc -l <"$T/out")" = 3
 expect_exit 2 "--width out of range" -- "$TFM" bleu "$G/base.txt" "$G/ref.txt" -w 18
 expect_err_line "--width out of range: message" "tfm: bleu: --width: expected an integer from 0 to 17, got '18'"
 
+# -i HYP, sacreBLEU's order: the files without an option are the references
+expect_exit 0 "-i HYP after the reference" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt"
+check "-i: the score of HYP against REF" grep -q '^BLEU = 40.60 70.3/47.6/34.2/25.7 ' "$T/out"
+(cd "$G" && "$TFM" bleu ref.txt -m bleu chrf -ci -i base.txt) >"$T/short" 2>&1
+(cd "$G" && "$TFM" bleu base.txt ref.txt -m bleu chrf -ci) >"$T/long" 2>&1
+check "-i with two metrics and -ci: as HYP first" cmp -s "$T/short" "$T/long"
+expect_exit 0 "--input=HYP, two references" -- "$TFM" bleu "$R/ref1.txt" "$R/ref2.txt" --input="$R/hyp.txt"
+"$TFM" bleu "$R/hyp.txt" "$R/ref1.txt" "$R/ref2.txt" >"$T/want" 2>/dev/null
+check "--input=HYP: as HYP first" cmp -s "$T/out" "$T/want"
+expect_exit 2 "-i with two files (sacreBLEU's systems)" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt" "$G/ema.txt"
+expect_err_line "-i with two files: message" "tfm: bleu: -i takes one file, HYP ($G/base.txt); the references go before it, other systems after --paired-bs (see tfm bleu --help)"
+expect_exit 2 "-i twice" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt" -i "$G/ema.txt"
+expect_exit 2 "-i without a reference" -- "$TFM" bleu -i "$G/base.txt"
+expect_err_line "-i without a reference: message" "tfm: bleu: expected REF [REF ...] with -i HYP (see tfm bleu --help)"
+expect_exit 0 "-i HYP with a paired test" -- sh -c "cd '$G' && '$TFM' bleu ref.txt -i base.txt -pbs ema.txt"
+check "-i: HYP is the baseline" grep -q '^Baseline: base.txt  40.60 (40.53 ± 3.21)$' "$T/out"
+
 cp "$G/base.txt" "$T/-sl"
 expect_exit 0 "after --, -sl is a file name" -- sh -c "cd '$T' && '$TFM' bleu -- -sl '$PWD/$G/ref.txt'"
 check "after --: the file's score" grep -q '^BLEU = ' "$T/out"

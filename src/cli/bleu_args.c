@@ -13,6 +13,7 @@
 
 static const char usage[] =
     "usage: tfm bleu HYP REF [REF ...] [-m bleu|chrf|ter ...] [options]\n"
+    "       tfm bleu REF [REF ...] -i HYP [options]       (sacreBLEU's order)\n"
     "\n"
     "Corpus BLEU, chrF and/or TER of HYP against one or more references, identical\n"
     "to sacreBLEU 2.x (files read as UTF-8, split on \"\\n\", trailing whitespace\n"
@@ -25,6 +26,8 @@ static const char usage[] =
     "shorter one ends for pipes. Invalid UTF-8 is an error, as in sacreBLEU.\n"
     "\n"
     "options:\n"
+    "  -i, --input HYP             the hypothesis, as sacreBLEU takes it; every file\n"
+    "                              named without an option is then a reference\n"
     "  -m, --metrics M [M ...]     metrics: bleu (default), chrf, ter; several as\n"
     "                              -m chrf ter, -m chrf -m ter or -m chrf,ter.\n"
     "                              Printed in the order bleu, chrf, ter (as\n"
@@ -157,6 +160,7 @@ static const char *sacrebleu_alias(const char *arg)
         {"-par", "--paired-ar"},         {"-pbsn", "--paired-bs-n"},
         {"-parn", "--paired-ar-n"},      {"--smooth-method", "--smooth"},
         {"-b", "--score-only"},          {"-w", "--width"},
+        {"-i", "--input"},
     };
     for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
         if (strcmp(arg, alias[k][0]) == 0) return alias[k][1];
@@ -189,6 +193,7 @@ static const struct option longopts[] = {
         {"paired-ar", required_argument, NULL, 'a'},
         {"paired-bs-n", required_argument, NULL, 'p'},
         {"paired-ar-n", required_argument, NULL, 'r'},
+        {"input", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -238,7 +243,7 @@ static TfmStatus rewrite_args(int argc, char **argv, char **copy, int *n_out, Bl
         }
         /* "-tok=13a": the alias of the part before "=" */
         const char *eq = strchr(arg, '=');
-        char name[24];
+        char name[24] = "";
         const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         const char *alias = NULL;
         if (len < sizeof name) {
@@ -252,6 +257,15 @@ static TfmStatus rewrite_args(int argc, char **argv, char **copy, int *n_out, Bl
             copy[n++] = arg + 2;
             continue;
         }
+        /* sacreBLEU's -i takes several systems ("-i a b"); here it takes HYP
+         * alone, so a second file right after it is refused, not made a
+         * reference */
+        const char *opt = alias ? alias : name;
+        const int after = i + (eq ? 1 : 2);
+        if (strcmp(opt, "--input") == 0 && after < argc && argv[after][0] != '-')
+            return err_set(err, TFM_ERR_USAGE, "bleu: -i takes one file, HYP (%s); the references "
+                           "go before it, other systems after --paired-bs (see tfm bleu --help)",
+                           eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : "");
         if (!alias) {
             copy[n++] = arg;
             value_next = takes_next_value(arg);
@@ -351,6 +365,12 @@ TfmStatus bleu_parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmEr
             a->paired = (char)c;
             a->systems[a->n_systems++] = optarg;
             break;
+        case 'i':
+            if (a->input)
+                return err_set(err, TFM_ERR_USAGE, "bleu: -i/--input given twice: it takes one "
+                               "hypothesis (compare systems with --paired-bs SYS)");
+            a->input = optarg;
+            break;
         case ':':
             return err_set(err, TFM_ERR_USAGE, "bleu: option '%s' needs a value", copy[optind - 1]);
         default:
@@ -371,6 +391,14 @@ TfmStatus bleu_parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmEr
     if (a->sentence) a->opt.effective_order = true;
     a->files = copy + optind;
     a->n_files = n - optind;
+    if (a->input) {
+        /* HYP goes first, into the entry before the files: an option
+         * getopt has consumed (-i HYP took at least one) */
+        *--a->files = a->input;
+        a->n_files++;
+        if (a->n_files < 2)
+            return err_set(err, TFM_ERR_USAGE, "bleu: expected REF [REF ...] with -i HYP (see tfm bleu --help)");
+    }
     if (a->n_files < 2)
         return err_set(err, TFM_ERR_USAGE, "bleu: expected HYP REF [REF ...] (see tfm bleu --help)");
     /* as sacreBLEU: a system is named by its file, once, and is not the

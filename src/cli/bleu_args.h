@@ -21,7 +21,8 @@ typedef struct {
     unsigned metrics;               /* METRIC_* bits; 0 until -m: BLEU */
     bool sentence;
     ScoreFormat fmt;                /* --json, --score-only, --width */
-    char **files;
+    char *input;                    /* -i HYP, or NULL: HYP is the first file */
+    char **files;                   /* HYP, then the references */
     int n_files;
     bool confidence;                /* -ci: one system's bootstrap interval */
     int confidence_n;
