@@ -374,6 +374,13 @@ check "--input=HYP: as HYP first" cmp -s "$T/out" "$T/want"
 expect_exit 2 "-i with two files (sacreBLEU's systems)" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt" "$G/ema.txt"
 expect_err_line "-i with two files: message" "tfm: bleu: -i takes one file, HYP ($G/base.txt); the references go before it, other systems after --paired-bs (see tfm bleu --help)"
 expect_exit 2 "-i twice" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt" -i "$G/ema.txt"
+expect_err_line "-i twice: message" "tfm: bleu: -i/--input given twice: it takes one hypothesis (compare systems with --paired-bs SYS)"
+expect_exit 2 "--inp HYP SYS (getopt's abbreviation)" -- "$TFM" bleu "$G/ref.txt" --inp "$G/base.txt" "$G/ema.txt"
+expect_exit 2 "-i HYP - (a second system from stdin)" -- "$TFM" bleu "$G/ref.txt" -i "$G/base.txt" -
+expect_exit 0 "--input=HYP before the references" -- "$TFM" bleu -b --input="$G/base.txt" "$G/ref.txt"
+check "--input=HYP before the references: the score" test "$(cat "$T/out")" = 40.60
+expect_exit 0 "-i HYP -- REF" -- "$TFM" bleu -b -i "$G/base.txt" -- "$G/ref.txt"
+check "-i HYP -- REF: the score" test "$(cat "$T/out")" = 40.60
 expect_exit 2 "-i without a reference" -- "$TFM" bleu -i "$G/base.txt"
 expect_err_line "-i without a reference: message" "tfm: bleu: expected REF [REF ...] with -i HYP (see tfm bleu --help)"
 expect_exit 0 "-i HYP with a paired test" -- sh -c "cd '$G' && '$TFM' bleu ref.txt -i base.txt -pbs ema.txt"

@@ -26,8 +26,10 @@ static const char usage[] =
     "shorter one ends for pipes. Invalid UTF-8 is an error, as in sacreBLEU.\n"
     "\n"
     "options:\n"
-    "  -i, --input HYP             the hypothesis, as sacreBLEU takes it; every file\n"
-    "                              named without an option is then a reference\n"
+    "  -i, --input HYP             the hypothesis, as sacreBLEU takes it; every other\n"
+    "                              file is then a reference. A file right after\n"
+    "                              -i HYP is refused (sacreBLEU would read a second\n"
+    "                              system): put the references before -i\n"
     "  -m, --metrics M [M ...]     metrics: bleu (default), chrf, ter; several as\n"
     "                              -m chrf ter, -m chrf -m ter or -m chrf,ter.\n"
     "                              Printed in the order bleu, chrf, ter (as\n"
@@ -257,15 +259,17 @@ static TfmStatus rewrite_args(int argc, char **argv, char **copy, int *n_out, Bl
             copy[n++] = arg + 2;
             continue;
         }
-        /* sacreBLEU's -i takes several systems ("-i a b"); here it takes HYP
-         * alone, so a second file right after it is refused, not made a
-         * reference */
+        /* sacreBLEU's -i takes several systems ("-i a b", "-i a -"); here
+         * it takes HYP alone, so a file right after its value is refused, not
+         * made a reference. "-i=a b" gives -i one value in argparse too. */
         const char *opt = alias ? alias : name;
-        const int after = i + (eq ? 1 : 2);
-        if (strcmp(opt, "--input") == 0 && after < argc && argv[after][0] != '-')
+        const size_t opt_len = strlen(opt);
+        const bool is_input = opt_len >= 3 && strncmp(opt, "--input", opt_len) == 0;  /* getopt's --inp */
+        if (is_input && !eq && i + 2 < argc &&
+            (argv[i + 2][0] != '-' || strcmp(argv[i + 2], "-") == 0))
             return err_set(err, TFM_ERR_USAGE, "bleu: -i takes one file, HYP (%s); the references "
                            "go before it, other systems after --paired-bs (see tfm bleu --help)",
-                           eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : "");
+                           argv[i + 1]);
         if (!alias) {
             copy[n++] = arg;
             value_next = takes_next_value(arg);
