@@ -376,6 +376,23 @@ check "linear: lr is 0 at max_steps" grep -q '"step": 40, .*"lr": 0,' lin/ck/log
 (cd lin2 && TFM_TEST_SIGNAL_AT_STEP=27 "$TFM" train ../lin.json -q >/dev/null 2>&1)
 (cd lin2 && expect_exit 0 "resume a linear-schedule run" -- "$TFM" train ../lin.json -q)
 check "linear: resumed model equals uninterrupted" cmp -s lin/model.tfm lin2/model.tfm
+# train.dropout_warmup: the dropouts rise from 0 over the first steps, a
+# function of the step alone, so a run stopped inside the rise resumes to the
+# uninterrupted model; a rise of 1 step is no rise at all.
+mkdir dw dw2 dw1
+(cd dw && expect_exit 0 "train with dropout_warmup" -- "$TFM" train ../mini.json -q --set train.dropout_warmup=30)
+check "dropout_warmup: differs from the plain model" test -n "$(cmp a/model.tfm dw/model.tfm 2>&1)"
+(cd dw2 && TFM_TEST_SIGNAL_AT_STEP=13 "$TFM" train ../mini.json -q --set train.dropout_warmup=30 >/dev/null 2>&1)
+(cd dw2 && expect_exit 0 "dropout_warmup: resume inside the rise" -- "$TFM" train ../mini.json -q --set train.dropout_warmup=30)
+check "dropout_warmup: resumed model equals uninterrupted" cmp -s dw/model.tfm dw2/model.tfm
+# (the logs' rows every 5 steps, not at the interval the speed would pick)
+(cd dw1 && "$TFM" train ../mini.json -q --set train.log_every=5 --set train.out_dir=plain >/dev/null 2>&1)
+(cd dw1 && expect_exit 0 "dropout_warmup of 1 step" -- "$TFM" train ../mini.json -q --set train.log_every=5 --set train.dropout_warmup=1)
+check "dropout_warmup 1: the plain run's losses" test "$(no_times dw1/plain/log.jsonl)" = "$(no_times dw1/ck/log.jsonl)"
+(cd dw1 && "$TFM" train ../mini.json -q --set train.log_every=5 --set train.dropout_warmup=30 --set train.out_dir=w30 >/dev/null 2>&1)
+check "dropout_warmup 30: other losses" test "$(no_times dw1/plain/log.jsonl)" != "$(no_times dw1/w30/log.jsonl)"
+expect_exit 1 "dropout_warmup below 0 refused" -- "$TFM" train mini.json --dry-run --set train.dropout_warmup=-5
+expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup: expected a non-negative integer, got -5"
 # train.ema: train.model is out_dir/ema.tfm, validated and logged once; the
 # average is kept in checkpoints, so a resumed run ends with the same one.
 sed 's/"valid_every": 40,/"valid_every": 10, "valid_bleu": true, "ema": 0.9,/' mini.json >ema.json

@@ -98,6 +98,7 @@ TEST(config_defaults_match_spec)
     CHECK_EQ_INT(c.train.max_epochs, 0);
     CHECK(c.train.max_time_s == 0.0);
     CHECK(c.train.label_smoothing == 0.1f && c.train.clip_norm == 0.0f && c.train.weight_decay == 0.0f);
+    CHECK_EQ_INT(c.train.dropout_warmup, 0);
     CHECK_EQ_INT(c.train.lr.schedule, LR_NOAM);
     CHECK_EQ_INT(c.train.lr.warmup, 4000);
     CHECK(c.train.lr.factor == 1.0f && c.train.lr.peak == 0.0005f);
@@ -146,6 +147,7 @@ static void check_same(const TfmConfig *a, const TfmConfig *b)
     CHECK(a->train.label_smoothing == b->train.label_smoothing);
     CHECK(a->train.clip_norm == b->train.clip_norm);
     CHECK(a->train.weight_decay == b->train.weight_decay);
+    CHECK_EQ_INT(a->train.dropout_warmup, b->train.dropout_warmup);
     CHECK_EQ_INT(a->train.lr.schedule, b->train.lr.schedule);
     CHECK_EQ_INT(a->train.lr.warmup, b->train.lr.warmup);
     CHECK(a->train.lr.factor == b->train.lr.factor);
@@ -177,7 +179,7 @@ static const char *full_json =
     " \"norm\": \"pre\", \"share_embeddings\": false},"
     " \"train\": {\"seed\": 9007199254740991, \"batch_tokens\": 1234, \"max_steps\": 4000000000,"
     " \"max_epochs\": 7, \"max_time_s\": 3600.125, \"label_smoothing\": 0.2, \"clip_norm\": 1.1,"
-    " \"weight_decay\": 0.01, \"lr\": {\"schedule\": \"inverse_sqrt\", \"warmup\": 16000,"
+    " \"weight_decay\": 0.01, \"dropout_warmup\": 3000, \"lr\": {\"schedule\": \"inverse_sqrt\", \"warmup\": 16000,"
     " \"factor\": 2.5, \"peak\": 0.0007}, \"adam\": {\"beta1\": 0.8, \"beta2\": 0.999, \"eps\": 1e-8},"
     " \"valid_every\": 500, \"save_every\": 250, \"valid_bleu\": true, \"patience\": 10,"
     " \"out_dir\": \"out/ckpt\", \"keep\": 2, \"model\": \"m.tfm\", \"threads\": 2},"
@@ -231,7 +233,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
                           "max_len", "d_model", "heads", "enc_layers", "dec_layers", "d_ff",
                           "dropout", "attn_dropout", "relu_dropout", "norm", "share_embeddings",
                           "seed", "batch_tokens", "max_steps", "max_epochs", "max_time_s",
-                          "label_smoothing", "clip_norm", "weight_decay", "lr", "schedule",
+                          "label_smoothing", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",
                           "valid_every", "save_every", "valid_bleu", "patience", "out_dir",
                           "keep", "model", "threads", "decode", "beam", "alpha", "max_len_a",
@@ -351,6 +353,10 @@ static const BadCase bad_cases[] = {
      "train.adam.beta1: expected a number in [0, 1), got 1", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"label_smoothing\": -0.1}}",
      "train.label_smoothing: expected a number in [0, 1), got -0.1", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"dropout_warmup\": -1}}",
+     "train.dropout_warmup: expected a non-negative integer, got -1", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"dropout_warmup\": 1.5}}",
+     "train.dropout_warmup: expected a non-negative integer, got 1.5", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"clip_norm\": 1e39}}",
      "train.clip_norm: expected a non-negative number up to 3.4028235e+38, got 1e+39", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"max_time_s\": -1}}",

@@ -53,6 +53,7 @@ typedef struct {
     long max_steps, max_epochs;
     double max_time_s;
     float label_smoothing, clip_norm, weight_decay;
+    long dropout_warmup;    /* steps over which the dropouts rise from 0; 0: none */
     LrConfig lr;
     float beta1, beta2, eps;
     long valid_every, save_every;

@@ -298,9 +298,10 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
         (st = check_tokens(b->tgt_out, Nt, V, "target", err)))
         return st;
 
-    w->p_drop = dropout_rng ? c->dropout : 0.0f;
-    w->p_att = dropout_rng ? c->attn_dropout : 0.0f;
-    w->p_relu = dropout_rng ? c->relu_dropout : 0.0f;
+    const float scale = dropout_rng ? m->dropout_scale : 0.0f;
+    w->p_drop = scale * c->dropout;
+    w->p_att = scale * c->attn_dropout;
+    w->p_relu = scale * c->relu_dropout;
     w->seed = dropout_rng ? rng_u64(dropout_rng) : 0;
 
     const float *enc = encoder_forward(m, w, NULL, b->src, b->n, b->src_len, w->p_drop, w->p_att,

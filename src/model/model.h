@@ -77,6 +77,9 @@ typedef struct {
      * of target tokens, and the output projection (V, D); all three are the
      * same matrix when cfg.share_embeddings. */
     const float *emb_src, *emb_tgt, *out_proj;
+    /* Training's dropouts are cfg's three probabilities times this (1 from
+     * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
+    float dropout_scale;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
