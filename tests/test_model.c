@@ -469,10 +469,10 @@ TEST(model_dropout_deterministic)
     model_free(&m0);
 }
 
-/* train.dropout_warmup's lever: dropout_scale s makes the three dropouts s
+/* train.dropout_warmup's lever: dropout_factor s makes the three dropouts s
  * times the model's, bit for bit the same as a model configured with those
  * probabilities (loss and gradients); 0 is evaluation's loss. */
-TEST(model_dropout_scale)
+TEST(model_dropout_factor)
 {
     ModelConfig cfg = tiny_cfg(NORM_POST, true);
     cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.3f;
@@ -482,7 +482,7 @@ TEST(model_dropout_scale)
     Rng rng;
     rng_seed(&rng, 8);
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    CHECK(m.dropout_scale == 1.0f);
+    CHECK(m.dropout_factor == 1.0f);
     model_init_weights(&m, &rng);
     CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
     cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.5f * 0.3f;
@@ -495,7 +495,7 @@ TEST(model_dropout_scale)
     Rng r1, r2;
     rng_seed(&r1, 99);
     r2 = r1;
-    m.dropout_scale = 0.5f;
+    m.dropout_factor = 0.5f;
     CHECK(model_forward(&m, &bt, 0.1f, &r1, &a, &err) == TFM_OK);
     model_backward(&m, &bt);
     memcpy(g1, m.grads, m.n_params * sizeof *g1);
@@ -505,7 +505,7 @@ TEST(model_dropout_scale)
     CHECK(memcmp(g1, half.grads, m.n_params * sizeof *g1) == 0);
     CHECK(model_forward(&m, &bt, 0.1f, NULL, &e, &err) == TFM_OK);
     CHECK(e.loss != a.loss);       /* the scaled dropout did drop */
-    m.dropout_scale = 0.0f;
+    m.dropout_factor = 0.0f;
     CHECK(model_forward(&m, &bt, 0.1f, &r1, &z, &err) == TFM_OK);
     CHECK(z.loss == e.loss && z.nll == e.nll);
     free(g1);

@@ -298,7 +298,7 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
         (st = check_tokens(b->tgt_out, Nt, V, "target", err)))
         return st;
 
-    const float scale = dropout_rng ? m->dropout_scale : 0.0f;
+    const float scale = dropout_rng ? m->dropout_factor : 0.0f;
     w->p_drop = scale * c->dropout;
     w->p_att = scale * c->attn_dropout;
     w->p_relu = scale * c->relu_dropout;

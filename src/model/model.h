@@ -79,7 +79,7 @@ typedef struct {
     const float *emb_src, *emb_tgt, *out_proj;
     /* Training's dropouts are cfg's three probabilities times this (1 from
      * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
-    float dropout_scale;
+    float dropout_factor;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
@@ -98,7 +98,8 @@ TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *er
  * grads not included. No allocation; +inf when the sizes overflow. */
 double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len);
 
-/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout).
+/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout); else
+ * the dropouts are cfg's probabilities times m->dropout_factor.
  * Errors: TFM_ERR_FORMAT for a batch that does not fit the workspace or has
  * out-of-range ids. */
 TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,

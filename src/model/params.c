@@ -180,7 +180,7 @@ TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err)
 {
     *m = (Model){0};
     m->cfg = *cfg;
-    m->dropout_scale = 1.0f;
+    m->dropout_factor = 1.0f;
     const ModelConfig *c = &m->cfg;
     if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0 || c->d_ff <= 0 ||
         c->enc_layers <= 0 || c->dec_layers <= 0 || c->vocab_size <= 4 || c->max_len <= 0)

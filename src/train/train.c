@@ -413,7 +413,7 @@ static void sum_across_ranks(void *ctx, float *grads, size_t n)
 
 /* train.dropout_warmup: the dropouts rise linearly from 0 to the model's
  * over the first steps, so the model fits fast while it cannot yet overfit. */
-static float dropout_scale_at(const TrainConfig *tc, long step)
+static float dropout_factor_at(const TrainConfig *tc, long step)
 {
     if (tc->dropout_warmup <= 0 || step >= tc->dropout_warmup) return 1.0f;
     return (float)((double)step / (double)tc->dropout_warmup);
@@ -433,7 +433,7 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
         rng_fork(&t->ts.dropout_rng, (uint64_t)dist_rank(), &rank_rng);
         dropout_rng = &rank_rng;
     }
-    t->model.dropout_scale = dropout_scale_at(tc, next);
+    t->model.dropout_factor = dropout_factor_at(tc, next);
     if (mine.n > 0) {
         TfmStatus st = model_forward(&t->model, &mine, tc->label_smoothing, dropout_rng, &ls, err);
         if (st != TFM_OK) return st;
