@@ -40,6 +40,13 @@ static const int b_tgt_out[BN * BT] = {
     9, 8, 7, TOK_EOS, TOK_PAD,
 };
 
+/* The three sentences above as a batch. */
+static Batch fixed_batch(void)
+{
+    return (Batch){.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
+                   .tgt_out = b_tgt_out};
+}
+
 typedef struct {
     Model m;
     Batch b;
@@ -101,8 +108,7 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
             for (int j = 0; j < ti->cols; j++) p[j] += 0.2f * (rng_uniform(&rng) - 0.5f);
     }
     CHECK(model_alloc_training(&g->m, 64, 16, &err) == TFM_OK);
-    g->b = (Batch){.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                   .tgt_out = b_tgt_out};
+    g->b = fixed_batch();
     g->use_dropout = dropout > 0;
     rng_seed(&g->drop, 7);
     double f0 = model_obj(g);
@@ -344,8 +350,7 @@ TEST(model_forward_rejects_bad_batches)
     LossStats st;
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
     CHECK(model_alloc_training(&m, 12, 8, &err) == TFM_OK);
-    Batch b = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-               .tgt_out = b_tgt_out};
+    Batch b = fixed_batch();
     CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_ERR_FORMAT);  /* 18 > 12 tokens */
     int src[2] = {5, -1}, tin[2] = {TOK_BOS, 5}, tout[2] = {5, TOK_EOS};
     b = (Batch){.n = 1, .src_len = 2, .tgt_len = 2, .src = src, .tgt_in = tin, .tgt_out = tout};
@@ -394,8 +399,7 @@ TEST(model_backward_notify_ranges_final_and_complete)
         CHECK(model_init(&m, &cfg, &err) == TFM_OK);
         model_init_weights(&m, &rng);
         CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
-        Batch bt = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                    .tgt_out = b_tgt_out};
+        Batch bt = fixed_batch();
         NotifyLog l = {.m = &m, .snap = calloc(m.n_params, sizeof(float)),
                        .covered = calloc(m.n_params, sizeof(int))};
         float *plain = malloc(m.n_params * sizeof *plain);
@@ -441,8 +445,7 @@ TEST(model_dropout_deterministic)
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
     model_init_weights(&m, &rng);
     CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
-    Batch bt = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                .tgt_out = b_tgt_out};
+    Batch bt = fixed_batch();
     float *g1 = malloc(m.n_params * sizeof *g1);
     Rng r1, r2;
     rng_seed(&r1, 99);
@@ -489,8 +492,7 @@ TEST(model_dropout_factor)
     CHECK(model_init(&half, &cfg, &err) == TFM_OK);
     memcpy(half.params, m.params, m.n_params * sizeof *m.params);
     CHECK(model_alloc_training(&half, 64, 16, &err) == TFM_OK);
-    Batch bt = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                .tgt_out = b_tgt_out};
+    Batch bt = fixed_batch();
     float *g1 = malloc(m.n_params * sizeof *g1);
     Rng r1, r2;
     rng_seed(&r1, 99);
@@ -685,8 +687,7 @@ TEST(model_bf16_matches_fp32)
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
     model_init_weights(&m, &rng);
     CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
-    Batch b = {.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-               .tgt_out = b_tgt_out};
+    Batch b = fixed_batch();
     LossStats st[2];
     float *grads[2];
     for (int bf = 0; bf < 2; bf++) {
