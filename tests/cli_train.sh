@@ -397,6 +397,28 @@ check "dropout_warmup 30: the same rows" test "$(grep -c '"step"' dw1/plain/log.
 check "dropout_warmup 30: other losses" test "$(no_times dw1/plain/log.jsonl)" != "$(no_times dw1/w30/log.jsonl)"
 expect_exit 1 "dropout_warmup below 0 refused" -- "$TFM" train mini.json --dry-run --set train.dropout_warmup=-5
 expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup: expected a non-negative integer, got -5"
+# train.parallel "sentences" (2 threads, each on its share of a batch; its
+# equality with a 2-rank mpirun job is in cli_mpi.sh): stopped by SIGTERM
+# and resumed, the uninterrupted run's model; with 1 thread, the products
+# run's weights; "auto" picks it for 2 fp32 threads and says so, not for 1;
+# bf16 beside it is refused.
+mkdir sp sp2 sp1 spa spa1
+(cd sp && expect_exit 0 "train.parallel sentences, 2 threads" -- "$TFM" train ../mini.json --threads 2 --set train.parallel=sentences)
+check "train.parallel sentences: it says so" grep -q '^train.parallel sentences: 2 threads, each on its share' "$T/err"
+(cd sp2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "train.parallel sentences: SIGTERM at step 13" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences)
+(cd sp2 && expect_exit 0 "train.parallel sentences: resumed" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences)
+check "train.parallel sentences: resumed model equals uninterrupted" cmp -s sp/model.tfm sp2/model.tfm
+check "train.parallel sentences: its own dropout masks (not the 1-thread model)" not python3 "$ROOT/tests/model_diff.py" --exact a/model.tfm sp/model.tfm 2>/dev/null
+(cd sp1 && expect_exit 0 "train.parallel sentences, 1 thread" -- "$TFM" train ../mini.json -q --threads 1 --set train.parallel=sentences)
+check "train.parallel sentences, 1 thread: the products run's weights" python3 "$ROOT/tests/model_diff.py" --exact a/model.tfm sp1/model.tfm
+(cd spa && expect_exit 0 "train.parallel auto, 2 threads" -- "$TFM" train ../mini.json --threads 2 --set train.parallel=auto)
+check "train.parallel auto, 2 fp32 threads: sentences" grep -q '^train.parallel sentences: 2 threads' "$T/err"
+"$TFM" info spa/model.tfm >"$T/out" 2>&1
+check "train.parallel auto: the model records the choice" grep -q '"parallel": "sentences"' "$T/out"
+(cd spa1 && expect_exit 0 "train.parallel auto, 1 thread" -- "$TFM" train ../mini.json --threads 1 --set train.parallel=auto)
+check "train.parallel auto, 1 thread: products" not grep -q '^train.parallel sentences' "$T/err"
+expect_exit 1 "train.parallel sentences with bf16 refused" -- "$TFM" train mini.json --dry-run --set train.parallel=sentences --set train.precision=bf16
+expect_err_line "train.parallel with bf16: message" 'tfm: --set train.parallel: "sentences" runs float32 products and cannot be combined with train.precision "bf16" (use "products" or "auto")'
 # train.ema: train.model is out_dir/ema.tfm, validated and logged once; the
 # average is kept in checkpoints, so a resumed run ends with the same one.
 sed 's/"valid_every": 40,/"valid_every": 10, "valid_bleu": true, "ema": 0.9,/' mini.json >ema.json

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""model_diff.py A.tfm B.tfm: the largest difference between the weights of
+"""model_diff.py [--exact] A.tfm B.tfm: the largest difference between the weights of
 two model files of one shape (docs/model-format.md, the TENS section):
 prints "max_abs X max_rel Y" (rel: over the largest |weight| of the tensor).
 The key biases (`.bk`) are left out: adding a constant to every score of a
 softmax row changes nothing, so their true gradient is zero and what they
 get is rounding noise, which Adam scales up to full-size steps; they differ
-between any two summation orders and never change an output."""
+between any two summation orders and never change an output.
+--exact: instead, exit 0 if every tensor (the key biases too) is the same
+bit for bit, else print the first that differs and exit 1."""
 import struct
 import sys
 from array import array
@@ -35,8 +37,17 @@ def tensors(path):
     raise SystemExit(f"{path}: no TENS section")
 
 
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+args = sys.argv[1:]
+exact = args[:1] == ["--exact"]
+if exact:
+    args = args[1:]
+a, b = tensors(args[0]), tensors(args[1])
 assert a.keys() == b.keys(), "the models differ in shape"
+if exact:
+    for name in a:
+        if a[name].tobytes() != b[name].tobytes():
+            raise SystemExit(f"{name} differs")
+    sys.exit(0)
 max_abs = max_rel = 0.0
 for name in a:
     if name.endswith(".bk"):

@@ -111,6 +111,7 @@ TEST(config_defaults_match_spec)
     CHECK_EQ_INT(c.train.keep, 5);
     CHECK_STR(c.train.model, "model.tfm");
     CHECK_EQ_INT(c.train.threads, 0);
+    CHECK_EQ_INT(c.train.parallel, PARALLEL_PRODUCTS);
     CHECK_EQ_INT(c.decode.beam, 4);
     CHECK(c.decode.alpha == 0.6f && c.decode.max_len_a == 1.0f);
     CHECK_EQ_INT(c.decode.max_len_b, 50);
@@ -163,6 +164,7 @@ static void check_same(const TfmConfig *a, const TfmConfig *b)
     CHECK_EQ_INT(a->train.keep, b->train.keep);
     CHECK_STR(a->train.model, b->train.model);
     CHECK_EQ_INT(a->train.threads, b->train.threads);
+    CHECK_EQ_INT(a->train.parallel, b->train.parallel);
     CHECK_EQ_INT(a->decode.beam, b->decode.beam);
     CHECK(a->decode.alpha == b->decode.alpha);
     CHECK(a->decode.max_len_a == b->decode.max_len_a);
@@ -182,7 +184,8 @@ static const char *full_json =
     " \"weight_decay\": 0.01, \"dropout_warmup\": 3000, \"lr\": {\"schedule\": \"inverse_sqrt\", \"warmup\": 16000,"
     " \"factor\": 2.5, \"peak\": 0.0007}, \"adam\": {\"beta1\": 0.8, \"beta2\": 0.999, \"eps\": 1e-8},"
     " \"valid_every\": 500, \"save_every\": 250, \"valid_bleu\": true, \"patience\": 10,"
-    " \"out_dir\": \"out/ckpt\", \"keep\": 2, \"model\": \"m.tfm\", \"threads\": 2},"
+    " \"out_dir\": \"out/ckpt\", \"keep\": 2, \"model\": \"m.tfm\", \"threads\": 2,"
+    " \"parallel\": \"sentences\"},"
     " \"decode\": {\"beam\": 6, \"alpha\": 1.2, \"max_len_a\": 1.5, \"max_len_b\": 10}}";
 
 TEST(config_full_round_trip)
@@ -236,7 +239,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
                           "label_smoothing", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",
                           "valid_every", "save_every", "valid_bleu", "patience", "out_dir",
-                          "keep", "model", "threads", "decode", "beam", "alpha", "max_len_a",
+                          "keep", "model", "threads", "parallel", "decode", "beam", "alpha", "max_len_a",
                           "max_len_b"};
     for (size_t i = 0; json && i < sizeof keys / sizeof *keys; i++) {
         char k[40];
@@ -355,6 +358,12 @@ static const BadCase bad_cases[] = {
      "train.label_smoothing: expected a number in [0, 1), got -0.1", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"dropout_warmup\": -1}}",
      "train.dropout_warmup: expected a non-negative integer, got -1", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"parallel\": \"threads\"}}",
+     "train.parallel: expected one of \"products\", \"sentences\", \"auto\", got \"threads\"",
+     TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"parallel\": \"sentences\", \"precision\": \"bf16\"}}",
+     "train.parallel: \"sentences\" runs float32 products and cannot be combined with "
+     "train.precision \"bf16\" (use \"products\" or \"auto\")", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"dropout_warmup\": 1.5}}",
      "train.dropout_warmup: expected a non-negative integer, got 1.5", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"clip_norm\": 1e39}}",

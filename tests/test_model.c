@@ -515,6 +515,57 @@ TEST(model_dropout_factor)
     model_free(&half);
 }
 
+/* A replica reads its model's weights and keeps gradients of its own: two
+ * threads' shares of a batch (train.parallel "sentences"), their gradients
+ * summed, give the whole batch's to float rounding. */
+TEST(model_replica_shares_weights)
+{
+    ModelConfig cfg = tiny_cfg(NORM_POST, true);
+    Model m, r;
+    TfmErr err;
+    Rng rng;
+    rng_seed(&rng, 12);
+    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+    model_init_weights(&m, &rng);
+    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    CHECK(model_init_replica(&r, &m, 32, 16, &err) == TFM_OK);
+    CHECK(r.params == m.params && r.grads != m.grads && r.replica && !m.replica);
+    Batch whole = fixed_batch();
+    LossStats all, a, b;
+    CHECK(model_forward(&m, &whole, 0.1f, NULL, &all, &err) == TFM_OK);
+    model_backward(&m, &whole);
+    float *g = malloc(m.n_params * sizeof *g);
+    memcpy(g, m.grads, m.n_params * sizeof *g);
+    /* sentence 0 on m, sentences 1-2 on the replica, each averaged over the
+     * whole batch's targets */
+    Batch first = whole, rest = whole;
+    first.n = 1;
+    first.loss_tokens = rest.loss_tokens = all.n_tokens;
+    rest.n = BN - 1;
+    rest.src += BS;
+    rest.tgt_in += BT;
+    rest.tgt_out += BT;
+    CHECK(model_forward(&m, &first, 0.1f, NULL, &a, &err) == TFM_OK);
+    CHECK(model_forward(&r, &rest, 0.1f, NULL, &b, &err) == TFM_OK);
+    model_backward(&m, &first);
+    model_backward(&r, &rest);
+    CHECK(a.n_tokens + b.n_tokens == all.n_tokens);
+    CHECK(fabs(a.loss + b.loss - all.loss) <= 1e-5 * all.loss);
+    double worst = 0;
+    for (size_t i = 0; i < m.n_params; i++) {
+        double d = fabs((double)m.grads[i] + r.grads[i] - g[i]) / (1e-3 + fabs(g[i]));
+        if (d > worst) worst = d;
+    }
+    CHECK(worst < 1e-4);
+    /* a change of the weights is the replica's too */
+    m.params[m.n_params - 1] += 1.0f;
+    CHECK(r.params[m.n_params - 1] == m.params[m.n_params - 1]);
+    free(g);
+    model_free(&r);         /* frees its own only: m stays whole */
+    CHECK(r.params == NULL && m.params != NULL);
+    model_free(&m);
+}
+
 /* ---- learning: copy and reverse ---- */
 
 enum { LV = 20, LBATCH = 32, LMAXLEN = 10 };

@@ -103,10 +103,24 @@ static Precision pick_precision(const TfmConfig *cfg, bool quiet)
 /* Threads, the sgemm check, and the precision (auto resolved here). */
 static TfmStatus set_up_arithmetic(TfmConfig *cfg, bool quiet, TfmErr *err)
 {
-    blas_set_threads(threads_per_rank(cfg->train.threads));
+    const int threads = blas_set_threads(threads_per_rank(cfg->train.threads));
     TfmStatus st = blas_selftest(err);
-    if (st == TFM_OK && cfg->train.precision == PRECISION_AUTO)
-        cfg->train.precision = pick_precision(cfg, quiet);
+    TrainConfig *tc = &cfg->train;
+    if (st == TFM_OK && tc->precision == PRECISION_AUTO) {
+        if (tc->parallel == PARALLEL_SENTENCES) {
+            tc->precision = PRECISION_FP32;
+            if (!quiet)
+                fprintf(stderr, "train.precision auto: fp32 (train.parallel \"sentences\" "
+                        "runs float32 products)\n");
+        } else {
+            tc->precision = pick_precision(cfg, quiet);
+        }
+    }
+    /* "sentences" pays where the threads share float32 products; oneDNN's
+     * bf16 products are threaded by oneDNN, one product at a time */
+    if (tc->parallel == PARALLEL_AUTO)
+        tc->parallel = tc->precision == PRECISION_FP32 && threads > 1 ? PARALLEL_SENTENCES
+                                                                       : PARALLEL_PRODUCTS;
     if (st == TFM_OK && cfg->train.precision == PRECISION_BF16)
         st = blas_use_bf16("train.precision", err);
     return st;

@@ -37,6 +37,7 @@ static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "auto", NULL};
+static const char *const parallel_names[] = {"products", "sentences", "auto", NULL};
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
                                              "cosine", NULL};
 static const char *const horizon_names[] = {"steps", "time", NULL};
@@ -109,6 +110,7 @@ const KeySpec config_schema[] = {
     ENUM_("train.precision", train.precision, precision_names, 0),
     STR_("train.model", train.model, "model.tfm", 0),
     INT_("train.threads", train.threads, 0, 1024, 0),
+    ENUM_("train.parallel", train.parallel, parallel_names, PARALLEL_PRODUCTS),
 
     INT_("decode.beam", decode.beam, 1, DECODE_MAX_BEAM, 4),
     /* a user's config is held to tfm translate's ranges too (check_decode);
@@ -477,6 +479,10 @@ static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
     if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) && lr->final > lr->peak)
         return err_set(err, TFM_ERR_CONFIG, "train.lr.final: %g is above train.lr.peak %g",
                        lr->final, lr->peak);
+    if (cfg->train.parallel == PARALLEL_SENTENCES && cfg->train.precision == PRECISION_BF16)
+        return err_set(err, TFM_ERR_CONFIG, "train.parallel: \"sentences\" runs float32 products "
+                       "and cannot be combined with train.precision \"bf16\" (use \"products\" "
+                       "or \"auto\")");
     if (cfg->train.average_last > cfg->train.keep)
         return err_set(err, TFM_ERR_CONFIG, "train.average_last: %d checkpoints to average need "
                        "train.keep >= %d, got %d", cfg->train.average_last,

@@ -19,6 +19,11 @@ typedef enum { ATTN_SOFTMAX = 0, ATTN_LINEAR = 1 } AttnKind;
 /* train.precision, and tfm translate --precision; "auto" (training only)
  * becomes one of the other two at the start of a run */
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Precision;
+/* train.parallel: how a step shares the threads. PRODUCTS: each product's
+ * rows are split among them; SENTENCES: each thread runs the whole model on
+ * its share of the batch's sentences (one replica each, gradients summed);
+ * "auto" becomes one of the two at the start of a run */
+typedef enum { PARALLEL_PRODUCTS = 0, PARALLEL_SENTENCES = 1, PARALLEL_AUTO = 2 } Parallel;
 
 typedef struct {
     char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
@@ -66,6 +71,7 @@ typedef struct {
     long log_every;         /* steps between progress lines and log rows; 0: ~20 s */
     int precision;          /* train.precision: PRECISION_FP32 or PRECISION_BF16 */
     int threads;            /* 0: all cores */
+    int parallel;           /* train.parallel: a Parallel */
 } TrainConfig;
 
 /* The optimizer's settings of a training config. */

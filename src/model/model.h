@@ -26,6 +26,7 @@
 #ifndef TFM_MODEL_H
 #define TFM_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "model/config.h"
 #include "base/err.h"
@@ -80,6 +81,9 @@ typedef struct {
     /* Training's dropouts are cfg's three probabilities times this (1 from
      * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
     float dropout_factor;
+    /* A replica (model_init_replica): params, tensors, layout and pos_table
+     * are another model's, read here and freed there. */
+    bool replica;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
@@ -92,6 +96,13 @@ void model_init_weights(Model *m, Rng *rng);
 /* Allocates grads and the activation workspace for any batch with
  * n * src_len <= max_tokens, n * tgt_len <= max_tokens, lengths <= max_len. */
 TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err);
+
+/* A replica of m for training on a share of a batch in another thread: it
+ * reads m's parameters (the same memory, so m's updates are its own) and
+ * has its own gradients and a workspace for batches of max_tokens, max_len
+ * (model_alloc_training). Free it with model_free, before m. */
+TfmStatus model_init_replica(Model *r, const Model *m, int max_tokens, int max_len,
+                             TfmErr *err);
 
 /* Bytes model_alloc_training(max_tokens, max_len) allocates for the
  * activation workspace of a model of shape cfg (vocab_size and max_len set);

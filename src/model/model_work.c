@@ -187,11 +187,30 @@ TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *er
     return m->work ? TFM_OK : TFM_ERR_NOMEM;
 }
 
+TfmStatus model_init_replica(Model *r, const Model *m, int max_tokens, int max_len,
+                             TfmErr *err)
+{
+    *r = *m;
+    r->replica = true;
+    r->grads = NULL;
+    r->work = NULL;
+    r->enc_work = NULL;
+    TfmStatus st = model_alloc_training(r, max_tokens, max_len, err);
+    if (st != TFM_OK) model_free(r);
+    return st;
+}
+
 void model_free(Model *m)
 {
     if (!m) return;
-    free(m->params);
     free(m->grads);
+    model_work_free(m->work);
+    model_work_free(m->enc_work);
+    if (m->replica) {           /* the rest is its owner's */
+        *m = (Model){0};
+        return;
+    }
+    free(m->params);
     free(m->tensors);
     if (m->layout) {
         free(m->layout->enc);
@@ -199,8 +218,6 @@ void model_free(Model *m)
         free(m->layout);
     }
     free(m->pos_table);
-    model_work_free(m->work);
-    model_work_free(m->enc_work);
     *m = (Model){0};
 }
 

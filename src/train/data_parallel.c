@@ -13,22 +13,26 @@
 #include "base/fnv.h"
 #include "dist/dist.h"
 
-void dp_slice(const Batch *b, Batch *mine)
+void batch_share(const Batch *b, int part, int parts, Batch *out)
 {
-    *mine = *b;
-    const int n_ranks = dist_size();
-    if (n_ranks == 1) return;
+    *out = *b;
+    if (parts == 1) return;
     /* an even split of the sentences: a batch holds sentences of about one
      * length (corpus.c), so equal counts are about equal work */
-    const int r = dist_rank();
-    const int lo = (int)((long)b->n * r / n_ranks), hi = (int)((long)b->n * (r + 1) / n_ranks);
-    mine->n = hi - lo;
-    mine->src = b->src + (size_t)lo * b->src_len;
-    mine->tgt_in = b->tgt_in + (size_t)lo * b->tgt_len;
-    mine->tgt_out = b->tgt_out + (size_t)lo * b->tgt_len;
-    long targets = 0;
-    for (long i = 0; i < (long)b->n * b->tgt_len; i++) targets += b->tgt_out[i] != TOK_PAD;
-    mine->loss_tokens = targets;
+    const int lo = (int)((long)b->n * part / parts), hi = (int)((long)b->n * (part + 1) / parts);
+    out->n = hi - lo;
+    out->src = b->src + (size_t)lo * b->src_len;
+    out->tgt_in = b->tgt_in + (size_t)lo * b->tgt_len;
+    out->tgt_out = b->tgt_out + (size_t)lo * b->tgt_len;
+    long targets = b->loss_tokens;
+    if (targets == 0)
+        for (long i = 0; i < (long)b->n * b->tgt_len; i++) targets += b->tgt_out[i] != TOK_PAD;
+    out->loss_tokens = targets;
+}
+
+void dp_slice(const Batch *b, Batch *mine)
+{
+    batch_share(b, dist_rank(), dist_size(), mine);
 }
 
 TfmStatus dp_agree(TfmStatus st, TfmErr *err)

@@ -125,12 +125,13 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
 /* Refuses a model and batch size this machine cannot train, before the big
  * allocations: `copies` float arrays of the parameters' size (params, grads,
  * Adam's m and v: 4; fewer when some are already held) plus the activation
- * workspace for the largest batch. */
+ * workspace for the largest batch, and the threads' replicas. */
 static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
 {
     size_t n = model_param_count(mc);
     double need = n ? (double)copies * n * sizeof(float) : INFINITY;
     need += model_work_bytes(mc, t->cfg->train.batch_tokens, config_row_len(t->cfg->data.max_len));
+    need += parts_extra_bytes(t->cfg, mc);     /* train.parallel "sentences": the replicas */
     char what[128];
     snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
              (double)n, t->cfg->train.batch_tokens);
@@ -434,7 +435,12 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
         dropout_rng = &rank_rng;
     }
     t->model.dropout_factor = dropout_factor_at(tc, next);
-    if (mine.n > 0) {
+    /* train.parallel "sentences": the threads' passes, gradients summed */
+    const bool parts = t->n_parts > 1;
+    if (parts) {
+        TfmStatus st = parts_forward_backward(t, &mine, dropout_rng, tc->label_smoothing, &ls, err);
+        if (st != TFM_OK) return st;
+    } else if (mine.n > 0) {
         TfmStatus st = model_forward(&t->model, &mine, tc->label_smoothing, dropout_rng, &ls, err);
         if (st != TFM_OK) return st;
     }
@@ -447,7 +453,9 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     ls.n_tokens = (long)sums[2];
     const double time_done = sums[3];
     if (!isfinite(ls.loss)) return numeric_stop(t, next, "loss", ls.loss, err);
-    if (dist_overlap_sums()) {
+    if (parts) {
+        dist_sum_floats(t->model.grads, t->model.n_params);
+    } else if (dist_overlap_sums()) {
         /* each layer's gradients are summed across ranks while the layers
          * below it run their backward pass */
         if (mine.n > 0) model_backward_notify(&t->model, &mine, sum_across_ranks, NULL);
@@ -657,6 +665,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if ((st = dp_agree(model_alloc_training(&t.model, cfg->train.batch_tokens,
                                             config_row_len(cfg->data.max_len), err), err)) != TFM_OK)
         goto done;
+    if ((st = dp_agree(parts_init(&t, err), err)) != TFM_OK) goto done;
+    if (t.n_parts > 1)
+        progress_note(&t.prog, "train.parallel sentences: %d threads, each on its share of "
+                      "every batch's sentences with one-thread products", t.n_parts);
     if (dist_size() > 1)
         progress_note(&t.prog, "data-parallel: %d ranks (%s), each on its share of every batch "
                       "of %d tokens", dist_size(), dist_library(), cfg->train.batch_tokens);
@@ -678,6 +690,7 @@ done:
     batcher_free(&t.valid_b);
     corpus_free(&t.train);
     corpus_free(&t.valid);
+    parts_free(&t);
     model_free(&t.model);
     adam_free(&t.adam);
     free(t.ema);

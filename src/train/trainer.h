@@ -33,6 +33,11 @@ typedef struct {
     double run_start;           /* monotonic seconds at the start of this run */
     bool changed;               /* this run stepped or validated: last.tfm is behind */
     long log_every;             /* train.log_every, or the interval picked for 0 */
+    /* train.parallel "sentences": the threads' models; replicas[k-1] is
+     * thread k's (thread 0 trains `model`); n_parts 1: products mode */
+    Model *replicas;
+    struct PartRun *part_runs;  /* n_parts of them (sentence_parallel.c) */
+    int n_parts;
 } Trainer;
 
 /* Training time so far, this run's and earlier runs' (seconds). */
@@ -68,6 +73,11 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err);
 
 /* ---- data-parallel runs (data_parallel.c); trivial with one rank ---- */
 
+/* Share `part` of `parts` of b's sentences (all of b when parts is 1), cut
+ * the same way for ranks and threads; its loss_tokens is b's target count,
+ * so the shares' gradients add up to b's. */
+void batch_share(const Batch *b, int part, int parts, Batch *out);
+
 /* This rank's share of the global batch b (all of it with one rank); its
  * loss_tokens is b's target count, so the ranks' gradients add up to b's. */
 void dp_slice(const Batch *b, Batch *mine);
@@ -85,5 +95,24 @@ TfmStatus dp_share_start(Trainer *t, TfmStatus st, TfmErr *err);
  * rank): the ranks apply the same updates, so a difference is a bug (a
  * rate or a sum that differed between ranks). */
 bool dp_weights_agree(const Trainer *t);
+
+/* ---- train.parallel "sentences" (sentence_parallel.c) ---- */
+
+/* Makes a replica of the model for every thread after the first when the
+ * run is in "sentences" mode with more than one thread; else n_parts is 1. */
+TfmStatus parts_init(Trainer *t, TfmErr *err);
+
+/* The memory parts_init will allocate for a model of shape mc (0 unless
+ * "sentences" with more than one thread). */
+double parts_extra_bytes(const TfmConfig *cfg, const ModelConfig *mc);
+
+/* One step's forward and backward passes over b (this rank's share of the
+ * batch), each thread on its share of the sentences with masks of its own
+ * (streams forked from rng, which then advances once): t->model.grads gets
+ * the sum of the threads' gradients, ls the sum of their losses. */
+TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float label_smoothing,
+                                 LossStats *ls, TfmErr *err);
+
+void parts_free(Trainer *t);
 
 #endif
