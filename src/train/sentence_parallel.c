@@ -54,6 +54,9 @@ TfmStatus parts_init(Trainer *t, TfmErr *err)
     t->replicas = xcalloc((size_t)threads - 1, sizeof *t->replicas, err);
     t->part_runs = xcalloc((size_t)threads, sizeof *t->part_runs, err);
     if (!t->replicas || !t->part_runs) return TFM_ERR_NOMEM;
+    /* the kernels' own parallel regions run inside the threads' region:
+     * one thread each, whatever OMP_NESTED or OMP_MAX_ACTIVE_LEVELS say */
+    omp_set_max_active_levels(1);
     const int max_len = config_row_len(t->cfg->data.max_len);
     const int tokens = part_tokens(t->cfg, threads);
     for (int k = 1; k < threads; k++) {
@@ -88,22 +91,25 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
         rng_fork(&base, (uint64_t)k, &run[k].rng);
         run[k].ls = (LossStats){0};
         run[k].st = TFM_OK;
+        part_model(t, k)->dropout_factor = t->model.dropout_factor;
     }
     (void)rng_u64(rng);
 #pragma omp parallel num_threads(T)
     {
-        /* inside this region every product and kernel runs on one thread */
-        const int k = omp_get_thread_num();
-        Model *m = part_model(t, k);
-        Batch mine;
-        batch_share(b, k, T, &mine);
-        m->dropout_factor = t->model.dropout_factor;
-        if (mine.n == 0) {
-            memset(m->grads, 0, m->n_params * sizeof *m->grads);
-        } else {
-            run[k].st = model_forward(m, &mine, label_smoothing, &run[k].rng, &run[k].ls,
-                                      &run[k].err);
-            if (run[k].st == TFM_OK) model_backward(m, &mine);
+        /* inside this region every product and kernel runs on one thread;
+         * a smaller team than asked for (OMP_DYNAMIC, OMP_THREAD_LIMIT)
+         * still runs every share, some threads two, with the same results */
+        for (int k = omp_get_thread_num(); k < T; k += omp_get_num_threads()) {
+            Model *m = part_model(t, k);
+            Batch mine;
+            batch_share(b, k, T, &mine);
+            if (mine.n == 0) {
+                memset(m->grads, 0, m->n_params * sizeof *m->grads);
+            } else {
+                run[k].st = model_forward(m, &mine, label_smoothing, &run[k].rng, &run[k].ls,
+                                          &run[k].err);
+                if (run[k].st == TFM_OK) model_backward(m, &mine);
+            }
         }
     }
     for (int k = 0; k < T; k++)
