@@ -17,6 +17,8 @@
 # train.precision bf16 against PyTorch under torch.autocast("cpu", bfloat16)
 # (set-up (a)) and PyTorch's best float32, with oneDNN's bf16 matmul peak
 # (scripts/bf16_peak.c) measured in the same run. BF16=0 skips it.
+# PARALLEL (default "products"): tfm's train.parallel for the fp32 runs
+# ("sentences": each thread a replica on its share of the batch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s tfm data >/dev/null
@@ -24,6 +26,7 @@ TFM=$PWD/tfm
 W=$(mktemp -d /tmp/tfm-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 THREADS=${THREADS:-"1 2"}
+PARALLEL=${PARALLEL:-products}
 KERNELS=${KERNELS:-"env SkylakeX"}
 SHAPES=${*:-"tiny small base"}
 OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
@@ -67,7 +70,7 @@ gflops() {  # tok_per_s d layers d_ff
 }
 
 echo "# tfm vs PyTorch training, $(date -u +%Y-%m-%d), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-echo "# tfm: $($TFM --version | grep "OpenBLAS kernel"); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# tfm: $($TFM --version | grep "OpenBLAS kernel"); train.parallel $PARALLEL (fp32); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# mean lengths with </s>/<s>: source $LS, target $LT; batch_tokens 4096 (padded src+tgt) for both;"
 echo "# PyTorch: best of (a) pthread OpenBLAS, OMP_WAIT_POLICY=PASSIVE and (b) OpenMP OpenBLAS;"
 echo "# tok/s = real source+target tokens per second of training"
@@ -99,7 +102,8 @@ for name in $SHAPES; do
             "save_every": 100000, "out_dir": "$W/run/ck", "model": "$W/run/model.tfm"}
 }
 JSON
-        (cd "$W/run" && env $kernel_env $TFM train cfg.json --restart -q --threads "$th" >/dev/null)
+        (cd "$W/run" && env $kernel_env $TFM train cfg.json --restart -q --threads "$th" \
+            --set train.parallel="$PARALLEL" >/dev/null)
         tfm_tps=$(grep '"train_loss"' "$W/run/ck/log.jsonl" | tail -n 1 |
                   sed 's/.*"tok_per_s": \([0-9.e+]*\).*/\1/')
         torch_run() {   # ENV... [--bf16]
