@@ -19,15 +19,11 @@ make -s tfm data >/dev/null
 make -s MPI=1 BUILD=build-mpi BIN=build-mpi/tfm >/dev/null
 W=$(mktemp -d /tmp/tfm-bench-mpi.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-common=(configs/multi30k-en-de.json --set train.precision=fp32 --set train.max_steps="$STEPS"
-        --set train.max_time_s=0 --set train.valid_every=100000 --set train.save_every=100000
-        --set train.average_last=0 --set train.log_every=50)
-median_tok_s() {   # the train rows of a log, without the first (warm-up)
-    grep '"tok_per_s"' "$1" | sed 's/.*"tok_per_s": \([0-9.]*\).*/\1/' | tail -n +2 | sort -n |
-        awk '{ a[NR] = $1 } END { printf "%.0f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
-     "$(./tfm --version | grep 'OpenBLAS kernel'); $(build-mpi/tfm --version | grep '^MPI')"
+. scripts/bench_lib.sh
+# the 1-process set-up splits each product among its threads (the recipe's
+# "auto" would give each thread half the batch, as the ranks do)
+read -ra common <<<"$(recipe_args "$STEPS" 50) --set train.parallel=products"
+echo "$(cpu_line); $(build-mpi/tfm --version | grep '^MPI')"
 echo
 echo "| round | set-up | tok/s (median) | time in MPI |"
 echo "|---|---|---|---|"
