@@ -8,6 +8,7 @@
 
 #include "text/bpe.h"
 #include "train/corpus.h"
+#include "train/trainer.h"
 
 static Bpe *tiny_bpe(const char *src, const char *tgt)
 {
@@ -165,6 +166,43 @@ TEST(test_batcher_invariants_and_determinism)
     batcher_free(&a);
     corpus_free(&c);
     bpe_free(bpe);
+}
+
+/* The target count a loss is averaged over, and the shares of a batch
+ * (ranks, or threads under train.parallel "sentences"): every sentence in
+ * exactly one share, in order, each share carrying the whole batch's count. */
+TEST(test_batch_targets_and_shares)
+{
+    enum { N = 5, S = 3, T = 4 };
+    int src[N * S], tin[N * T], tout[N * T];
+    long want = 0;
+    for (int i = 0; i < N * S; i++) src[i] = i % S == S - 1 ? TOK_PAD : 7;
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < T; j++) {
+            const int pad = j > r % T;      /* row r: r % T + 1 targets */
+            tin[r * T + j] = tout[r * T + j] = pad ? TOK_PAD : 9;
+            want += !pad;
+        }
+    Batch b = {.n = N, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin, .tgt_out = tout};
+    CHECK_EQ_INT(batch_targets(&b), want);
+    CHECK_EQ_INT(batch_real_tokens(&b), want + N * (S - 1));
+    for (int parts = 1; parts <= 7; parts++) {
+        int next = 0;
+        for (int k = 0; k < parts; k++) {
+            Batch mine;
+            batch_share(&b, k, parts, &mine);
+            CHECK(mine.n >= N / parts && mine.n <= (N + parts - 1) / parts);
+            CHECK(mine.src == src + next * S && mine.tgt_out == tout + next * T &&
+                  mine.tgt_in == tin + next * T);
+            CHECK_EQ_INT(parts == 1 ? batch_targets(&mine) : mine.loss_tokens, want);
+            next += mine.n;
+        }
+        CHECK_EQ_INT(next, N);
+    }
+    b.loss_tokens = 1000;       /* a rank's slice of a larger batch keeps its count */
+    Batch mine;
+    batch_share(&b, 1, 2, &mine);
+    CHECK_EQ_INT(mine.loss_tokens, 1000);
 }
 
 /* BPE-dropout per epoch: corpus_resegment gives each pair a finer or equal

@@ -323,10 +323,16 @@ void batcher_free(Batcher *b)
     memset(b, 0, sizeof *b);
 }
 
-long batch_real_tokens(const Batch *b)
+long batch_targets(const Batch *b)
 {
     long n = 0;
-    for (long i = 0; i < (long)b->n * b->src_len; i++) n += b->src[i] != TOK_PAD;
     for (long i = 0; i < (long)b->n * b->tgt_len; i++) n += b->tgt_out[i] != TOK_PAD;
+    return n;
+}
+
+long batch_real_tokens(const Batch *b)
+{
+    long n = batch_targets(b);
+    for (long i = 0; i < (long)b->n * b->src_len; i++) n += b->src[i] != TOK_PAD;
     return n;
 }

@@ -79,5 +79,7 @@ void batcher_free(Batcher *b);
 
 /* Source + target tokens of a batch without padding (the <s>/</s> included). */
 long batch_real_tokens(const Batch *b);
+/* The target tokens that are not padding: what the batch's loss is a mean over. */
+long batch_targets(const Batch *b);
 
 #endif

@@ -24,10 +24,8 @@ void batch_share(const Batch *b, int part, int parts, Batch *out)
     out->src = b->src + (size_t)lo * b->src_len;
     out->tgt_in = b->tgt_in + (size_t)lo * b->tgt_len;
     out->tgt_out = b->tgt_out + (size_t)lo * b->tgt_len;
-    long targets = b->loss_tokens;
-    if (targets == 0)
-        for (long i = 0; i < (long)b->n * b->tgt_len; i++) targets += b->tgt_out[i] != TOK_PAD;
-    out->loss_tokens = targets;
+    /* every share's loss is divided by the whole batch's target count */
+    out->loss_tokens = b->loss_tokens ? b->loss_tokens : batch_targets(b);
 }
 
 void dp_slice(const Batch *b, Batch *mine)

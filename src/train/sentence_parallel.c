@@ -94,6 +94,9 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
         part_model(t, k)->dropout_factor = t->model.dropout_factor;
     }
     (void)rng_u64(rng);
+    /* counted once here rather than by every share */
+    Batch whole = *b;
+    if (whole.loss_tokens == 0) whole.loss_tokens = batch_targets(b);
 #pragma omp parallel num_threads(T)
     {
         /* inside this region every product and kernel runs on one thread;
@@ -102,7 +105,7 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
         for (int k = omp_get_thread_num(); k < T; k += omp_get_num_threads()) {
             Model *m = part_model(t, k);
             Batch mine;
-            batch_share(b, k, T, &mine);
+            batch_share(&whole, k, T, &mine);
             if (mine.n == 0) {
                 memset(m->grads, 0, m->n_params * sizeof *m->grads);
             } else {
