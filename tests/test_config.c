@@ -137,6 +137,7 @@ static void check_same(const TfmConfig *a, const TfmConfig *b)
     CHECK(a->model.dropout == b->model.dropout);
     CHECK(a->model.attn_dropout == b->model.attn_dropout);
     CHECK(a->model.relu_dropout == b->model.relu_dropout);
+    CHECK(a->model.word_dropout == b->model.word_dropout);
     CHECK_EQ_INT(a->model.norm, b->model.norm);
     CHECK_EQ_INT(a->model.share_embeddings, b->model.share_embeddings);
     CHECK_EQ_INT(a->model.max_len, b->model.max_len);
@@ -234,7 +235,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
     CHECK(json != NULL);
     const char *keys[] = {"train_src", "train_tgt", "valid_src", "valid_tgt", "vocab", "vocab_size",
                           "max_len", "d_model", "heads", "enc_layers", "dec_layers", "d_ff",
-                          "dropout", "attn_dropout", "relu_dropout", "norm", "share_embeddings",
+                          "dropout", "attn_dropout", "relu_dropout", "word_dropout", "norm", "share_embeddings",
                           "seed", "batch_tokens", "max_steps", "max_epochs", "max_time_s",
                           "label_smoothing", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",

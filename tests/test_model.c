@@ -88,6 +88,7 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
     cfg.dropout = dropout;
     cfg.attn_dropout = attn == ATTN_LINEAR ? 0 : dropout;
     cfg.relu_dropout = dropout;
+    cfg.word_dropout = dropout;
     CHECK(model_init(&g->m, &cfg, &err) == TFM_OK);
     Rng rng;
     rng_seed(&rng, 100 + norm * 2 + share);
@@ -478,7 +479,7 @@ TEST(model_dropout_deterministic)
 TEST(model_dropout_factor)
 {
     ModelConfig cfg = tiny_cfg(NORM_POST, true);
-    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.3f;
+    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = cfg.word_dropout = 0.3f;
     Model m, half;
     TfmErr err;
     LossStats a, b, e, z;
@@ -488,7 +489,7 @@ TEST(model_dropout_factor)
     CHECK(m.dropout_factor == 1.0f);
     model_init_weights(&m, &rng);
     CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
-    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = 0.5f * 0.3f;
+    cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = cfg.word_dropout = 0.5f * 0.3f;
     CHECK(model_init(&half, &cfg, &err) == TFM_OK);
     memcpy(half.params, m.params, m.n_params * sizeof *m.params);
     CHECK(model_alloc_training(&half, 64, 16, &err) == TFM_OK);

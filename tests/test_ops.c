@@ -69,18 +69,21 @@ enum { EV = 9, ED = 6, EN = 2, EL = 4 };
 typedef struct {
     float emb[EV * ED], pe[10 * ED], out[2 * EN * EL * ED], r[2 * EN * EL * ED];
     int src[EN * EL], tgt[EN * EL];
+    float p_word;   /* word dropout; the two sides draw from seeds 11 and 12 */
 } EmbCtx;
 
 static double emb_obj(void *p)
 {
     EmbCtx *c = p;
     const float s = sqrtf((float)ED);
-    embed_forward(c->out, c->src, EN, EL, c->emb, c->pe, 0, ED, s);
-    embed_forward(c->out + EN * EL * ED, c->tgt, EN, EL, c->emb, c->pe, 0, ED, s);
+    embed_forward(c->out, c->src, EN, EL, c->emb, c->pe, 0, ED, s, c->p_word, 11);
+    embed_forward(c->out + EN * EL * ED, c->tgt, EN, EL, c->emb, c->pe, 0, ED, s, c->p_word, 12);
     return gc_dot(c->out, c->r, 2 * EN * EL * ED);
 }
 
-TEST(embedding_shared_gradcheck)
+/* Gradient check of one table serving both sides, with word dropout p_word;
+ * returns how many of the 2·EN·EL rows lost their token embedding. */
+static int embedding_gradcheck(float p_word)
 {
     EmbCtx c;
     Rng rng;
@@ -88,21 +91,66 @@ TEST(embedding_shared_gradcheck)
     const int src[EN * EL] = {4, 5, 3, 0, 7, 4, 4, 3}, tgt[EN * EL] = {2, 4, 8, 0, 2, 7, 3, 0};
     memcpy(c.src, src, sizeof src);
     memcpy(c.tgt, tgt, sizeof tgt);
+    c.p_word = p_word;
     gc_fill(c.emb, EV * ED, &rng, -1, 1);
     gc_fill(c.r, 2 * EN * EL * ED, &rng, -1, 1);
     positions_init(c.pe, 10, ED);
     emb_obj(&c);
-    CHECK_NEAR(c.out[(1 * EL + 2) * ED + 3], c.emb[4 * ED + 3] * sqrt(ED) + c.pe[2 * ED + 3], 1e-6);
+    int dropped = 0;
+    for (int r = 0; r < 2 * EN * EL; r++) {
+        const int tok = r < EN * EL ? c.src[r] : c.tgt[r - EN * EL];
+        const float keep = word_keep(r % (EN * EL), p_word, r < EN * EL ? 11 : 12);
+        dropped += keep == 0.0f;
+        for (int j = 0; j < ED; j++)
+            CHECK_NEAR(c.out[r * ED + j],
+                       c.emb[tok * ED + j] * sqrt(ED) * keep + c.pe[(r % EL) * ED + j], 1e-5);
+    }
     float demb[EV * ED] = {0};
-    embed_backward(demb, c.r, c.src, EN * EL, ED, sqrtf((float)ED));
-    embed_backward(demb, c.r + EN * EL * ED, c.tgt, EN * EL, ED, sqrtf((float)ED));
+    embed_backward(demb, c.r, c.src, EN * EL, ED, sqrtf((float)ED), p_word, 11);
+    embed_backward(demb, c.r + EN * EL * ED, c.tgt, EN * EL, ED, sqrtf((float)ED), p_word, 12);
     GcReport rep = {0};
     gc_check(&rep, "demb", c.emb, demb, EV * ED, emb_obj, &c, 1e-2f, 1e-3, 2e-2, 1000, &rng);
     CHECK_EQ_INT(rep.failed, 0);
     /* one decoding step at position 2 matches column 2 of the full pass */
-    float step[ED];
-    embed_forward(step, &c.tgt[EL + 2], 1, 1, c.emb, c.pe, 2, ED, sqrtf((float)ED));
-    for (int j = 0; j < ED; j++) CHECK(step[j] == c.out[(EN * EL + EL + 2) * ED + j]);
+    if (p_word == 0) {
+        float step[ED];
+        embed_forward(step, &c.tgt[EL + 2], 1, 1, c.emb, c.pe, 2, ED, sqrtf((float)ED), 0, 0);
+        for (int j = 0; j < ED; j++) CHECK(step[j] == c.out[(EN * EL + EL + 2) * ED + j]);
+    }
+    return dropped;
+}
+
+TEST(embedding_shared_gradcheck) { CHECK_EQ_INT(embedding_gradcheck(0), 0); }
+
+/* With word dropout some rows keep only their position (16 rows at p = 0.4:
+ * none dropped has probability 0.6^16 ≈ 3e-4, and the masks are fixed by the
+ * seeds, so the count is too), and backward skips exactly those. */
+TEST(embedding_word_dropout_gradcheck)
+{
+    const int dropped = embedding_gradcheck(0.4f);
+    CHECK(dropped > 0 && dropped < 2 * EN * EL);
+}
+
+/* word_keep: kept rows are scaled by 1/(1 - p) (so the expectation is the
+ * embedding itself), the kept share is 1 - p, the mask is a function of
+ * (seed, row) and differs between seeds; p 0 keeps everything unscaled. */
+TEST(word_keep_rate_and_scale)
+{
+    const float p = 0.1f;
+    const long n = 200000;
+    long kept = 0, same = 0;
+    for (long r = 0; r < n; r++) {
+        const float k = word_keep(r, p, 42);
+        CHECK(k == 0.0f || fabsf(k - 1.0f / (1.0f - p)) < 1e-4f);
+        kept += k != 0.0f;
+        same += (k != 0.0f) == (word_keep(r, p, 43) != 0.0f);
+        CHECK(word_keep(r, p, 42) == k);
+    }
+    /* binomial sd of the share: sqrt(0.09 / 2e5) ≈ 6.7e-4; 5 sd */
+    CHECK_NEAR((double)kept / n, 1.0 - p, 3.4e-3);
+    /* two seeds agree on a row with probability 0.9² + 0.1² = 0.82 */
+    CHECK_NEAR((double)same / n, 0.82, 5e-3);
+    CHECK(word_keep(7, 0.0f, 42) == 1.0f);
 }
 
 /* ---- loss ---- */

@@ -75,6 +75,7 @@ const KeySpec config_schema[] = {
     PROB_("model.dropout", model.dropout, 0.1),
     PROB_("model.attn_dropout", model.attn_dropout, 0.0),
     PROB_("model.relu_dropout", model.relu_dropout, 0.0),
+    PROB_("model.word_dropout", model.word_dropout, 0.0),
     ENUM_("model.norm", model.norm, norm_names, NORM_POST),
     ENUM_("model.norm_type", model.norm_type, norm_type_names, NORM_LAYER),
     ENUM_("model.attention", model.attention, attention_names, 0),

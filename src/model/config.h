@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     int d_model, heads, enc_layers, dec_layers, d_ff;
     float dropout, attn_dropout, relu_dropout;
+    float word_dropout;     /* 0; whole token embeddings dropped (layers.h word_keep) */
     NormKind norm;
     NormType norm_type;     /* LayerNorm or RMSNorm (model.norm_type) */
     AttnKind attention;     /* model.attention: softmax or linear (φ(q)·φ(k) kernel) */

@@ -201,7 +201,8 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
 {
     const Model *m = d->m;
     const int R = n * k, D = d->D, T = d->T;
-    embed_forward(d->x, d->beam.prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D));
+    embed_forward(d->x, d->beam.prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D), 0,
+                  0);
     const AttnShape self = {
         .n = R, .heads = d->H, .dh = D / d->H, .tq = 1, .tk = t + 1,
         .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,

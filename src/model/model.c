@@ -171,12 +171,13 @@ struct EncoderPack {
  * (evaluation only, or NULL): packed weights to use instead of sgemm. */
 static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *pk,
                                     const int *src, int n, int S, float p, float p_att,
-                                    float p_relu)
+                                    float p_relu, float p_word)
 {
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
     const int D = c->d_model, N = n * S;
-    embed_forward(w->enc_x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D));
+    embed_forward(w->enc_x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D), p_word,
+                  site(w, SITE_EMB_SRC));
     dropout_apply(w->enc_x0, w->enc_x0, (long)N * D, p, site(w, SITE_EMB_SRC));
     AttnShape sh = attn_shape(m, n, S, S, 3 * D, 3 * D, src, 0);
     if (pk) {
@@ -216,14 +217,15 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
 }
 
 static const float *decoder_forward(Model *m, const float *enc_out, const Batch *b,
-                                    float p, float p_att, float p_relu)
+                                    float p, float p_att, float p_relu, float p_word)
 {
     ModelWork *w = m->work;
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
     const int D = c->d_model, n = b->n, T = b->tgt_len, S = b->src_len;
     const int N = n * T, Ns = n * S;
-    embed_forward(w->dec_x0, b->tgt_in, n, T, m->emb_tgt, m->pos_table, 0, D, sqrtf((float)D));
+    embed_forward(w->dec_x0, b->tgt_in, n, T, m->emb_tgt, m->pos_table, 0, D, sqrtf((float)D),
+                  p_word, site(w, SITE_EMB_TGT));
     dropout_apply(w->dec_x0, w->dec_x0, (long)N * D, p, site(w, SITE_EMB_TGT));
     /* The causal mask alone hides every pad key from the non-pad queries
      * (padding is at the end); the padding mask also keeps pad queries finite. */
@@ -302,11 +304,12 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     w->p_drop = scale * c->dropout;
     w->p_att = scale * c->attn_dropout;
     w->p_relu = scale * c->relu_dropout;
+    w->p_word = scale * c->word_dropout;
     w->seed = dropout_rng ? rng_u64(dropout_rng) : 0;
 
     const float *enc = encoder_forward(m, w, NULL, b->src, b->n, b->src_len, w->p_drop, w->p_att,
-                                       w->p_relu);
-    const float *dec = decoder_forward(m, enc, b, w->p_drop, w->p_att, w->p_relu);
+                                       w->p_relu, w->p_word);
+    const float *dec = decoder_forward(m, enc, b, w->p_drop, w->p_att, w->p_relu, w->p_word);
 
     /* Logits only for the rows that have a target: padding can be a third of
      * a batch, and the (M, V) product is the largest of the step. */
@@ -482,9 +485,10 @@ void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx
                                e->ctx, &sh, x0, &cur, &other, Nt, site(w, s0 + 1));
         notify(m, ready, ctx, lp->self.w, dec_layer_end(m, i));
     }
-    /* forward: dec_x0 = drop(E[tgt]·sqrt(D) + PE) */
+    /* forward: dec_x0 = drop(E[tgt]·sqrt(D)·word_keep + PE) */
     dropout_apply(cur, cur, (long)Nt * D, p, site(w, SITE_EMB_TGT));
-    embed_backward(G(L->emb_tgt), cur, b->tgt_in, Nt, D, sqrtf((float)D));
+    embed_backward(G(L->emb_tgt), cur, b->tgt_in, Nt, D, sqrtf((float)D), w->p_word,
+                   site(w, SITE_EMB_TGT));
 
     /* encoder, from the gradient of its output summed over all cross-attentions */
     cur = w->denc;
@@ -510,7 +514,8 @@ void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx
         notify(m, ready, ctx, lp->self.w, enc_layer_end(m, i));
     }
     dropout_apply(cur, cur, (long)Ns * D, p, site(w, SITE_EMB_SRC));
-    embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D));
+    embed_backward(G(L->emb_src), cur, b->src, Ns, D, sqrtf((float)D), w->p_word,
+                   site(w, SITE_EMB_SRC));
     notify(m, ready, ctx, 0, embeddings_end(m));
 }
 
@@ -582,7 +587,7 @@ TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, i
     /* the sublayer helpers read scratch from m->work: lend them w */
     ModelWork *saved = m->work;
     m->work = w;
-    const float *out = encoder_forward(m, w, pk, src, n, src_len, 0, 0, 0);
+    const float *out = encoder_forward(m, w, pk, src, n, src_len, 0, 0, 0, 0);
     memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
     m->work = saved;
     return TFM_OK;

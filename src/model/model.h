@@ -78,7 +78,7 @@ typedef struct {
      * of target tokens, and the output projection (V, D); all three are the
      * same matrix when cfg.share_embeddings. */
     const float *emb_src, *emb_tgt, *out_proj;
-    /* Training's dropouts are cfg's three probabilities times this (1 from
+    /* Training's dropouts are cfg's four probabilities times this (1 from
      * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
     float dropout_factor;
     /* A replica (model_init_replica): params, tensors, layout and pos_table

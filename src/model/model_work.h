@@ -55,7 +55,7 @@ struct ModelWork {
     int lin_slices;
     /* state of the last forward, for backward */
     int m_rows;
-    float p_drop, p_att, p_relu;
+    float p_drop, p_att, p_relu, p_word;
     uint64_t seed;
 };
 

@@ -216,15 +216,25 @@ uint64_t dropout_site_seed(uint64_t base, uint64_t site);
  * PE[pos, 2i+1] = cos(same angle). */
 void positions_init(float *pe, int max_len, int d);
 
-/* out[b·len + t] = emb[tok[b·len + t]]·scale + pe[pos0 + t] for tok (n, len),
- * out (n·len, D). For one decoding step: len = 1, pos0 = step. Token ids must
- * be valid (the caller checks). */
-void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
-                   const float *pe, int pos0, int d, float scale);
+/* Word dropout (Gal & Ghahramani 2016; Sennrich & Zhang 2019): row r of an
+ * embedding lookup keeps its token embedding with probability 1 - p, scaled
+ * by 1/(1 - p) as dropout_apply scales, or loses it whole and keeps only its
+ * position. Returns that factor (0 or the scale; 1 for p <= 0), a pure
+ * function of (seed, r) like the dropout masks, so backward regenerates it. */
+float word_keep(long r, float p, uint64_t seed);
 
-/* demb[tok[r]] += scale · dout[r] for r < rows (positions have no parameters). */
+/* out[b·len + t] = emb[tok[b·len + t]]·scale·word_keep(b·len + t, p_word, seed)
+ * + pe[pos0 + t] for tok (n, len), out (n·len, D). For one decoding step:
+ * len = 1, pos0 = step. p_word 0: no word dropout (evaluation, decoding).
+ * Token ids must be valid (the caller checks). */
+void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
+                   const float *pe, int pos0, int d, float scale, float p_word,
+                   uint64_t seed);
+
+/* demb[tok[r]] += scale·word_keep(r, p_word, seed) · dout[r] for r < rows
+ * (positions have no parameters). */
 void embed_backward(float *demb, const float *dout, const int *tok, long rows,
-                    int d, float scale);
+                    int d, float scale, float p_word, uint64_t seed);
 
 /* In place: each row of x (N, V) becomes its log-softmax. */
 void logsoftmax_rows(float *x, int n, int v);

@@ -123,34 +123,48 @@ void positions_init(float *pe, int max_len, int d)
         }
 }
 
+float word_keep(long r, float p, uint64_t seed)
+{
+    const uint32_t t = drop_threshold(p);
+    if (t == 0) return 1.0f;
+    /* Its own hash stream (the seed's halves swapped), so it does not repeat
+     * the element masks of dropout_apply drawn from the same site seed. */
+    uint32_t w = mask_word((uint32_t)r, (uint32_t)(seed >> 32), (uint32_t)seed);
+    return (w & 0xffffU) >= t ? 65536.0f / (float)(65536 - t) : 0.0f;
+}
+
 void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
-                   const float *pe, int pos0, int d, float scale)
+                   const float *pe, int pos0, int d, float scale, float p_word,
+                   uint64_t seed)
 {
     const long rows = (long)n * len;
 #pragma omp parallel for schedule(static) if (rows * d > PAR_MIN)
     for (long r = 0; r < rows; r++) {
         const float *e = emb + (long)tok[r] * d;
         const float *p = pe + (long)(pos0 + r % len) * d;
+        const float s = scale * word_keep(r, p_word, seed);
         float *o = out + r * d;
 #pragma omp simd
-        for (int j = 0; j < d; j++) o[j] = e[j] * scale + p[j];
+        for (int j = 0; j < d; j++) o[j] = e[j] * s + p[j];
     }
 }
 
 /* Rows with the same token add into the same embedding row, so threads split
  * the columns instead of the rows: no races, and the sum order is fixed. */
 void embed_backward(float *demb, const float *dout, const int *tok, long rows, int d,
-                    float scale)
+                    float scale, float p_word, uint64_t seed)
 {
 #pragma omp parallel if (rows * d > PAR_MIN)
     {
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int c0 = (int)((long)d * id / nt), c1 = (int)((long)d * (id + 1) / nt);
         for (long r = 0; r < rows; r++) {
+            const float s = scale * word_keep(r, p_word, seed);
+            if (s == 0.0f) continue;
             float *e = demb + (long)tok[r] * d;
             const float *g = dout + r * d;
 #pragma omp simd
-            for (int j = c0; j < c1; j++) e[j] += scale * g[j];
+            for (int j = c0; j < c1; j++) e[j] += s * g[j];
         }
     }
 }

@@ -85,6 +85,7 @@ static int model_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t 
     DIFF_NUM("model.dropout", "%g", dropout)
     DIFF_NUM("model.attn_dropout", "%g", attn_dropout)
     DIFF_NUM("model.relu_dropout", "%g", relu_dropout)
+    DIFF_NUM("model.word_dropout", "%g", word_dropout)
     DIFF("model.norm", "%s", x->norm != y->norm, x->norm == NORM_PRE ? "pre" : "post",
          y->norm == NORM_PRE ? "pre" : "post")
     DIFF("model.norm_type", "%s", x->norm_type != y->norm_type,
