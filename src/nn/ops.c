@@ -130,7 +130,7 @@ float word_keep(long r, float p, uint64_t seed)
     /* Its own hash stream (the seed's halves swapped), so it does not repeat
      * the element masks of dropout_apply drawn from the same site seed. */
     uint32_t w = mask_word((uint32_t)r, (uint32_t)(seed >> 32), (uint32_t)seed);
-    return (w & 0xffffU) >= t ? 65536.0f / (float)(65536 - t) : 0.0f;
+    return (w & 0xffffU) >= t ? dropout_scale(p) : 0.0f;
 }
 
 void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
