@@ -397,6 +397,34 @@ check "dropout_warmup 30: the same rows" test "$(grep -c '"step"' dw1/plain/log.
 check "dropout_warmup 30: other losses" test "$(no_times dw1/plain/log.jsonl)" != "$(no_times dw1/w30/log.jsonl)"
 expect_exit 1 "dropout_warmup below 0 refused" -- "$TFM" train mini.json --dry-run --set train.dropout_warmup=-5
 expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup: expected a non-negative integer, got -5"
+# model.output_vocab "target": the output layer scores the pieces the
+# training targets use. The model file keeps them; a run stopped midway
+# resumes to the uninterrupted model; it translates, scores, and averages
+# only with models of the same output pieces.
+mkdir ov ov2 ovb
+(cd ov && expect_exit 0 "output_vocab target trains" -- "$TFM" train ../mini.json -q --set model.output_vocab=target)
+expect_exit 0 "info on an output_vocab model" -- "$TFM" info ov/model.tfm
+check "info counts the output pieces" grep -q '^vocabulary:  [0-9]* tokens, [0-9]* of them outputs (model.output_vocab "target")$' "$T/out"
+n_all=$(sed -n 's/^vocabulary:  \([0-9]*\) tokens.*/\1/p' "$T/out")
+n_out=$(sed -n 's/.* tokens, \([0-9]*\) of them outputs.*/\1/p' "$T/out")
+check "fewer outputs than pieces, and at least the bytes" test "$n_out" -lt "$n_all" -a "$n_out" -ge 261
+(cd ov2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "output_vocab: SIGTERM" -- "$TFM" train ../mini.json -q --set model.output_vocab=target)
+(cd ov2 && expect_exit 0 "output_vocab: resume" -- "$TFM" train ../mini.json -q --set model.output_vocab=target)
+check "output_vocab: resumed model equals uninterrupted" cmp -s ov/model.tfm ov2/model.tfm
+(cd ov2 && expect_exit 1 "output_vocab: resume as \"all\" refused" -- "$TFM" train ../mini.json -q)
+expect_err_line "output_vocab resume message" "tfm: ck/last.tfm: was trained with another model config: model.output_vocab target -> all (use --restart to start over)"
+head -n 5 valid.de >ov5.de
+head -n 5 valid.en >ov5.en
+expect_exit 0 "output_vocab: translate" -- "$TFM" translate -m ov/model.tfm -q -b 2 -i ov5.de
+check "output_vocab: a line per input" test "$(wc -l <"$T/out")" = 5
+expect_exit 0 "output_vocab: score references" -- "$TFM" translate -m ov/model.tfm -q --score-reference ov5.en -i ov5.de
+check "output_vocab: finite scores" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
+expect_exit 0 "output_vocab: an ensemble with an \"all\" model" -- "$TFM" translate -m ov/model.tfm -m a/model.tfm -q --score-reference ov5.en -i ov5.de
+check "output_vocab ensemble: finite scores" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
+expect_exit 0 "output_vocab: average its checkpoints" -- "$TFM" average -o ov/avg.tfm ov/ck/ckpt.35.tfm ov/ck/ckpt.40.tfm
+expect_exit 1 "output_vocab: average with an \"all\" model refused" -- "$TFM" average -o ov/bad.tfm ov/model.tfm a/model.tfm
+expect_err_line "average output_vocab message" "tfm: a/model.tfm: model.output_vocab differs from ov/model.tfm's"
+(cd ovb && expect_exit 0 "output_vocab with BPE-dropout" -- "$TFM" train ../mini.json -q --set model.output_vocab=target --set data.bpe_dropout=0.2)
 # train.parallel "sentences" (each thread a replica on its share of a batch;
 # its equality with a 2-rank mpirun job is in cli_mpi.sh): without dropout
 # it trains the products run's model to float rounding (the gradients add

@@ -235,7 +235,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
     CHECK(json != NULL);
     const char *keys[] = {"train_src", "train_tgt", "valid_src", "valid_tgt", "vocab", "vocab_size",
                           "max_len", "d_model", "heads", "enc_layers", "dec_layers", "d_ff",
-                          "dropout", "attn_dropout", "relu_dropout", "word_dropout", "norm", "share_embeddings",
+                          "dropout", "attn_dropout", "relu_dropout", "word_dropout", "norm", "output_vocab", "share_embeddings",
                           "seed", "batch_tokens", "max_steps", "max_epochs", "max_time_s",
                           "label_smoothing", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",

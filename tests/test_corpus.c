@@ -59,7 +59,7 @@ TEST(test_corpus_load_filters_and_counts)
     if (!bpe) return;
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, NULL, 60, false, &err) == TFM_OK);
     CHECK_EQ_INT(c.n_lines, 202);
     CHECK_EQ_INT(c.n_pairs, 200);
     CHECK_EQ_INT(c.skipped_empty, 1);
@@ -77,7 +77,7 @@ TEST(test_corpus_line_count_mismatch)
     if (!bpe) { CHECK(bpe != NULL); return; }
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_ERR_FORMAT);
+    CHECK(corpus_load(&c, src, tgt, bpe, NULL, 60, false, &err) == TFM_ERR_FORMAT);
     char want[1200];
     snprintf(want, sizeof want, "%s has 3 lines, %s has 2 lines", src, tgt);
     CHECK_STR(err.msg, want);
@@ -133,7 +133,7 @@ TEST(test_batcher_invariants_and_determinism)
     if (!bpe) { CHECK(bpe != NULL); return; }
     Corpus c;
     TfmErr err = {0};
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, false, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, NULL, 60, false, &err) == TFM_OK);
     Batcher a, b;
     int budget = 200;
     CHECK(batcher_init(&a, &c, budget, 7, true, &err) == TFM_OK);
@@ -216,15 +216,15 @@ TEST(test_corpus_resegment)
     if (!bpe) { CHECK(bpe != NULL); return; }
     Corpus c, plain;
     TfmErr err = {0};
-    CHECK(corpus_load(&plain, src, tgt, bpe, 60, false, &err) == TFM_OK);
-    CHECK(corpus_load(&c, src, tgt, bpe, 60, true, &err) == TFM_OK);
+    CHECK(corpus_load(&plain, src, tgt, bpe, NULL, 60, false, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, NULL, 60, true, &err) == TFM_OK);
     CHECK_EQ_INT(c.n_pairs, plain.n_pairs);
     long n_plain = plain.tgt_off[plain.n_pairs - 1] + plain.tgt_len[plain.n_pairs - 1];
     int *first = malloc((size_t)n_plain * 4 * sizeof *first);
     long n_first = 0;
     for (int round = 0; round < 3; round++) {
         uint64_t seed = round == 2 ? 11 : 10;      /* rounds 0 and 1 alike */
-        CHECK(corpus_resegment(&c, bpe, 0.3f, seed, 16, &err) == TFM_OK);
+        CHECK(corpus_resegment(&c, bpe, NULL, 0.3f, seed, 16, &err) == TFM_OK);
         long n_tok = c.tgt_off[c.n_pairs - 1] + c.tgt_len[c.n_pairs - 1];
         long changed = 0;
         char *text = NULL;
@@ -250,7 +250,7 @@ TEST(test_corpus_resegment)
             CHECK(round == 1 ? same : !same);
         }
     }
-    CHECK(corpus_resegment(&c, bpe, 0.0f, 3, 60, &err) == TFM_OK);
+    CHECK(corpus_resegment(&c, bpe, NULL, 0.0f, 3, 60, &err) == TFM_OK);
     CHECK(memcmp(c.tokens, plain.tokens, (size_t)n_plain * sizeof *c.tokens) == 0);
     free(first);
     corpus_free(&c);

@@ -44,7 +44,11 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
                                                  "weights' moving average, train.ema)"
                                                : "checkpoint (with optimizer state)");
     printf("parameters:  %zu\n", mf.model.n_params);
-    printf("vocabulary:  %d tokens\n", mc->vocab_size);
+    if (mf.model.out_ids)
+        printf("vocabulary:  %d tokens, %d of them outputs (model.output_vocab \"target\")\n",
+               mc->vocab_size, mf.model.n_out);
+    else
+        printf("vocabulary:  %d tokens\n", mc->vocab_size);
     printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm %s, %s "
            "attention, %s embeddings\n",
            mc->d_model, mc->heads, mc->enc_layers, mc->dec_layers, mc->d_ff,

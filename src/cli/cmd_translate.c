@@ -19,6 +19,7 @@
 #include "nn/gemm_bf16.h"
 #include "model/ckpt.h"
 #include "model/decode.h"
+#include "text/bpe_subset.h"
 #include "cli/cmds.h"
 
 static const char usage[] =
@@ -531,17 +532,44 @@ static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *
     return 1;
 }
 
+/* Models with model.output_vocab "target" score only their output pieces:
+ * a reference is spelled in the pieces every model of the ensemble can
+ * write (*out stays NULL when all can write every piece). */
+static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *err)
+{
+    *out = NULL;
+    const int V = t->mf.model.cfg.vocab_size;
+    const Model *models[MAX_ENSEMBLE];
+    int n = 0;
+    models[n++] = &t->mf.model;
+    for (int i = 0; i < t->n_extra; i++) models[n++] = &t->extra_mf[i].model;
+    bool any = false;
+    for (int k = 0; k < n; k++) any |= models[k]->out_ids != NULL;
+    if (!any) return TFM_OK;
+    bool *in = xmalloc(sizeof(bool) * (size_t)V, err);
+    if (!in) return TFM_ERR_NOMEM;
+    for (int v = 0; v < V; v++) {
+        in[v] = true;
+        for (int k = 0; k < n; k++) in[v] &= !models[k]->out_pos || models[k]->out_pos[v] >= 0;
+    }
+    TfmStatus st = bpe_subset_new(out, t->mf.bpe, in, err);
+    free(in);
+    return st;
+}
+
 /* --score-reference: the log-probability of each reference line given its
  * input line, batch by batch. */
 static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
 {
     LineReader ref = {0};
     const int B = t->o.batch, max_src = t->mf.model.cfg.max_len - 1;
+    BpeSubset *sub = NULL;
     Line *refs = xcalloc((size_t)B, sizeof *refs, err);
     const int **tgts = xcalloc((size_t)B, sizeof *tgts, err);
     int *tlens = xcalloc((size_t)B, sizeof *tlens, err);
     double *scores = xcalloc((size_t)B, sizeof *scores, err);
     TfmStatus st = refs && tgts && tlens && scores ? TFM_OK : TFM_ERR_NOMEM;
+    if (st == TFM_OK) st = reference_subset(t, &sub, err);
     if (st == TFM_OK) st = text_reader_open(&ref, t->o.score_ref, err);
     for (bool more = true; st == TFM_OK && more;) {
         int n = 0;
@@ -557,6 +585,11 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
                 break;
             }
             if (!a) { more = false; break; }
+            if (sub) {
+                Line *r = &refs[n];
+                if ((st = bpe_subset_apply(sub, &r->ids, &r->n, &r->cap, err)) != TFM_OK) break;
+                if (r->n > max_src) r->n = max_src;    /* as read_ids cuts, without a second warning */
+            }
             t->sents[n] = t->lines[n].ids;
             t->lens[n] = t->lines[n].n;
             tgts[n] = refs[n].ids;
@@ -576,6 +609,7 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
     free(tgts);
     free(tlens);
     free(scores);
+    bpe_subset_free(sub);
     text_reader_close(&ref);
     return st;
 }

@@ -10,6 +10,8 @@ static const char *config_difference(const ModelConfig *a, const ModelConfig *b)
 {
     if (a->heads != b->heads) return "model.heads";
     if (a->norm != b->norm) return "model.norm";
+    if (a->attention != b->attention) return "model.attention";
+    if (a->output_vocab != b->output_vocab) return "model.output_vocab";
     if (a->max_len != b->max_len) return "data.max_len";
     return NULL;
 }
@@ -22,6 +24,13 @@ static bool same_vocab(const Bpe *a, const Bpe *b)
     free(sa);
     free(sb);
     return same;
+}
+
+/* model.output_vocab "target": the same output pieces. */
+static bool same_outputs(const Model *a, const Model *b)
+{
+    if (a->n_out != b->n_out) return false;
+    return !a->out_ids || memcmp(a->out_ids, b->out_ids, sizeof(int) * (size_t)a->n_out) == 0;
 }
 
 static bool same_shapes(const Model *a, const Model *b)
@@ -51,6 +60,7 @@ TfmStatus average_models(const char *const *paths, int n, ModelFile *out, TfmErr
         const char *differs = !same_shapes(&out->model, &other.model) ? "model shape"
                               : !same_vocab(out->bpe, other.bpe) ? "vocabulary"
                               : config_difference(&out->cfg.model, &other.cfg.model);
+        if (!differs && !same_outputs(&out->model, &other.model)) differs = "output vocabulary";
         if (differs) {
             st = err_set(err, TFM_ERR_FORMAT, "%s: %s differs from %s's", paths[k], differs,
                          paths[0]);

@@ -2,6 +2,7 @@
  *   "TFMMODEL" u32 version u32 flags
  *   sections: char tag[4], u64 length, payload
  *     "CONF" config JSON   "VOCB" vocabulary file   "TENS" named tensors
+ *     "OUTV" the output pieces (model.output_vocab "target")
  *     "ADAM" optimizer moments (checkpoints)   "TRST" trainer state (checkpoints)
  *     "EMAW" the weights' moving average (checkpoints with train.ema)
  *     "END " u64 FNV-1a-64 of every byte before this section
@@ -116,6 +117,11 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
         put_u32(&w, (uint32_t)t->rows);
         put_u32(&w, (uint32_t)t->cols);
         put(&w, model->params + t->offset, sizeof(float) * (size_t)t->rows * t->cols);
+    }
+    if (model->out_ids) {               /* model.output_vocab "target" */
+        put_section(&w, "OUTV", 4 + 4ull * (uint64_t)model->n_out);
+        put_u32(&w, (uint32_t)model->n_out);
+        for (int i = 0; i < model->n_out; i++) put_u32(&w, (uint32_t)model->out_ids[i]);
     }
     if (train) {
         put_section(&w, "ADAM", 16 + 8ull * adam->n);
@@ -284,8 +290,8 @@ static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *
 
 /* Finds the sections; checks the checksum. */
 typedef struct {
-    Reader conf, vocb, tens, adam, trst, ema;
-    bool has_adam, has_trst, has_ema;
+    Reader conf, vocb, tens, adam, trst, ema, outv;
+    bool has_adam, has_trst, has_ema, has_outv;
 } Sections;
 
 static TfmStatus split_sections(const unsigned char *buf, size_t len, const char *path,
@@ -324,6 +330,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
         else if (memcmp(tag, "ADAM", 4) == 0) { dst = &s->adam; seen = &s->has_adam; }
         else if (memcmp(tag, "TRST", 4) == 0) { dst = &s->trst; seen = &s->has_trst; }
         else if (memcmp(tag, "EMAW", 4) == 0) { dst = &s->ema; seen = &s->has_ema; }
+        else if (memcmp(tag, "OUTV", 4) == 0) { dst = &s->outv; seen = &s->has_outv; }
         /* unknown sections are skipped: newer writers may add some */
         if (!dst) continue;
         /* two of one section: which one is meant is anyone's guess */
@@ -462,6 +469,32 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
     return TFM_OK;
 }
 
+/* model.output_vocab "target" models carry their output pieces (OUTV); the
+ * others must not. */
+static TfmStatus read_output_vocab(const Sections *s, Model *m, const char *path, TfmErr *err)
+{
+    const bool want = m->cfg.output_vocab == OUTPUT_TARGET;
+    if (want != s->has_outv)
+        return err_set(err, TFM_ERR_FORMAT, "%s: %s", path, want ?
+                       "model.output_vocab \"target\" but no output vocabulary (OUTV section)" :
+                       "an output vocabulary (OUTV section) but model.output_vocab \"all\"");
+    if (!want) return TFM_OK;
+    Reader r = s->outv;
+    const uint32_t n = get_u32(&r);
+    if (r.short_read || n > (uint32_t)m->cfg.vocab_size || r.len - r.pos != 4ull * n)
+        return err_set(err, TFM_ERR_FORMAT, "%s: OUTV section of the wrong size", path);
+    int *ids = xmalloc(sizeof(int) * (n ? n : 1), err);
+    if (!ids) return TFM_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t v = get_u32(&r);
+        ids[i] = v > INT32_MAX ? -1 : (int)v;
+    }
+    TfmStatus st = model_set_output_vocab(m, ids, (int)n, err);
+    free(ids);
+    if (st == TFM_ERR_FORMAT) err_prefix(err, "%s: ", path);
+    return st;
+}
+
 TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmErr *err)
 {
     memset(mf, 0, sizeof *mf);
@@ -497,6 +530,7 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     }
     if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
     if ((st = read_tensors(&s.tens, &mf->model, path, err)) != TFM_OK) goto fail;
+    if ((st = read_output_vocab(&s, &mf->model, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && s.has_adam) {
         mf->has_train_state = true;

@@ -36,6 +36,7 @@ enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text; refuse /dev/zero */
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"softmax", "linear", NULL};
+static const char *const output_vocab_names[] = {"all", "target", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "auto", NULL};
 static const char *const parallel_names[] = {"products", "sentences", "auto", NULL};
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
@@ -79,6 +80,7 @@ const KeySpec config_schema[] = {
     ENUM_("model.norm", model.norm, norm_names, NORM_POST),
     ENUM_("model.norm_type", model.norm_type, norm_type_names, NORM_LAYER),
     ENUM_("model.attention", model.attention, attention_names, 0),
+    ENUM_("model.output_vocab", model.output_vocab, output_vocab_names, OUTPUT_ALL),
     BOOL_("model.share_embeddings", model.share_embeddings, 1),
 
     {"train.seed", K_U64, OFF(train.seed), 0, JMAX, false, false, 1, NULL, NULL, 0},

@@ -16,6 +16,9 @@
 typedef enum { NORM_POST = 0, NORM_PRE = 1 } NormKind;
 /* model.attention: softmax, or linear (the φ(q)·φ(k) kernel) */
 typedef enum { ATTN_SOFTMAX = 0, ATTN_LINEAR = 1 } AttnKind;
+/* model.output_vocab: the output layer scores every piece, or only the
+ * pieces the training targets use (model.h model_set_output_vocab) */
+typedef enum { OUTPUT_ALL = 0, OUTPUT_TARGET = 1 } OutputVocab;
 /* train.precision, and tfm translate --precision; "auto" (training only)
  * becomes one of the other two at the start of a run */
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Precision;
@@ -40,6 +43,7 @@ typedef struct {
     NormKind norm;
     NormType norm_type;     /* LayerNorm or RMSNorm (model.norm_type) */
     AttnKind attention;     /* model.attention: softmax or linear (φ(q)·φ(k) kernel) */
+    OutputVocab output_vocab; /* model.output_vocab: all pieces, or the targets' */
     bool share_embeddings;
     int vocab_size;         /* not a JSON key: 0 until set from the vocabulary */
     int max_len;            /* not a JSON key: data.max_len + 2 (bos/eos), for positions */

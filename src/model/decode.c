@@ -42,7 +42,7 @@ void decoder_free(Decoder *d)
     encoder_pack_free(d->enc_pack);
     free(d->layer);
     void *bufs[] = {d->enc_out, d->kv_tmp, d->grp_src, d->enc_len, d->enc_order, d->x, d->in,
-                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
+                    d->qkv, d->ctx, d->y, d->q, d->h, d->att, d->logits, d->logits_out, d->out_w, d->beam.score, d->beam.prev, d->beam.hist, d->beam.hist_next, d->beam.parent, d->beam.cand,
                     d->beam.fin_tok, d->beam.fin_len, d->beam.fin_count, d->beam.fin_score, d->beam.fin_lp, d->beam.limit,
                     d->beam.done, d->beam.orig, d->src_buf, d->padded, d->samp, d->members, d->weights};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -116,7 +116,17 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
             if (packed_linear_init(&l->pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK) ok = 0;
         }
     }
-    if (ok && (packed_linear_init(&d->p_out, m->out_proj, NULL, d->D, d->V, err) != TFM_OK ||
+    /* model.output_vocab "target": the product covers the output pieces'
+     * rows only (out_w), and step() spreads them over the vocabulary */
+    d->Vo = model_n_out(m);
+    const float *out_w = m->out_proj;
+    if (m->out_ids) {
+        d->out_w = alloc((size_t)d->Vo, D * sizeof(float), err, &ok);
+        d->logits_out = alloc(R, (size_t)d->Vo * sizeof(float), err, &ok);
+        if (ok) model_gather_output(m, d->out_w);
+        out_w = d->out_w;
+    }
+    if (ok && (packed_linear_init(&d->p_out, out_w, NULL, d->D, d->Vo, err) != TFM_OK ||
                encoder_pack_new(&d->enc_pack, m, err) != TFM_OK))
         ok = 0;
     model_dec_final_ln(m, &d->fin_g, &d->fin_b);
@@ -259,8 +269,20 @@ static void step(Decoder *d, int n, int k, int S, const int *src, int t)
         norm_forward(d->m->cfg.norm_type, d->in, NULL, NULL, d->x, d->fin_g, d->fin_b, R, D);
         top = d->in;
     }
-    packed_linear_forward(&d->p_out, d->logits, top, R, 0);
-    logsoftmax_rows(d->logits, R, d->V);
+    if (!m->out_ids) {
+        packed_linear_forward(&d->p_out, d->logits, top, R, 0);
+        logsoftmax_rows(d->logits, R, d->V);
+        return;
+    }
+    /* the other pieces have probability 0 */
+    packed_linear_forward(&d->p_out, d->logits_out, top, R, 0);
+    logsoftmax_rows(d->logits_out, R, d->Vo);
+    for (int r = 0; r < R; r++) {
+        float *lp = d->logits + (size_t)r * d->V;
+        const float *lo = d->logits_out + (size_t)r * d->Vo;
+        for (int v = 0; v < d->V; v++) lp[v] = -INFINITY;
+        for (int j = 0; j < d->Vo; j++) lp[m->out_ids[j]] = lo[j];
+    }
 }
 
 /* ---- beam bookkeeping ---- */
@@ -442,7 +464,8 @@ void decoder_update_weights(Decoder *d)
             const Product p = layer_product(&d->layer[i], j, d->D, d->F);
             packed_linear_update(&d->layer[i].pk[j], p.w, p.b);
         }
-    packed_linear_update(&d->p_out, m->out_proj, NULL);
+    if (m->out_ids) model_gather_output(m, d->out_w);
+    packed_linear_update(&d->p_out, m->out_ids ? d->out_w : m->out_proj, NULL);
     encoder_pack_update(d->enc_pack, m);
 }
 

@@ -54,6 +54,10 @@ enum { ENC_GROUP = 16 };
 struct Decoder {
     const Model *m;
     int max_sents, max_beam, rows, T, S, D, H, F, V;
+    int Vo;                              /* output columns: model_n_out (V unless
+                                            model.output_vocab "target") */
+    float *out_w;                        /* (Vo, D) the output pieces' rows, or NULL */
+    float *logits_out;                   /* (R, Vo) their log-probabilities, or NULL */
     int linear;                          /* model.attention "linear" */
     size_t self_w, lin_w;                /* floats per row of a self cache; of a
                                             linear-attention state (D·Dh + D) */

@@ -316,20 +316,31 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     int M = 0;
     for (long r = 0; r < Nt; r++)
         if (b->tgt_out[r] != TOK_PAD) {
+            const int tok = b->tgt_out[r];
             w->rows[M] = (int)r;
-            w->targets[M] = b->tgt_out[r];
+            w->targets[M] = m->out_pos ? m->out_pos[tok] : tok;   /* its logit's column */
+            if (w->targets[M] < 0)
+                return err_set(err, TFM_ERR_FORMAT, "target piece %d is not in the model's "
+                               "output vocabulary (model.output_vocab)", tok);
             M++;
         }
     w->m_rows = M;
     out->n_tokens = M;
     if (M == 0) return TFM_OK;
     gather_rows(w->hc, dec, w->rows, M, D);
-    blas_gemm_parallel(&(GemmArgs){0, 1, M, V, D, 1.0f, w->hc, D, m->out_proj, D, 0.0f,
-                                   w->logits, V}, 1);
+    /* model.output_vocab "target": the rows of the pieces the targets use,
+     * copied together so that one product computes all their logits */
+    const int Vo = model_n_out(m);
+    const float *W = m->out_proj;
+    if (m->out_ids) {
+        model_gather_output(m, w->out_w);
+        W = w->out_w;
+    }
+    blas_gemm_parallel(&(GemmArgs){0, 1, M, Vo, D, 1.0f, w->hc, D, W, D, 0.0f, w->logits, Vo}, 1);
     /* The gradient is computed here, while the logits are in cache, and kept
      * for model_backward (it replaces the logits). */
     const long norm = b->loss_tokens > 0 ? b->loss_tokens : M;
-    loss_xent_smoothed(w->logits, w->targets, M, V, label_smoothing, 1.0f / (float)norm,
+    loss_xent_smoothed(w->logits, w->targets, M, Vo, label_smoothing, 1.0f / (float)norm,
                        w->row_loss, &out->loss, &out->nll, &out->n_correct);
     return TFM_OK;
 }
@@ -422,7 +433,7 @@ void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx
     ModelWork *w = m->work;
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
-    const int D = c->d_model, V = c->vocab_size, n = b->n, S = b->src_len, T = b->tgt_len;
+    const int D = c->d_model, n = b->n, S = b->src_len, T = b->tgt_len;
     const int Nt = n * T, Ns = n * S, M = w->m_rows;
     const size_t ndt = (size_t)Nt * D * sizeof(float), nds = (size_t)Ns * D * sizeof(float);
     const float p = w->p_drop, p_att = w->p_att;
@@ -432,10 +443,17 @@ void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx
     }
     memset(m->grads, 0, m->n_params * sizeof(float));
 
-    /* forward: logits = hc·Eᵀ, so dhc = dlogits·E, dE += dlogitsᵀ·hc */
-    const GemmArgs gh = {0, 0, M, D, V, 1.0f, w->logits, V, m->out_proj, D, 0.0f, w->dhc, D};
-    const GemmArgs ge = {1, 0, V, D, M, 1.0f, w->logits, V, w->hc, D, 1.0f, G(L->out_proj), D};
+    /* forward: logits = hc·Eᵀ, so dhc = dlogits·E, dE += dlogitsᵀ·hc; with an
+     * output vocabulary E is its gathered rows (w->out_w), whose gradient
+     * goes back to their rows of the projection */
+    const int Vo = model_n_out(m);
+    const bool sub = m->out_ids != NULL;
+    const GemmArgs gh = {0, 0, M, D, Vo, 1.0f, w->logits, Vo, sub ? w->out_w : m->out_proj, D,
+                         0.0f, w->dhc, D};
+    const GemmArgs ge = {1, 0, Vo, D, M, 1.0f, w->logits, Vo, w->hc, D, sub ? 0.0f : 1.0f,
+                         sub ? w->out_dw : G(L->out_proj), D};
     blas_gemm_parallel((GemmArgs[]){gh, ge}, 2);
+    if (sub) scatter_add_rows(G(L->out_proj), w->out_dw, m->out_ids, Vo, D);
     float *cur = w->dA, *other = w->dB;
     memset(cur, 0, ndt);
     scatter_add_rows(cur, w->dhc, w->rows, M, D);

@@ -81,14 +81,35 @@ typedef struct {
     /* Training's dropouts are cfg's four probabilities times this (1 from
      * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
     float dropout_factor;
-    /* A replica (model_init_replica): params, tensors, layout and pos_table
-     * are another model's, read here and freed there. */
+    /* The output vocabulary (model_set_output_vocab): the logits are those
+     * of out_ids[0..n_out), ascending; out_pos[id] is id's column, or -1.
+     * NULL / 0 when every piece is an output (model.output_vocab "all"). */
+    int *out_ids, *out_pos;
+    int n_out;
+    /* A replica (model_init_replica): params, tensors, layout, pos_table and
+     * the output vocabulary are another model's, read here and freed there. */
     bool replica;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
  * (vocab_size and max_len set). */
 TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err);
+
+/* Restricts the output layer to the pieces ids[0..n) (model.output_vocab
+ * "target"): ascending, in range, and holding the specials, the byte pieces
+ * and the marker, so that any text can still be written (bpe_subset.h).
+ * The logits, the loss and its label smoothing, and decoding then cover
+ * only these pieces; the others' embedding rows still embed the source.
+ * Call before model_alloc_training. Errors: TFM_ERR_FORMAT (a bad list,
+ * or cfg.output_vocab is "all"), TFM_ERR_NOMEM. */
+TfmStatus model_set_output_vocab(Model *m, const int *ids, int n, TfmErr *err);
+
+/* The number of output columns: n_out, or cfg.vocab_size when unrestricted. */
+static inline int model_n_out(const Model *m) { return m->out_ids ? m->n_out : m->cfg.vocab_size; }
+
+/* Copies the output projection's rows of the output vocabulary to dst
+ * (model_n_out x d_model), in column order. */
+void model_gather_output(const Model *m, float *dst);
 
 /* Xavier-uniform projections, N(0, d^-1/2) embeddings, LayerNorm gain 1 bias 0. */
 void model_init_weights(Model *m, Rng *rng);

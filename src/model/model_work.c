@@ -88,6 +88,10 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     w->dec_frstd = carve(c, N);
     w->hc = carve(c, N * D);
     w->logits = carve(c, N * V);
+    if (cfg->output_vocab == OUTPUT_TARGET) {   /* at most V rows each */
+        w->out_w = carve(c, V * D);
+        w->out_dw = carve(c, V * D);
+    }
     w->dA = carve(c, N * D);
     w->dB = carve(c, N * D);
     w->dt = carve(c, N * D);
@@ -218,6 +222,8 @@ void model_free(Model *m)
         free(m->layout);
     }
     free(m->pos_table);
+    free(m->out_ids);
+    free(m->out_pos);
     *m = (Model){0};
 }
 

@@ -45,7 +45,9 @@ struct ModelWork {
     int *src_len;               /* (max_tokens) inference: sentence lengths with </s> */
     double *row_loss;           /* (3 max_tokens) */
     float *hc;                  /* (M, D) decoder outputs at non-pad targets */
-    float *logits;              /* (M, V) logits, then d(loss/n)/d(logits) */
+    float *logits;              /* (M, V) logits, then d(loss/n)/d(logits); V: model_n_out */
+    float *out_w, *out_dw;      /* model.output_vocab "target": (V, D) the output rows
+                                   (model_gather_output), their gradient */
     /* backward scratch */
     float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
     float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */

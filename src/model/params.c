@@ -245,3 +245,45 @@ void model_init_weights(Model *m, Rng *rng)
         }
     }
 }
+
+TfmStatus model_set_output_vocab(Model *m, const int *ids, int n, TfmErr *err)
+{
+    const int V = m->cfg.vocab_size;
+    if (m->cfg.output_vocab != OUTPUT_TARGET)
+        return err_set(err, TFM_ERR_FORMAT, "an output vocabulary needs model.output_vocab "
+                       "\"target\"");
+    if (n < BPE_MIN_VOCAB || n > V)
+        return err_set(err, TFM_ERR_FORMAT, "output vocabulary of %d pieces (the vocabulary has "
+                       "%d; at least the %d specials, bytes and marker)", n, V, BPE_MIN_VOCAB);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= V || (i > 0 && ids[i] <= ids[i - 1]))
+            return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d at position %d is "
+                           "out of range or out of order", ids[i], i);
+        if (i < BPE_MIN_VOCAB && ids[i] != i)
+            return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d (a special, byte or "
+                           "the marker) is missing", i);
+    }
+    int *out_ids = xmalloc(sizeof(int) * (size_t)n, err);
+    int *out_pos = xmalloc(sizeof(int) * (size_t)V, err);
+    if (!out_ids || !out_pos) {
+        free(out_ids);
+        free(out_pos);
+        return TFM_ERR_NOMEM;
+    }
+    memcpy(out_ids, ids, sizeof(int) * (size_t)n);
+    for (int v = 0; v < V; v++) out_pos[v] = -1;
+    for (int i = 0; i < n; i++) out_pos[ids[i]] = i;
+    free(m->out_ids);
+    free(m->out_pos);
+    m->out_ids = out_ids;
+    m->out_pos = out_pos;
+    m->n_out = n;
+    return TFM_OK;
+}
+
+void model_gather_output(const Model *m, float *dst)
+{
+    const int D = m->cfg.d_model;
+    if (m->out_ids) gather_rows(dst, m->out_proj, m->out_ids, m->n_out, D);
+    else memcpy(dst, m->out_proj, sizeof(float) * (size_t)m->cfg.vocab_size * (size_t)D);
+}

@@ -19,10 +19,13 @@ static long count_lines(LineReader *r, TfmErr *err)
 
 typedef struct { int *ids; int n, cap; } IdBuf;
 
-static TfmStatus encode_line(const Bpe *bpe, LineReader *r, const char *line, size_t len,
-                             IdBuf *out, TfmErr *err)
+/* sub: NULL, or the pieces the ids must be spelled in (targets of a model
+ * with model.output_vocab "target") */
+static TfmStatus encode_line(const Bpe *bpe, const BpeSubset *sub, LineReader *r,
+                             const char *line, size_t len, IdBuf *out, TfmErr *err)
 {
     TfmStatus st = bpe_encode(bpe, line, len, &out->ids, &out->n, &out->cap, err);
+    if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &out->ids, &out->n, &out->cap, err);
     if (st != TFM_OK) err_prefix(err, "%s: line %ld: ", r->name, r->line_no);
     return st;
 }
@@ -75,7 +78,8 @@ static TfmStatus append_pair(Corpus *c, size_t *pair_cap, const IdBuf *s, const 
 }
 
 TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
-                      const Bpe *bpe, int max_len, bool keep_text, TfmErr *err)
+                      const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
+                      TfmErr *err)
 {
     memset(c, 0, sizeof *c);
     LineReader rs = {0}, rt = {0};
@@ -101,8 +105,8 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
         }
         if (!gs) break;
         c->n_lines++;
-        if ((st = encode_line(bpe, &rs, ls, ns, &s, err)) != TFM_OK) goto fail;
-        if ((st = encode_line(bpe, &rt, lt, nt, &t, err)) != TFM_OK) goto fail;
+        if ((st = encode_line(bpe, NULL, &rs, ls, ns, &s, err)) != TFM_OK) goto fail;
+        if ((st = encode_line(bpe, tgt_subset, &rt, lt, nt, &t, err)) != TFM_OK) goto fail;
         if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
         if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
         if (keep_text && (st = append_text(c, ls, ns, lt, nt, err)) != TFM_OK) goto fail;
@@ -136,18 +140,22 @@ void corpus_free(Corpus *c)
 }
 
 /* One side of pair i with dropout, or plainly when that comes out too long. */
-static TfmStatus resegment_side(const Corpus *c, const Bpe *bpe, long i, int side, float p,
-                                Rng *rng, int max_len, IdBuf *out, TfmErr *err)
+static TfmStatus resegment_side(const Corpus *c, const Bpe *bpe, const BpeSubset *sub, long i,
+                                int side, float p, Rng *rng, int max_len, IdBuf *out, TfmErr *err)
 {
     const char *s = c->text + c->text_off[2 * i + side];
     size_t n = c->text_off[2 * i + side + 1] - c->text_off[2 * i + side];
     TfmStatus st = bpe_encode_dropout(bpe, s, n, p, rng, &out->ids, &out->n, &out->cap, err);
-    if (st == TFM_OK && out->n > max_len) st = bpe_encode(bpe, s, n, &out->ids, &out->n, &out->cap, err);
+    if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &out->ids, &out->n, &out->cap, err);
+    if (st == TFM_OK && out->n > max_len) {
+        st = bpe_encode(bpe, s, n, &out->ids, &out->n, &out->cap, err);
+        if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &out->ids, &out->n, &out->cap, err);
+    }
     return st;
 }
 
-TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, float p, uint64_t seed, int max_len,
-                           TfmErr *err)
+TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, const BpeSubset *tgt_subset, float p,
+                           uint64_t seed, int max_len, TfmErr *err)
 {
     IdBuf s = {0}, t = {0};
     TfmStatus st = TFM_OK;
@@ -155,8 +163,8 @@ TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, float p, uint64_t seed, in
     for (long i = 0; i < c->n_pairs && st == TFM_OK; i++) {
         Rng rng;
         rng_seed(&rng, seed ^ ((uint64_t)i * 0x9e3779b97f4a7c15ULL));
-        if ((st = resegment_side(c, bpe, i, 0, p, &rng, max_len, &s, err)) != TFM_OK ||
-            (st = resegment_side(c, bpe, i, 1, p, &rng, max_len, &t, err)) != TFM_OK ||
+        if ((st = resegment_side(c, bpe, NULL, i, 0, p, &rng, max_len, &s, err)) != TFM_OK ||
+            (st = resegment_side(c, bpe, tgt_subset, i, 1, p, &rng, max_len, &t, err)) != TFM_OK ||
             (st = xgrow((void **)&c->spare, &c->spare_cap, (size_t)(n_tok + s.n + t.n),
                         sizeof(int), err)) != TFM_OK)
             break;

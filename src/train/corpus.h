@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "text/bpe.h"
+#include "text/bpe_subset.h"
 #include "base/err.h"
 #include "model/model.h"
 
@@ -30,23 +31,26 @@ typedef struct {
     size_t tok_cap, spare_cap, text_cap, text_off_cap;
 } Corpus;
 
-/* Reads and encodes src_path/tgt_path; keep_text also keeps the pairs' text
- * (for BPE-dropout). Errors: TFM_ERR_IO (unreadable),
+/* Reads and encodes src_path/tgt_path, the targets spelled in tgt_subset's
+ * pieces when it is not NULL (model.output_vocab "target"), before the
+ * max_len filter; keep_text also keeps the pairs' text (for BPE-dropout). Errors: TFM_ERR_IO (unreadable),
  * TFM_ERR_FORMAT ("a.de has 10 lines, a.en has 9 lines"; invalid UTF-8 with
  * file and line). */
 TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
-                      const Bpe *bpe, int max_len, bool keep_text, TfmErr *err);
+                      const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
+                      TfmErr *err);
 void corpus_free(Corpus *c);
 
-/* Encodes every pair again from its kept text with BPE-dropout p
+/* Encodes every pair again from its kept text with BPE-dropout p (the
+ * targets then spelled in tgt_subset's pieces, as by corpus_load)
  * (bpe_encode_dropout), drawing from streams seeded by seed and the pair's
  * index, so the same seed gives the same ids. A side whose segmentation
  * comes out longer than max_len keeps its plain encoding (which fit). The
  * corpus must have been loaded with keep_text. The token arrays are reused
  * (they grow only past their largest size so far). Only TFM_ERR_NOMEM; the
  * corpus is unusable after an error. */
-TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, float p, uint64_t seed, int max_len,
-                           TfmErr *err);
+TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, const BpeSubset *tgt_subset, float p,
+                           uint64_t seed, int max_len, TfmErr *err);
 
 typedef struct {
     const Corpus *c;

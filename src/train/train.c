@@ -91,6 +91,9 @@ static int model_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t 
     DIFF("model.norm_type", "%s", x->norm_type != y->norm_type,
          x->norm_type == NORM_RMS ? "rmsnorm" : "layernorm",
          y->norm_type == NORM_RMS ? "rmsnorm" : "layernorm")
+    DIFF("model.output_vocab", "%s", x->output_vocab != y->output_vocab,
+         x->output_vocab == OUTPUT_TARGET ? "target" : "all",
+         y->output_vocab == OUTPUT_TARGET ? "target" : "all")
     DIFF("model.share_embeddings", "%s", x->share_embeddings != y->share_embeddings,
          x->share_embeddings ? "true" : "false", y->share_embeddings ? "true" : "false")
     DIFF("data.max_len", "%d", a->data.max_len != b->data.max_len, a->data.max_len,
@@ -249,14 +252,59 @@ static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmCon
                    cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
 }
 
+/* The subset the targets are spelled in: the model's output pieces. */
+static TfmStatus make_target_subset(Trainer *t, TfmErr *err)
+{
+    const Model *m = &t->model;
+    bool *in = xcalloc((size_t)m->cfg.vocab_size, sizeof(bool), err);
+    if (!in) return TFM_ERR_NOMEM;
+    for (int i = 0; i < m->n_out; i++) in[m->out_ids[i]] = true;
+    TfmStatus st = bpe_subset_new(&t->tgt_subset, t->bpe, in, err);
+    free(in);
+    return st;
+}
+
+/* model.output_vocab "target" on a fresh start: the output pieces are those
+ * the training targets use, and the specials, bytes and marker. */
+static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
+{
+    const int V = t->model.cfg.vocab_size;
+    const Corpus *c = &t->train;
+    bool *in = xcalloc((size_t)V, sizeof(bool), err);
+    int *ids = xmalloc(sizeof(int) * (size_t)V, err);
+    TfmStatus st = TFM_ERR_NOMEM;
+    if (in && ids) {
+        for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
+        for (long i = 0; i < c->n_pairs; i++)
+            for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
+        int n = 0;
+        for (int id = 0; id < V; id++)
+            if (in[id]) ids[n++] = id;
+        st = model_set_output_vocab(&t->model, ids, n, err);
+        if (st == TFM_OK)
+            progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
+                          "of the %d pieces", n, V);
+    }
+    free(in);
+    free(ids);
+    return st;
+}
+
 static TfmStatus load_data(Trainer *t, TfmErr *err)
 {
     const TfmConfig *cfg = t->cfg;
-    TfmStatus st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
-                               cfg->data.max_len, cfg->data.bpe_dropout > 0, err);
-    if (st != TFM_OK) return st;
+    const bool restrict_out = cfg->model.output_vocab == OUTPUT_TARGET;
+    TfmStatus st;
+    /* a resumed model has its output pieces already */
+    if (restrict_out && t->model.out_ids && (st = make_target_subset(t, err)) != TFM_OK) return st;
+    if ((st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
+                          t->tgt_subset, cfg->data.max_len, cfg->data.bpe_dropout > 0, err)))
+        return st;
+    if (restrict_out && !t->model.out_ids &&
+        ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK))
+        return st;
     if ((st = corpus_load(&t->valid, cfg->data.valid_src, cfg->data.valid_tgt, t->bpe,
-                          cfg->data.max_len, false, err)) != TFM_OK)
+                          t->tgt_subset, cfg->data.max_len, false, err)) != TFM_OK)
         return st;
     int budget = cfg->train.batch_tokens;
     if ((st = batcher_init(&t->train_b, &t->train, budget, cfg->train.seed, true, err)) != TFM_OK ||
@@ -528,7 +576,8 @@ static TfmStatus resegment_epoch(Trainer *t, TfmErr *err)
     const TfmConfig *cfg = t->cfg;
     if (cfg->data.bpe_dropout <= 0) return TFM_OK;
     uint64_t seed = cfg->train.seed ^ (0xb9e5d7ULL + (uint64_t)t->ts.epoch * 0xd1b54a32d192ed69ULL);
-    return corpus_resegment(&t->train, t->bpe, cfg->data.bpe_dropout, seed, cfg->data.max_len, err);
+    return corpus_resegment(&t->train, t->bpe, t->tgt_subset, cfg->data.bpe_dropout, seed,
+                            cfg->data.max_len, err);
 }
 
 static TfmStatus loop(Trainer *t, TfmErr *err)
@@ -691,6 +740,7 @@ done:
     batcher_free(&t.valid_b);
     corpus_free(&t.train);
     corpus_free(&t.valid);
+    bpe_subset_free(t.tgt_subset);
     parts_free(&t);
     model_free(&t.model);
     adam_free(&t.adam);

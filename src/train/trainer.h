@@ -21,6 +21,7 @@ typedef struct {
     const TrainOptions *opt;
     Bpe *bpe;
     Corpus train, valid;
+    BpeSubset *tgt_subset;      /* model.output_vocab "target": the targets' pieces, else NULL */
     Batcher train_b, valid_b;
     Model model;
     Adam adam;
