@@ -421,6 +421,13 @@ expect_exit 0 "output_vocab: score references" -- "$TFM" translate -m ov/model.t
 check "output_vocab: finite scores" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
 expect_exit 0 "output_vocab: an ensemble with an \"all\" model" -- "$TFM" translate -m ov/model.tfm -m a/model.tfm -q --score-reference ov5.en -i ov5.de
 check "output_vocab ensemble: finite scores" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
+# a member of weight 0 has no say, not even over the pieces it cannot write
+"$TFM" translate -m a/model.tfm -q --score-reference ov5.en -i ov5.de >ov_alone.txt 2>&1
+expect_exit 0 "output_vocab: in an ensemble with weight 0" -- "$TFM" translate -m ov/model.tfm -m a/model.tfm --weights 0,1 -q --score-reference ov5.en -i ov5.de
+check "weight 0: the other model's scores" cmp -s "$T/out" ov_alone.txt
+"$TFM" translate -m a/model.tfm -q -b 3 -i valid.de >ov_alone.txt 2>&1
+expect_exit 0 "output_vocab: translate in an ensemble with weight 0" -- "$TFM" translate -m ov/model.tfm -m a/model.tfm --weights 0,1 -q -b 3 -i valid.de
+check "weight 0: the other model's translations" cmp -s "$T/out" ov_alone.txt
 expect_exit 0 "output_vocab: average its checkpoints" -- "$TFM" average -o ov/avg.tfm ov/ck/ckpt.35.tfm ov/ck/ckpt.40.tfm
 expect_exit 1 "output_vocab: average with an \"all\" model refused" -- "$TFM" average -o ov/bad.tfm ov/model.tfm a/model.tfm
 expect_err_line "average output_vocab message" "tfm: a/model.tfm: model.output_vocab differs from ov/model.tfm's"

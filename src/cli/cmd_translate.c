@@ -533,16 +533,21 @@ static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *
 }
 
 /* Models with model.output_vocab "target" score only their output pieces:
- * a reference is spelled in the pieces every model of the ensemble can
- * write (*out stays NULL when all can write every piece). */
+ * a reference is spelled in the pieces every model of the ensemble with a
+ * say (a weight above 0) can write (*out stays NULL when they can all write
+ * every piece). */
 static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *err)
 {
     *out = NULL;
     const int V = t->mf.model.cfg.vocab_size;
+    float w[MAX_ENSEMBLE];
+    TfmStatus st;
+    if (t->o.weights_arg && (st = parse_weights(t->o.weights_arg, t->o.n_models, w, err)) != TFM_OK)
+        return st;
     const Model *models[MAX_ENSEMBLE];
     int n = 0;
-    models[n++] = &t->mf.model;
-    for (int i = 0; i < t->n_extra; i++) models[n++] = &t->extra_mf[i].model;
+    for (int i = 0; i <= t->n_extra; i++)
+        if (!t->o.weights_arg || w[i] > 0) models[n++] = i ? &t->extra_mf[i - 1].model : &t->mf.model;
     bool any = false;
     for (int k = 0; k < n; k++) any |= models[k]->out_ids != NULL;
     if (!any) return TFM_OK;
@@ -552,7 +557,7 @@ static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *
         in[v] = true;
         for (int k = 0; k < n; k++) in[v] &= !models[k]->out_pos || models[k]->out_pos[v] >= 0;
     }
-    TfmStatus st = bpe_subset_new(out, t->mf.bpe, in, err);
+    st = bpe_subset_new(out, t->mf.bpe, in, err);
     free(in);
     return st;
 }

@@ -577,13 +577,16 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
          * ensembles do the same; the mean is not renormalised) */
         const size_t nv = (size_t)R * d->V;
         const float w0 = d->weights[0];
-        for (size_t i = 0; i < nv; i++) d->logits[i] *= w0;
+        /* a member of weight 0 has no say, not even its -inf for the pieces
+         * it cannot write (model.output_vocab "target"): 0 · -inf is NaN */
+        for (size_t i = 0; i < nv; i++) d->logits[i] = w0 == 0 ? 0 : w0 * d->logits[i];
         for (int m = 0; m < d->n_members; m++) {
             Decoder *e = d->members[m];
             e->cur_src = d->cur_src;        /* compaction moves d's copy of the batch */
             const float *lp = decoder_step(e, prev, parent, t);
             const float w = d->weights[m + 1];
-            for (size_t i = 0; i < nv; i++) d->logits[i] += w * lp[i];
+            if (w != 0)
+                for (size_t i = 0; i < nv; i++) d->logits[i] += w * lp[i];
         }
     }
     return d->logits;
