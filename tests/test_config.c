@@ -241,7 +241,8 @@ TEST(config_to_json_of_defaults_lists_every_key)
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",
                           "valid_every", "save_every", "valid_bleu", "patience", "out_dir",
                           "keep", "model", "threads", "parallel", "decode", "beam", "alpha", "max_len_a",
-                          "max_len_b"};
+                          "max_len_b", "norm_type", "attention", "bpe_dropout", "horizon",
+                          "average_last", "ema", "log_every", "precision"};
     for (size_t i = 0; json && i < sizeof keys / sizeof *keys; i++) {
         char k[40];
         snprintf(k, sizeof k, "\"%s\": ", keys[i]);
