@@ -397,6 +397,27 @@ check "dropout_warmup 30: the same rows" test "$(grep -c '"step"' dw1/plain/log.
 check "dropout_warmup 30: other losses" test "$(no_times dw1/plain/log.jsonl)" != "$(no_times dw1/w30/log.jsonl)"
 expect_exit 1 "dropout_warmup below 0 refused" -- "$TFM" train mini.json --dry-run --set train.dropout_warmup=-5
 expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup: expected a non-negative integer, got -5"
+# train.rdrop (R-Drop): every sentence runs twice under two dropout masks.
+# Without dropout the copies agree, so the model is the plain run's to float
+# rounding (the KL term and its gradient vanish); with dropout, a run under
+# train.parallel sentences stopped by SIGTERM resumes to the uninterrupted
+# model, and the losses differ from the plain run's.
+sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >rd0.json
+mkdir rd rd2 rdn rdn1
+(cd rdn1 && expect_exit 0 "rdrop: the plain run without dropout" -- "$TFM" train ../rd0.json -q --threads 1)
+(cd rdn && expect_exit 0 "rdrop 5 without dropout" -- "$TFM" train ../rd0.json --threads 1 --set train.rdrop=5)
+check "rdrop: the workspace holds the batch twice" grep -q 'activations for [0-9]* tokens run twice (train.rdrop)' "$T/err"
+python3 "$ROOT/tests/model_diff.py" rdn1/model.tfm rdn/model.tfm >"$T/diff"
+check "rdrop without dropout: the plain model (max_rel < 1e-4: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-4) }' "$T/diff"
+(cd rd && expect_exit 0 "rdrop 1, train.parallel sentences" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
+(cd rd2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "rdrop: SIGTERM at step 13" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
+(cd rd2 && expect_exit 0 "rdrop: resumed" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
+check "rdrop: resumed model equals uninterrupted" cmp -s rd/model.tfm rd2/model.tfm
+(cd rd && expect_exit 0 "rdrop: the plain run beside it" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.out_dir=plain --set train.model=plain.tfm)
+check "rdrop: both runs logged" test -s rd/ck/log.jsonl -a -s rd/plain/log.jsonl
+check "rdrop: other losses than the plain run" test "$(no_times rd/ck/log.jsonl)" != "$(no_times rd/plain/log.jsonl)"
+expect_exit 1 "rdrop below 0 refused" -- "$TFM" train mini.json --dry-run --set train.rdrop=-1
+expect_err_line "rdrop range message" "tfm: --set train.rdrop: expected a non-negative number, got -1"
 # model.output_vocab "target": the output layer scores the pieces the
 # training targets use. The model file keeps them; a run stopped midway
 # resumes to the uninterrupted model; it translates, scores, and averages

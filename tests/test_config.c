@@ -237,7 +237,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
                           "max_len", "d_model", "heads", "enc_layers", "dec_layers", "d_ff",
                           "dropout", "attn_dropout", "relu_dropout", "word_dropout", "norm", "output_vocab", "share_embeddings",
                           "seed", "batch_tokens", "max_steps", "max_epochs", "max_time_s",
-                          "label_smoothing", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
+                          "label_smoothing", "rdrop", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",
                           "valid_every", "save_every", "valid_bleu", "patience", "out_dir",
                           "keep", "model", "threads", "parallel", "decode", "beam", "alpha", "max_len_a",

@@ -89,6 +89,7 @@ const KeySpec config_schema[] = {
     LONG_("train.max_epochs", train.max_epochs, 0, 0),
     {"train.max_time_s", K_DOUBLE, OFF(train.max_time_s), 0, DBL_MAX, false, false, 0, NULL, NULL, 0},
     PROB_("train.label_smoothing", train.label_smoothing, 0.1),
+    NONNEG_("train.rdrop", train.rdrop, 0.0),
     LONG_("train.dropout_warmup", train.dropout_warmup, 0, 0),
     NONNEG_("train.clip_norm", train.clip_norm, 0.0),
     NONNEG_("train.weight_decay", train.weight_decay, 0.0),

@@ -64,6 +64,7 @@ typedef struct {
     double max_time_s;
     float label_smoothing, clip_norm, weight_decay;
     long dropout_warmup;    /* steps over which the dropouts rise from 0; 0: none */
+    float rdrop;            /* R-Drop weight: each sentence trained twice; 0: off */
     LrConfig lr;
     float beta1, beta2, eps;
     long valid_every, save_every;

@@ -278,7 +278,29 @@ int model_src_len(const int *row, int S)
     return l;
 }
 
-TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
+/* R-Drop: the batch's sentences twice over, in w->rep_tok (the caller
+ * checked that 2 n len tokens fit). Rows are whole sentences, so the
+ * repeat is the array written twice. */
+static Batch repeat_batch(ModelWork *w, const Batch *b)
+{
+    const long ns = (long)b->n * b->src_len, nt = (long)b->n * b->tgt_len;
+    int *src = w->rep_tok, *tin = src + 2 * ns, *tout = tin + 2 * nt;
+    const size_t I = sizeof(int);
+    memcpy(src, b->src, ns * I);
+    memcpy(src + ns, b->src, ns * I);
+    memcpy(tin, b->tgt_in, nt * I);
+    memcpy(tin + nt, b->tgt_in, nt * I);
+    memcpy(tout, b->tgt_out, nt * I);
+    memcpy(tout + nt, b->tgt_out, nt * I);
+    Batch r = *b;
+    r.n = 2 * b->n;
+    r.src = src;
+    r.tgt_in = tin;
+    r.tgt_out = tout;
+    return r;
+}
+
+TfmStatus model_forward(Model *m, const Batch *given, float label_smoothing,
                         Rng *dropout_rng, LossStats *out, TfmErr *err)
 {
     ModelWork *w = m->work;
@@ -286,19 +308,24 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     const int D = c->d_model, V = c->vocab_size;
     *out = (LossStats){0};
     if (!w) return err_set(err, TFM_ERR_FORMAT, "model has no training workspace");
-    if (b->n <= 0 || b->src_len <= 0 || b->tgt_len <= 0 || b->src_len > w->max_len ||
-        b->tgt_len > w->max_len || (long)b->n * b->src_len > w->max_tokens ||
-        (long)b->n * b->tgt_len > w->max_tokens)
+    const int rdrop = dropout_rng && m->rdrop > 0;
+    const long copies = rdrop ? 2 : 1;
+    const Batch *g = given;
+    if (g->n <= 0 || g->src_len <= 0 || g->tgt_len <= 0 || g->src_len > w->max_len ||
+        g->tgt_len > w->max_len || copies * g->n * g->src_len > w->max_tokens ||
+        copies * g->n * g->tgt_len > w->max_tokens)
         return err_set(err, TFM_ERR_FORMAT,
-                       "batch of %d x (%d, %d) tokens does not fit the workspace "
-                       "(%d tokens, length %d)", b->n, b->src_len, b->tgt_len,
-                       w->max_tokens, w->max_len);
-    const long Ns = (long)b->n * b->src_len, Nt = (long)b->n * b->tgt_len;
+                       "batch of %d x (%d, %d) tokens%s does not fit the workspace "
+                       "(%d tokens, length %d)", g->n, g->src_len, g->tgt_len,
+                       rdrop ? " twice (train.rdrop)" : "", w->max_tokens, w->max_len);
     TfmStatus st;
-    if ((st = check_tokens(b->src, Ns, V, "source", err)) ||
-        (st = check_tokens(b->tgt_in, Nt, V, "target", err)) ||
-        (st = check_tokens(b->tgt_out, Nt, V, "target", err)))
+    if ((st = check_tokens(g->src, (long)g->n * g->src_len, V, "source", err)) ||
+        (st = check_tokens(g->tgt_in, (long)g->n * g->tgt_len, V, "target", err)) ||
+        (st = check_tokens(g->tgt_out, (long)g->n * g->tgt_len, V, "target", err)))
         return st;
+    w->fwd = rdrop ? repeat_batch(w, g) : *g;
+    const Batch *b = &w->fwd;
+    const long Nt = (long)b->n * b->tgt_len;
 
     const float scale = dropout_rng ? m->dropout_factor : 0.0f;
     w->p_drop = scale * c->dropout;
@@ -339,6 +366,16 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
     blas_gemm_parallel(&(GemmArgs){0, 1, M, Vo, D, 1.0f, w->hc, D, W, D, 0.0f, w->logits, Vo}, 1);
     /* The gradient is computed here, while the logits are in cache, and kept
      * for model_backward (it replaces the logits). */
+    if (rdrop) {
+        /* the rows of the second copy follow those of the first, in the same order */
+        const int pairs = M / 2;
+        const long norm = b->loss_tokens > 0 ? b->loss_tokens : pairs;
+        out->n_tokens = pairs;
+        loss_xent_rdrop(w->logits, w->targets, pairs, Vo, label_smoothing, m->rdrop,
+                        1.0f / (float)norm, w->diff_scratch, w->diff_slices, w->row_loss,
+                        &out->loss, &out->nll, &out->n_correct);
+        return TFM_OK;
+    }
     const long norm = b->loss_tokens > 0 ? b->loss_tokens : M;
     loss_xent_smoothed(w->logits, w->targets, M, Vo, label_smoothing, 1.0f / (float)norm,
                        w->row_loss, &out->loss, &out->nll, &out->n_correct);
@@ -428,9 +465,11 @@ void model_backward(Model *m, const Batch *b)
     model_backward_notify(m, b, NULL, NULL);
 }
 
-void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx)
+void model_backward_notify(Model *m, const Batch *given, GradsReady ready, void *ctx)
 {
     ModelWork *w = m->work;
+    (void)given;                /* the forward kept it, or its R-Drop repeat */
+    const Batch *b = &w->fwd;
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
     const int D = c->d_model, n = b->n, S = b->src_len, T = b->tgt_len;

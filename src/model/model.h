@@ -81,6 +81,12 @@ typedef struct {
     /* Training's dropouts are cfg's four probabilities times this (1 from
      * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
     float dropout_factor;
+    /* R-Drop (train.rdrop; 0 from model_init): when > 0, a training forward
+     * (one given a dropout Rng) runs every sentence of the batch twice, under
+     * two dropout masks, and the loss adds this weight times the two
+     * predictions' symmetric KL divergence (loss_xent_rdrop). The workspace
+     * must then hold twice the batch. */
+    float rdrop;
     /* The output vocabulary (model_set_output_vocab): the logits are those
      * of out_ids[0..n_out), ascending; out_pos[id] is id's column, or -1.
      * NULL / 0 when every piece is an output (model.output_vocab "all"). */

@@ -103,6 +103,8 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     w->dqkv = carve(c, 3 * N * D);
     w->dh = carve(c, N * F);
     w->datt = linear ? NULL : carve(c, A);
+    w->diff_slices = omp_get_max_threads();
+    w->diff_scratch = carve(c, (size_t)w->diff_slices * V);
 }
 
 void model_work_free(ModelWork *w)
@@ -115,6 +117,7 @@ void model_work_free(ModelWork *w)
     free(w->src_len);
     free(w->targets);
     free(w->row_loss);
+    free(w->rep_tok);
     free(w);
 }
 
@@ -137,7 +140,8 @@ double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len)
     Carver c = {0};
     carve_work(&c, &w, cfg);
     return (double)c.used * sizeof(float) + 64 +
-           (double)max_tokens * (2 * sizeof(int) + 3 * sizeof(double));  /* rows, targets, row_loss */
+           (double)max_tokens * (5 * sizeof(int) + 3 * sizeof(double));  /* rows, targets,
+                                                                          rep_tok, row_loss */
 }
 
 ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len, int training,
@@ -168,7 +172,8 @@ ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len,
         w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
         w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
         w->row_loss = xmalloc((size_t)max_tokens * 3 * sizeof(double), err);
-        if (!w->rows || !w->targets || !w->row_loss) goto fail;
+        w->rep_tok = xmalloc((size_t)max_tokens * 3 * sizeof(int), err);
+        if (!w->rows || !w->targets || !w->row_loss || !w->rep_tok) goto fail;
     }
     return w;
 fail:

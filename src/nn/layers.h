@@ -193,6 +193,8 @@ float row_exp_sum(const float *x, int n, float shift, float *sum_x);
 /* x[i] = exp_fast(x[i] - shift); returns their sum, and, if sum_before is
  * not NULL, stores there the sum of the x[i] it replaced. */
 float row_exp_inplace(float *x, int n, float shift, float *sum_before);
+/* Σ x[i]·y[i]. */
+float row_dot(const float *x, const float *y, int n);
 
 /* The inverted-dropout mask of element i is a pure function of (seed, i):
  * kept with probability 1 - t/65536, t = round(p·65536), and scaled by

@@ -2,6 +2,7 @@
 #include "nn/loss.h"
 
 #include <math.h>
+#include <omp.h>
 
 #include "nn/layers.h"
 
@@ -42,6 +43,68 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
 #pragma omp simd
             for (int c = 0; c < v; c++) z[c] = z[c] * a - b;
             z[tgt[r]] -= grad_scale * (float)on;
+        }
+    }
+    double l = 0, n = 0;
+    long ok = 0;
+    for (int r = 0; r < m; r++) {
+        l += row_scratch[3 * r];
+        n += row_scratch[3 * r + 1];
+        ok += row_scratch[3 * r + 2] != 0;
+    }
+    *loss = l;
+    *nll = n;
+    if (n_correct) *n_correct = ok;
+}
+
+/* With d = log p_a - log p_b and S = Σ_c (p_a,c - p_b,c)·d_c (the symmetric
+ * KL):
+ *   ∂S/∂z_a,c = p_a,c·(d_c - E_a) + p_a,c - p_b,c,   E_a = Σ p_a·d,
+ *   ∂S/∂z_b,c = p_b,c·(E_b - d_c) + p_b,c - p_a,c,   E_b = Σ p_b·d,
+ * and S = E_a - E_b. d_c = (z_a,c - z_b,c) - (lse_a - lse_b): the difference
+ * of the raw rows is kept aside before exp overwrites them, so no log is
+ * needed. */
+void loss_xent_rdrop(float *logits, const int *tgt, int m, int v, float eps, float alpha,
+                     float grad_scale, float *diff_scratch, int slices, double *row_scratch,
+                     double *loss, double *nll, long *n_correct)
+{
+    const double on = 1.0 - eps, off = (double)eps / v;
+    const float k = alpha / 4;
+    int threads = omp_get_max_threads() < slices ? omp_get_max_threads() : slices;
+    if ((long)m * v <= 16384) threads = 1;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int r = 0; r < m; r++) {
+        float *za = logits + (long)r * v, *zb = logits + (long)(r + m) * v;
+        float *dz = diff_scratch + (long)omp_get_thread_num() * v;
+        const int ya = tgt[r], yb = tgt[r + m];
+        const float mxa = row_max(za, v), mxb = row_max(zb, v);
+        const double zya = za[ya], zyb = zb[yb];
+        int correct = zya == mxa;
+        for (int c = 0; correct && c < ya; c++) correct = za[c] != mxa;
+#pragma omp simd
+        for (int c = 0; c < v; c++) dz[c] = za[c] - zb[c];
+        float sza, szb;
+        const float sea = row_exp_inplace(za, v, mxa, &sza);
+        const float seb = row_exp_inplace(zb, v, mxb, &szb);
+        const double lsea = mxa + log(sea), lseb = mxb + log(seb);
+        const double cd = lsea - lseb;
+        const double Ea = row_dot(za, dz, v) / sea - cd, Eb = row_dot(zb, dz, v) / seb - cd;
+        const double xa = lsea - on * zya - off * sza, xb = lseb - on * zyb - off * szb;
+        row_scratch[3 * r] = 0.5 * (xa + xb) + k * (Ea - Eb);
+        row_scratch[3 * r + 1] = 0.5 * ((lsea - zya) + (lseb - zyb));
+        row_scratch[3 * r + 2] = correct;
+        if (grad_scale != 0) {
+            const float ia = 1.0f / sea, ib = 1.0f / seb, g = grad_scale;
+            const float h = 0.5f, fo = (float)off, fc = (float)cd;
+            const float fEa = (float)Ea, fEb = (float)Eb;
+#pragma omp simd
+            for (int c = 0; c < v; c++) {
+                const float pa = za[c] * ia, pb = zb[c] * ib, d = dz[c] - fc;
+                za[c] = g * (h * (pa - fo) + k * (pa * (d - fEa) + pa - pb));
+                zb[c] = g * (h * (pb - fo) + k * (pb * (fEb - d) + pb - pa));
+            }
+            za[ya] -= g * h * (float)on;
+            zb[yb] -= g * h * (float)on;
         }
     }
     double l = 0, n = 0;

@@ -16,4 +16,19 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
                         float grad_scale, double *row_scratch, double *loss,
                         double *nll, long *n_correct);
 
+/* R-Drop (Liang et al. 2021): logits (2m, V) hold m target tokens twice, row
+ * r and row r + m seen through two different dropout masks. Each pair
+ * (a, b) costs
+ *   loss = ½(xent_a + xent_b) + (alpha/4)·(KL(p_a‖p_b) + KL(p_b‖p_a)),
+ * which is the paper's CE_a + CE_b + (alpha/2)·(KL + KL) halved, so that
+ * alpha 0 is the plain mean loss over the m tokens. *loss gets Σ loss over
+ * the pairs, *nll Σ ½(nll_a + nll_b), *n_correct counts the first copies.
+ * tgt has 2m entries (tgt[r + m] == tgt[r]). The gradient (grad_scale != 0)
+ * replaces both rows as in loss_xent_smoothed; without it they are left
+ * as exp(z - max). diff_scratch: v floats for
+ * each of `slices` threads; row_scratch: 3m doubles. */
+void loss_xent_rdrop(float *logits, const int *tgt, int m, int v, float eps, float alpha,
+                     float grad_scale, float *diff_scratch, int slices, double *row_scratch,
+                     double *loss, double *nll, long *n_correct);
+
 #endif

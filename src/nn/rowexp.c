@@ -112,3 +112,13 @@ float row_exp_inplace(float *x, int n, float shift, float *sum_before)
     if (sum_before) *sum_before = sx;
     return s;
 }
+
+float row_dot(const float *x, const float *y, int n)
+{
+    f32x8 acc = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc += load8(x + i) * load8(y + i);
+    float s = lanes_sum(acc);
+    for (; i < n; i++) s += x[i] * y[i];
+    return s;
+}

@@ -31,10 +31,12 @@ static int part_count(const TfmConfig *cfg)
 }
 
 /* A share holds at most ceil(n / T) of a batch's n sentences, whose padded
- * rows hold at most batch_tokens tokens: a replica's workspace size. */
+ * rows hold at most batch_tokens tokens: a replica's workspace size (twice
+ * that with train.rdrop). */
 static int part_tokens(const TfmConfig *cfg, int parts)
 {
-    return cfg->train.batch_tokens / parts + config_row_len(cfg->data.max_len);
+    return trainer_work_tokens(cfg, cfg->train.batch_tokens / parts +
+                                         config_row_len(cfg->data.max_len));
 }
 
 double parts_extra_bytes(const TfmConfig *cfg, const ModelConfig *mc)
@@ -92,6 +94,7 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
         run[k].ls = (LossStats){0};
         run[k].st = TFM_OK;
         part_model(t, k)->dropout_factor = t->model.dropout_factor;
+        part_model(t, k)->rdrop = t->model.rdrop;
     }
     (void)rng_u64(rng);
     /* counted once here rather than by every share */

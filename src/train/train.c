@@ -134,7 +134,8 @@ static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copie
 {
     size_t n = model_param_count(mc);
     double need = n ? (double)copies * n * sizeof(float) : INFINITY;
-    need += model_work_bytes(mc, t->cfg->train.batch_tokens, config_row_len(t->cfg->data.max_len));
+    need += model_work_bytes(mc, trainer_work_tokens(t->cfg, t->cfg->train.batch_tokens),
+                             config_row_len(t->cfg->data.max_len));
     need += parts_extra_bytes(t->cfg, mc);     /* train.parallel "sentences": the replicas */
     char what[128];
     snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
@@ -712,9 +713,11 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     }
     if ((st = dp_share_start(&t, st, err)) != TFM_OK) goto done;
     if ((st = dp_agree(load_data(&t, err), err)) != TFM_OK) goto done;
-    if ((st = dp_agree(model_alloc_training(&t.model, cfg->train.batch_tokens,
+    if ((st = dp_agree(model_alloc_training(&t.model,
+                                            trainer_work_tokens(cfg, cfg->train.batch_tokens),
                                             config_row_len(cfg->data.max_len), err), err)) != TFM_OK)
         goto done;
+    t.model.rdrop = cfg->train.rdrop;   /* before parts_init: the replicas copy it */
     if ((st = dp_agree(parts_init(&t, err), err)) != TFM_OK) goto done;
     if (t.n_parts > 1)
         progress_note(&t.prog, "train.parallel sentences: %d threads, each on its share of "
@@ -724,8 +727,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
                       "of %d tokens", dist_size(), dist_library(), cfg->train.batch_tokens);
     /* the memory plan: everything is allocated now, nothing grows per step */
     progress_note(&t.prog, "model: %zu parameters; %.0f MB in use with the optimizer, gradients "
-                  "and activations for %d tokens (%.0f MB available)", t.model.n_params,
-                  sysmem_resident() / 1e6, cfg->train.batch_tokens, sysmem_available() / 1e6);
+                  "and activations for %d tokens%s (%.0f MB available)", t.model.n_params,
+                  sysmem_resident() / 1e6, cfg->train.batch_tokens,
+                  cfg->train.rdrop > 0 ? " run twice (train.rdrop)" : "",
+                  sysmem_available() / 1e6);
     t.run_start = clock_now_s();
     if (opt->stop) opt->stop->started = 1;
     st = loop(&t, err);

@@ -116,4 +116,11 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
 
 void parts_free(Trainer *t);
 
+/* The workspace a batch of `tokens` needs: twice them with train.rdrop,
+ * which runs every sentence twice. */
+static inline int trainer_work_tokens(const TfmConfig *cfg, int tokens)
+{
+    return cfg->train.rdrop > 0 ? 2 * tokens : tokens;
+}
+
 #endif
