@@ -8,6 +8,7 @@
 
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
+#include "fixed_batch.h"
 #include "gradcheck.h"
 #include "model/model.h"
 #include "nn/optim.h"
@@ -20,31 +21,6 @@ static ModelConfig tiny_cfg(NormKind norm, bool share)
         .dropout = 0.0f, .attn_dropout = 0.0f, .relu_dropout = 0.0f, .norm = norm,
         .share_embeddings = share, .vocab_size = 20, .max_len = 16,
     };
-}
-
-/* 3 sentences with padding: every src ends in </s>, tgt_in starts with <s>. */
-enum { BN = 3, BS = 6, BT = 5 };
-static const int b_src[BN * BS] = {
-    5, 6, 7, 8, 9, TOK_EOS,
-    10, 11, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
-    12, 13, 14, 15, TOK_EOS, TOK_PAD,
-};
-static const int b_tgt_in[BN * BT] = {
-    TOK_BOS, 16, 17, 18, 19,
-    TOK_BOS, 4, TOK_PAD, TOK_PAD, TOK_PAD,
-    TOK_BOS, 9, 8, 7, TOK_PAD,
-};
-static const int b_tgt_out[BN * BT] = {
-    16, 17, 18, 19, TOK_EOS,
-    4, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
-    9, 8, 7, TOK_EOS, TOK_PAD,
-};
-
-/* The three sentences above as a batch. */
-static Batch fixed_batch(void)
-{
-    return (Batch){.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                   .tgt_out = b_tgt_out};
 }
 
 typedef struct {

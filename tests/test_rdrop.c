@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include "fixed_batch.h"
 #include "gradcheck.h"
 #include "model/model.h"
 #include "nn/blas.h"
@@ -152,29 +153,6 @@ TEST(rdrop_loss_equal_rows_and_threads)
 
 /* ---- the model ---- */
 
-enum { BN = 3, BS = 6, BT = 5 };
-static const int b_src[BN * BS] = {
-    5, 6, 7, 8, 9, TOK_EOS,
-    10, 11, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
-    12, 13, 14, 15, TOK_EOS, TOK_PAD,
-};
-static const int b_tgt_in[BN * BT] = {
-    TOK_BOS, 16, 17, 18, 19,
-    TOK_BOS, 4, TOK_PAD, TOK_PAD, TOK_PAD,
-    TOK_BOS, 9, 8, 7, TOK_PAD,
-};
-static const int b_tgt_out[BN * BT] = {
-    16, 17, 18, 19, TOK_EOS,
-    4, TOK_EOS, TOK_PAD, TOK_PAD, TOK_PAD,
-    9, 8, 7, TOK_EOS, TOK_PAD,
-};
-
-static Batch rd_batch(void)
-{
-    return (Batch){.n = BN, .src_len = BS, .tgt_len = BT, .src = b_src, .tgt_in = b_tgt_in,
-                   .tgt_out = b_tgt_out};
-}
-
 /* A 2+2-layer model with every dropout on; FFN biases ±4 keep the ReLUs
  * clear of their kinks for finite differences (see test_model.c). */
 static void rd_model(Model *m, float dropout, int max_tokens)
@@ -225,7 +203,7 @@ TEST(rdrop_model_gradcheck)
     RdCtx *g = calloc(1, sizeof *g);
     rd_model(&g->m, 0.2f, 64);
     g->m.rdrop = 2.0f;
-    g->b = rd_batch();
+    g->b = fixed_batch();
     rng_seed(&g->drop, 5);
     const double f0 = rd_obj(g);
     CHECK(isfinite(f0));
@@ -269,7 +247,7 @@ TEST(rdrop_without_dropout_is_the_plain_loss)
     rd_model(&r, 0.2f, 64);
     a.dropout_factor = r.dropout_factor = 0;
     r.rdrop = 5.0f;
-    Batch b = rd_batch();
+    Batch b = fixed_batch();
     LossStats sa, sr;
     TfmErr err;
     Rng d1, d2;
@@ -315,7 +293,7 @@ TEST(rdrop_refuses_a_batch_that_fits_once)
 {
     Model m;
     rd_model(&m, 0.1f, 24);     /* 3 x 6 = 18 source tokens: once, not twice */
-    Batch b = rd_batch();
+    Batch b = fixed_batch();
     LossStats st;
     TfmErr err = {0};
     Rng d;

@@ -6,6 +6,23 @@
 
 #include "nn/layers.h"
 
+/* The rows' (loss, nll, correct) triples, added in row order: the same
+ * sums whatever the thread count. */
+static void sum_rows(const double *row_scratch, int m, double *loss, double *nll,
+                     long *n_correct)
+{
+    double l = 0, n = 0;
+    long ok = 0;
+    for (int r = 0; r < m; r++) {
+        l += row_scratch[3 * r];
+        n += row_scratch[3 * r + 1];
+        ok += row_scratch[3 * r + 2] != 0;
+    }
+    *loss = l;
+    *nll = n;
+    if (n_correct) *n_correct = ok;
+}
+
 /* With lse = log Σ exp(z): log p_c = z_c - lse, so
  *   loss = -(1-eps)·(z_y - lse) - (eps/V)·Σ_c (z_c - lse)
  *        = lse - (1-eps)·z_y - (eps/V)·Σ_c z_c,
@@ -45,16 +62,7 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
             z[tgt[r]] -= grad_scale * (float)on;
         }
     }
-    double l = 0, n = 0;
-    long ok = 0;
-    for (int r = 0; r < m; r++) {
-        l += row_scratch[3 * r];
-        n += row_scratch[3 * r + 1];
-        ok += row_scratch[3 * r + 2] != 0;
-    }
-    *loss = l;
-    *nll = n;
-    if (n_correct) *n_correct = ok;
+    sum_rows(row_scratch, m, loss, nll, n_correct);
 }
 
 /* With d = log p_a - log p_b and S = Σ_c (p_a,c - p_b,c)·d_c (the symmetric
@@ -107,14 +115,5 @@ void loss_xent_rdrop(float *logits, const int *tgt, int m, int v, float eps, flo
             zb[yb] -= g * h * (float)on;
         }
     }
-    double l = 0, n = 0;
-    long ok = 0;
-    for (int r = 0; r < m; r++) {
-        l += row_scratch[3 * r];
-        n += row_scratch[3 * r + 1];
-        ok += row_scratch[3 * r + 2] != 0;
-    }
-    *loss = l;
-    *nll = n;
-    if (n_correct) *n_correct = ok;
+    sum_rows(row_scratch, m, loss, nll, n_correct);
 }
