@@ -6,6 +6,16 @@
 
 #include "nn/layers.h"
 
+/* Whether y is the argmax of row z, whose max is mx: it holds the max and
+ * no earlier entry does (argmax takes the first index of the max). */
+static int is_argmax(const float *z, int y, float mx)
+{
+    if (z[y] != mx) return 0;
+    for (int c = 0; c < y; c++)
+        if (z[c] == mx) return 0;
+    return 1;
+}
+
 /* The rows' (loss, nll, correct) triples, added in row order: the same
  * sums whatever the thread count. */
 static void sum_rows(const double *row_scratch, int m, double *loss, double *nll,
@@ -37,10 +47,7 @@ void loss_xent_smoothed(float *logits, const int *tgt, int m, int v, float eps,
         float *z = logits + (long)r * v;
         const float mx = row_max(z, v);
         const double zy = z[tgt[r]];
-        /* correct when the target holds the max and no earlier word does
-         * (argmax takes the first index of the max) */
-        int correct = zy == mx;
-        for (int c = 0; correct && c < tgt[r]; c++) correct = z[c] != mx;
+        const int correct = is_argmax(z, tgt[r], mx);
         /* One exp pass: z_c is replaced by exp(z_c - max) once it has been
          * added to Σ z (and the target's value read). Float partial sums in
          * 8 lanes: 10000 terms lose ~1e-6 relative, far below the noise of
@@ -87,8 +94,7 @@ void loss_xent_rdrop(float *logits, const int *tgt, int m, int v, float eps, flo
         const int ya = tgt[r], yb = tgt[r + m];
         const float mxa = row_max(za, v), mxb = row_max(zb, v);
         const double zya = za[ya], zyb = zb[yb];
-        int correct = zya == mxa;
-        for (int c = 0; correct && c < ya; c++) correct = za[c] != mxa;
+        const int correct = is_argmax(za, ya, mxa);
 #pragma omp simd
         for (int c = 0; c < v; c++) dz[c] = za[c] - zb[c];
         float sza, szb;
