@@ -762,4 +762,20 @@ expect_err_line "config in out_dir message" "tfm: log.jsonl: the config file: 'l
 train.out_dir under a name tfm train writes; move it or choose another out_dir"
 check "the config file is untouched" cmp -s cfgdir/log.jsonl cfg.orig
 
+# train.weight_decay_scope: one step at a constant rate, decay 1 against none.
+# "matrices" changes the matrices and leaves every vector (rows 1: biases and
+# gains) the same bit for bit; "all" changes the gains (1 at the start) too.
+for run in "wd0 0 all" "wdall 1 all" "wdmat 1 matrices"; do
+    set -- $run
+    mkdir "$1"
+    (cd "$1" && expect_exit 0 "one step, weight decay $2 ($3)" -- "$TFM" train ../mini.json -q \
+        --set train.max_steps=1 --set train.lr.schedule=constant --set train.lr.peak=0.01 \
+        --set train.weight_decay="$2" --set train.weight_decay_scope="$3")
+done
+python3 "$ROOT/tests/model_diff.py" --changed wd0/ck/last.tfm wdmat/ck/last.tfm >"$T/wdmat.changed"
+python3 "$ROOT/tests/model_diff.py" --changed wd0/ck/last.tfm wdall/ck/last.tfm >"$T/wdall.changed"
+check "weight_decay_scope matrices: the matrices decayed" grep -q '^emb.shared [0-9]* [0-9]*$' "$T/wdmat.changed"
+check "weight_decay_scope matrices: no vector decayed" not grep -q ' 1 [0-9]*$' "$T/wdmat.changed"
+check "weight_decay_scope all: the gains decayed too" grep -q '^enc.0.ln1.g 1 [0-9]*$' "$T/wdall.changed"
+
 cli_summary

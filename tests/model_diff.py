@@ -7,10 +7,14 @@ softmax row changes nothing, so their true gradient is zero and what they
 get is rounding noise, which Adam scales up to full-size steps; they differ
 between any two summation orders and never change an output.
 --exact: instead, exit 0 if every tensor (the key biases too) is the same
-bit for bit, else print the first that differs and exit 1."""
+bit for bit, else print the first that differs and exit 1.
+--changed: instead, print "NAME ROWS COLS" for each tensor that is not the
+same bit for bit (the key biases too)."""
 import struct
 import sys
 from array import array
+
+SHAPES = {}     # name: (rows, cols), filled by tensors()
 
 
 def tensors(path):
@@ -31,6 +35,7 @@ def tensors(path):
                 a = array("f")
                 a.frombytes(data[p:p + 4 * rows * cols])
                 out[name] = a
+                SHAPES[name] = (rows, cols)
                 p += 4 * rows * cols
             return out
         pos = body + length
@@ -38,11 +43,17 @@ def tensors(path):
 
 
 args = sys.argv[1:]
-exact = args[:1] == ["--exact"]
-if exact:
+mode = args[0] if args[:1] in (["--exact"], ["--changed"]) else ""
+if mode:
     args = args[1:]
+exact = mode == "--exact"
 a, b = tensors(args[0]), tensors(args[1])
 assert a.keys() == b.keys(), "the models differ in shape"
+if mode == "--changed":
+    for name in a:
+        if a[name].tobytes() != b[name].tobytes():
+            print(name, *SHAPES[name])
+    sys.exit(0)
 if exact:
     for name in a:
         if a[name].tobytes() != b[name].tobytes():

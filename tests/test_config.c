@@ -98,6 +98,7 @@ TEST(config_defaults_match_spec)
     CHECK_EQ_INT(c.train.max_epochs, 0);
     CHECK(c.train.max_time_s == 0.0);
     CHECK(c.train.label_smoothing == 0.1f && c.train.clip_norm == 0.0f && c.train.weight_decay == 0.0f);
+    CHECK_EQ_INT(c.train.weight_decay_scope, WD_SCOPE_ALL);
     CHECK_EQ_INT(c.train.dropout_warmup, 0);
     CHECK_EQ_INT(c.train.lr.schedule, LR_NOAM);
     CHECK_EQ_INT(c.train.lr.warmup, 4000);
@@ -149,6 +150,7 @@ static void check_same(const TfmConfig *a, const TfmConfig *b)
     CHECK(a->train.label_smoothing == b->train.label_smoothing);
     CHECK(a->train.clip_norm == b->train.clip_norm);
     CHECK(a->train.weight_decay == b->train.weight_decay);
+    CHECK_EQ_INT(a->train.weight_decay_scope, b->train.weight_decay_scope);
     CHECK_EQ_INT(a->train.dropout_warmup, b->train.dropout_warmup);
     CHECK_EQ_INT(a->train.lr.schedule, b->train.lr.schedule);
     CHECK_EQ_INT(a->train.lr.warmup, b->train.lr.warmup);
@@ -182,7 +184,7 @@ static const char *full_json =
     " \"norm\": \"pre\", \"share_embeddings\": false},"
     " \"train\": {\"seed\": 9007199254740991, \"batch_tokens\": 1234, \"max_steps\": 4000000000,"
     " \"max_epochs\": 7, \"max_time_s\": 3600.125, \"label_smoothing\": 0.2, \"clip_norm\": 1.1,"
-    " \"weight_decay\": 0.01, \"dropout_warmup\": 3000, \"lr\": {\"schedule\": \"inverse_sqrt\", \"warmup\": 16000,"
+    " \"weight_decay\": 0.01, \"weight_decay_scope\": \"matrices\", \"dropout_warmup\": 3000, \"lr\": {\"schedule\": \"inverse_sqrt\", \"warmup\": 16000,"
     " \"factor\": 2.5, \"peak\": 0.0007}, \"adam\": {\"beta1\": 0.8, \"beta2\": 0.999, \"eps\": 1e-8},"
     " \"valid_every\": 500, \"save_every\": 250, \"valid_bleu\": true, \"patience\": 10,"
     " \"out_dir\": \"out/ckpt\", \"keep\": 2, \"model\": \"m.tfm\", \"threads\": 2,"
@@ -206,6 +208,7 @@ TEST(config_full_round_trip)
     CHECK_EQ_INT(a.train.max_steps, 4000000000L);
     CHECK(a.train.max_time_s == 3600.125);
     CHECK_EQ_INT(a.train.lr.schedule, LR_INVERSE_SQRT);
+    CHECK_EQ_INT(a.train.weight_decay_scope, WD_SCOPE_MATRICES);
     CHECK(a.train.eps == 1e-8f);
     CHECK(a.train.valid_bleu);
     CHECK_STR(a.train.out_dir, "out/ckpt");
@@ -237,7 +240,7 @@ TEST(config_to_json_of_defaults_lists_every_key)
                           "max_len", "d_model", "heads", "enc_layers", "dec_layers", "d_ff",
                           "dropout", "attn_dropout", "relu_dropout", "word_dropout", "norm", "output_vocab", "share_embeddings",
                           "seed", "batch_tokens", "max_steps", "max_epochs", "max_time_s",
-                          "label_smoothing", "rdrop", "dropout_warmup", "clip_norm", "weight_decay", "lr", "schedule",
+                          "label_smoothing", "rdrop", "dropout_warmup", "clip_norm", "weight_decay", "weight_decay_scope", "lr", "schedule",
                           "warmup", "factor", "peak", "final", "adam", "beta1", "beta2", "eps",
                           "valid_every", "save_every", "valid_bleu", "patience", "out_dir",
                           "keep", "model", "threads", "parallel", "decode", "beam", "alpha", "max_len_a",
@@ -360,6 +363,9 @@ static const BadCase bad_cases[] = {
      "train.label_smoothing: expected a number in [0, 1), got -0.1", TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"dropout_warmup\": -1}}",
      "train.dropout_warmup: expected a non-negative integer, got -1", TFM_ERR_CONFIG},
+    {"{" DATA ", \"train\": {\"weight_decay_scope\": \"weights\"}}",
+     "train.weight_decay_scope: expected one of \"all\", \"matrices\", got \"weights\"",
+     TFM_ERR_CONFIG},
     {"{" DATA ", \"train\": {\"parallel\": \"threads\"}}",
      "train.parallel: expected one of \"products\", \"sentences\", \"auto\", got \"threads\"",
      TFM_ERR_CONFIG},

@@ -2,6 +2,8 @@
  * example, decoupled weight decay, clipping, the weights' moving average. */
 #include "test.h"
 
+#include <string.h>
+
 #include "nn/optim.h"
 
 TEST(test_lr_noam_known_steps)
@@ -92,6 +94,47 @@ TEST(test_adam_weight_decay_is_decoupled)
     adam_update(&a, p, g, 0.1f);
     CHECK_NEAR(p[0], 2.0 - 0.1 * 0.5 * 2.0, 1e-6);
     adam_free(&a);
+}
+
+TEST(test_adam_spared_parameters_are_not_decayed)
+{
+    /* Parameters 1 and 2 spared. With a zero gradient they stay and the
+     * others shrink by lr * wd * p. With gradients, each parameter takes the
+     * bits of an optimizer that decays all (0, 3) or none (1, 2). */
+    AdamConfig tc = {.beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.5f};
+    AdamConfig none = tc;
+    none.weight_decay = 0;
+    Adam a, b, c;
+    CHECK(adam_init(&a, 4, &tc, NULL) == TFM_OK);
+    CHECK(adam_spare_from_decay(&a, 1, 2, NULL) == TFM_OK);
+    CHECK(adam_spare_from_decay(&a, 3, 2, NULL) == TFM_ERR_CONFIG);   /* beyond n */
+    float p[4] = {2.0f, 2.0f, -3.0f, 4.0f}, zero[4] = {0};
+    adam_update(&a, p, zero, 0.1f);
+    CHECK_NEAR(p[0], 2.0 - 0.1 * 0.5 * 2.0, 1e-6);
+    CHECK(p[1] == 2.0f && p[2] == -3.0f);
+    CHECK_NEAR(p[3], 4.0 - 0.1 * 0.5 * 4.0, 1e-6);
+    adam_free(&a);
+
+    CHECK(adam_init(&a, 4, &tc, NULL) == TFM_OK);
+    CHECK(adam_spare_from_decay(&a, 1, 2, NULL) == TFM_OK);
+    CHECK(adam_init(&b, 4, &tc, NULL) == TFM_OK);
+    CHECK(adam_init(&c, 4, &none, NULL) == TFM_OK);
+    const float start[4] = {0.3f, -0.7f, 1.1f, 2.5f}, g[4] = {0.25f, -1.0f, 0.5f, 3.0f};
+    float q[4], all[4], nodecay[4];
+    memcpy(q, start, sizeof q);
+    memcpy(all, start, sizeof q);
+    memcpy(nodecay, start, sizeof q);
+    for (int step = 0; step < 3; step++) {
+        adam_update(&a, q, g, 0.01f);
+        adam_update(&b, all, g, 0.01f);
+        adam_update(&c, nodecay, g, 0.01f);
+    }
+    CHECK(q[0] == all[0] && q[3] == all[3]);
+    CHECK(q[1] == nodecay[1] && q[2] == nodecay[2]);
+    CHECK(q[1] != all[1] && q[2] != all[2]);   /* the decay did move them there */
+    adam_free(&a);
+    adam_free(&b);
+    adam_free(&c);
 }
 
 TEST(test_clip_grad_norm)

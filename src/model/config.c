@@ -42,6 +42,7 @@ static const char *const parallel_names[] = {"products", "sentences", "auto", NU
 static const char *const schedule_names[] = {"noam", "inverse_sqrt", "constant", "linear",
                                              "cosine", NULL};
 static const char *const horizon_names[] = {"steps", "time", NULL};
+static const char *const wd_scope_names[] = {"all", "matrices", NULL};
 
 #define OFF(field) offsetof(TfmConfig, field)
 #define JMAX ((double)CONFIG_MAX_JSON_INT)
@@ -93,6 +94,7 @@ const KeySpec config_schema[] = {
     LONG_("train.dropout_warmup", train.dropout_warmup, 0, 0),
     NONNEG_("train.clip_norm", train.clip_norm, 0.0),
     NONNEG_("train.weight_decay", train.weight_decay, 0.0),
+    ENUM_("train.weight_decay_scope", train.weight_decay_scope, wd_scope_names, WD_SCOPE_ALL),
     ENUM_("train.lr.schedule", train.lr.schedule, schedule_names, LR_NOAM),
     INT_("train.lr.warmup", train.lr.warmup, 1, INT_MAX, 4000),
     POS_("train.lr.factor", train.lr.factor, 1.0),

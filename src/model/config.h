@@ -63,6 +63,7 @@ typedef struct {
     long max_steps, max_epochs;
     double max_time_s;
     float label_smoothing, clip_norm, weight_decay;
+    int weight_decay_scope; /* train.weight_decay_scope: a WeightDecayScope */
     long dropout_warmup;    /* steps over which the dropouts rise from 0; 0: none */
     float rdrop;            /* R-Drop weight: each sentence trained twice; 0: off */
     LrConfig lr;

@@ -26,7 +26,19 @@ void adam_free(Adam *a)
 {
     free(a->m);
     free(a->v);
+    free(a->spared);
     a->m = a->v = NULL;
+    a->spared = NULL;
+}
+
+TfmStatus adam_spare_from_decay(Adam *a, size_t offset, size_t count, TfmErr *err)
+{
+    if (offset > a->n || count > a->n - offset)
+        return err_set(err, TFM_ERR_CONFIG, "adam: range %zu+%zu beyond %zu parameters",
+                       offset, count, a->n);
+    if (!a->spared && !(a->spared = xcalloc(a->n, 1, err))) return TFM_ERR_NOMEM;
+    memset(a->spared + offset, 1, count);
+    return TFM_OK;
 }
 
 void adam_update(Adam *a, float *p, const float *g, float lr)
@@ -39,7 +51,21 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
     const float inv_c1 = (float)(1.0 / c1), inv_sqrt_c2 = (float)(1.0 / sqrt(c2));
     const float decay = lr * a->weight_decay;
     float *m = a->m, *v = a->v;
+    const unsigned char *spared = a->spared;
     const long n = (long)a->n;
+    if (!spared) {
+#pragma omp parallel for simd schedule(static)
+        for (long i = 0; i < n; i++) {
+            float gi = g[i];
+            m[i] = b1 * m[i] + (1.0f - b1) * gi;
+            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+            float mhat = m[i] * inv_c1;
+            float vhat_sqrt = sqrtf(v[i]) * inv_sqrt_c2;
+            p[i] -= lr * mhat / (vhat_sqrt + eps) + decay * p[i];
+        }
+        return;
+    }
+    /* the same update, with the decay chosen per parameter */
 #pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) {
         float gi = g[i];
@@ -47,7 +73,8 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
         v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
         float mhat = m[i] * inv_c1;
         float vhat_sqrt = sqrtf(v[i]) * inv_sqrt_c2;
-        p[i] -= lr * mhat / (vhat_sqrt + eps) + decay * p[i];
+        float decay_i = spared[i] ? 0.0f : decay;
+        p[i] -= lr * mhat / (vhat_sqrt + eps) + decay_i * p[i];
     }
 }
 

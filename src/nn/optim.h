@@ -35,15 +35,27 @@ typedef struct {
     float *m, *v;        /* first and second moments, n each */
     long step;           /* updates done so far */
     float beta1, beta2, eps, weight_decay;
+    unsigned char *spared;  /* n flags, 1: no weight decay here; NULL: decay all */
 } Adam;
+
+/* What train.weight_decay applies to: every parameter (as PyTorch's AdamW
+ * given them all), or the matrices alone (projections and embeddings),
+ * sparing the biases and the norms' gains, which set scales and offsets
+ * rather than fit the data. */
+typedef enum { WD_SCOPE_ALL = 0, WD_SCOPE_MATRICES = 1 } WeightDecayScope;
 
 /* Allocates zeroed moments for n parameters, with the settings of ac. */
 TfmStatus adam_init(Adam *a, size_t n, const AdamConfig *ac, TfmErr *err);
 void adam_free(Adam *a);
 
+/* Spares parameters [offset, offset + count) from weight decay from now on
+ * (not saved in checkpoints: the trainer sets it from its config). */
+TfmStatus adam_spare_from_decay(Adam *a, size_t offset, size_t count, TfmErr *err);
+
 /* One update at learning rate lr: step += 1, then
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
- * p -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr wd p. */
+ * p -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + lr wd p
+ * (without the last term where adam_spare_from_decay said so). */
 void adam_update(Adam *a, float *params, const float *grads, float lr);
 
 /* The learning rate for update number `step` (1-based) of a run of `total`

@@ -155,6 +155,21 @@ static TfmStatus start_ema(Trainer *t, const float *saved, TfmErr *err)
     return TFM_OK;
 }
 
+/* train.weight_decay_scope "matrices": the vectors (rows == 1: biases and
+ * the norms' gains and biases) get no weight decay. On every rank, after the
+ * optimizer exists, so fresh and resumed runs alike. */
+static TfmStatus spare_vectors_from_decay(Trainer *t, TfmErr *err)
+{
+    if (t->cfg->train.weight_decay_scope != WD_SCOPE_MATRICES) return TFM_OK;
+    for (int i = 0; i < t->model.n_tensors; i++) {
+        const TensorInfo *ti = &t->model.tensors[i];
+        if (ti->rows != 1) continue;
+        TfmStatus st = adam_spare_from_decay(&t->adam, ti->offset, (size_t)ti->cols, err);
+        if (st != TFM_OK) return st;
+    }
+    return TFM_OK;
+}
+
 static TfmStatus resume(Trainer *t, TfmErr *err)
 {
     ModelFile mf;
@@ -712,6 +727,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
         progress_open_silent(&t.prog);
     }
     if ((st = dp_share_start(&t, st, err)) != TFM_OK) goto done;
+    if ((st = dp_agree(spare_vectors_from_decay(&t, err), err)) != TFM_OK) goto done;
     if ((st = dp_agree(load_data(&t, err), err)) != TFM_OK) goto done;
     if ((st = dp_agree(model_alloc_training(&t.model,
                                             trainer_work_tokens(cfg, cfg->train.batch_tokens),
