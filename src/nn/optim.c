@@ -53,19 +53,6 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
     float *m = a->m, *v = a->v;
     const unsigned char *spared = a->spared;
     const long n = (long)a->n;
-    if (!spared) {
-#pragma omp parallel for simd schedule(static)
-        for (long i = 0; i < n; i++) {
-            float gi = g[i];
-            m[i] = b1 * m[i] + (1.0f - b1) * gi;
-            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-            float mhat = m[i] * inv_c1;
-            float vhat_sqrt = sqrtf(v[i]) * inv_sqrt_c2;
-            p[i] -= lr * mhat / (vhat_sqrt + eps) + decay * p[i];
-        }
-        return;
-    }
-    /* the same update, with the decay chosen per parameter */
 #pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) {
         float gi = g[i];
@@ -73,7 +60,7 @@ void adam_update(Adam *a, float *p, const float *g, float lr)
         v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
         float mhat = m[i] * inv_c1;
         float vhat_sqrt = sqrtf(v[i]) * inv_sqrt_c2;
-        float decay_i = spared[i] ? 0.0f : decay;
+        float decay_i = spared && spared[i] ? 0.0f : decay;
         p[i] -= lr * mhat / (vhat_sqrt + eps) + decay_i * p[i];
     }
 }
