@@ -46,7 +46,6 @@ args = sys.argv[1:]
 mode = args[0] if args[:1] in (["--exact"], ["--changed"]) else ""
 if mode:
     args = args[1:]
-exact = mode == "--exact"
 a, b = tensors(args[0]), tensors(args[1])
 assert a.keys() == b.keys(), "the models differ in shape"
 if mode == "--changed":
@@ -54,7 +53,7 @@ if mode == "--changed":
         if a[name].tobytes() != b[name].tobytes():
             print(name, *SHAPES[name])
     sys.exit(0)
-if exact:
+if mode == "--exact":
     for name in a:
         if a[name].tobytes() != b[name].tobytes():
             raise SystemExit(f"{name} differs")

@@ -137,6 +137,8 @@ static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copie
     need += model_work_bytes(mc, trainer_work_tokens(t->cfg, t->cfg->train.batch_tokens),
                              config_row_len(t->cfg->data.max_len));
     need += parts_extra_bytes(t->cfg, mc);     /* train.parallel "sentences": the replicas */
+    if (t->cfg->train.weight_decay_scope == WD_SCOPE_MATRICES)
+        need += (double)n;                     /* Adam's byte a parameter: spared from decay */
     char what[128];
     snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
              (double)n, t->cfg->train.batch_tokens);
