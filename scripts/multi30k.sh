@@ -8,10 +8,12 @@
 #   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
 # (--set changes a key of the recipe for this run, decode.* included; the
 # options go to tfm train.)
-# Outputs go to runs/multi30k-PAIR/ (checkpoints, log.jsonl, test.hyp, the
-# plot) and runs/multi30k-PAIR.tfm (the model). Running it again resumes an
-# interrupted training, or only re-scores a finished one; --restart trains
-# from scratch.
+# Also translates the validation set the same way and prints its BLEU: the
+# score recipe changes are chosen by.
+# Outputs go to runs/multi30k-PAIR/ (checkpoints, log.jsonl,
+# test_2016_flickr.hyp, val.hyp, the plot) and runs/multi30k-PAIR.tfm (the
+# model). Running it again resumes an interrupted training, or only
+# re-scores a finished one; --restart trains from scratch.
 set -euo pipefail
 usage="usage: scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]"
 pair=${1:-}
@@ -56,6 +58,12 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
+# the validation set too, decoded as the test set is: the recipes are chosen
+# on it (the test set is scored once per recipe change, never to choose)
+echo "== translating val.$src (beam $beam, alpha $alpha)" >&2
+./tfm translate -m "$model" -q -b "$beam" --alpha "$alpha" <"data/val.$src" >"$out/val.hyp"
+val=$(./tfm bleu "$out/val.hyp" "data/val.$tgt" 2>/dev/null)
+
 # -ci: the bootstrap 95% interval says how far a test set of this size
 # can move a score by chance (sacreBLEU's --confidence)
 cased=$(./tfm bleu -ci "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
@@ -96,6 +104,7 @@ echo "Multi30k $pair, $config"
 echo "tfm train took ${train_s} s ($(awk -v s="$train_s" 'BEGIN { printf "%.1f", s / 60 }') min, BPE learning included; a rerun of a finished run only copies the model)"
 [ -n "$summary" ] && echo "$summary"
 echo "translating $test_set (beam $beam, alpha $alpha): ${translate_s} s"
+echo "val (beam $beam), cased: $val"
 echo "$test_set cased: $cased"
 echo "$test_set -lc:   $lower"
 echo "curves: $plot"
