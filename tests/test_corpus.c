@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "text/bpe.h"
+#include "text/bpe_subset.h"
 #include "train/corpus.h"
 #include "train/trainer.h"
 
@@ -253,6 +254,53 @@ TEST(test_corpus_resegment)
     CHECK(corpus_resegment(&c, bpe, NULL, 0.0f, 3, 60, &err) == TFM_OK);
     CHECK(memcmp(c.tokens, plain.tokens, (size_t)n_plain * sizeof *c.tokens) == 0);
     free(first);
+    corpus_free(&c);
+    corpus_free(&plain);
+    bpe_free(bpe);
+}
+
+/* BPE-dropout with model.output_vocab "target": the targets are spelled in
+ * the output subset (made from the plain targets, as training makes it), so
+ * every target id is one the output layer scores, and each side still
+ * decodes to its own text (a pair's sides are not mixed up). */
+TEST(test_corpus_resegment_target_subset)
+{
+    char src[512], tgt[512];
+    write_corpus(src, tgt);
+    Bpe *bpe = tiny_bpe(src, tgt);
+    if (!bpe) { CHECK(bpe != NULL); return; }
+    TfmErr err = {0};
+    Corpus plain, c;
+    CHECK(corpus_load(&plain, src, tgt, bpe, NULL, 60, false, &err) == TFM_OK);
+    int V = bpe_vocab_size(bpe);
+    bool *in = calloc((size_t)V, sizeof *in);
+    for (int id = 0; id < BPE_MIN_VOCAB; id++) in[id] = true;
+    for (long i = 0; i < plain.n_pairs; i++)
+        for (int j = 0; j < plain.tgt_len[i]; j++) in[plain.tokens[plain.tgt_off[i] + j]] = true;
+    BpeSubset *sub = NULL;
+    CHECK(bpe_subset_new(&sub, bpe, in, &err) == TFM_OK);
+    CHECK(corpus_load(&c, src, tgt, bpe, sub, 60, true, &err) == TFM_OK);
+    CHECK(corpus_resegment(&c, bpe, sub, 0.5f, 7, 60, &err) == TFM_OK);
+    long outside = 0, wrong = 0, finer = 0;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (long i = 0; i < c.n_pairs; i++) {
+        for (int side = 0; side < 2; side++) {
+            const int *ids = c.tokens + (side ? c.tgt_off[i] : c.src_off[i]);
+            int n = side ? c.tgt_len[i] : c.src_len[i];
+            for (int j = 0; side && j < n; j++) outside += !bpe_subset_has(sub, ids[j]);
+            CHECK(bpe_decode(bpe, ids, n, &text, &len, &cap, &err) == TFM_OK);
+            size_t want = c.text_off[2 * i + side + 1] - c.text_off[2 * i + side];
+            wrong += len != want || memcmp(text, c.text + c.text_off[2 * i + side], want) != 0;
+        }
+        finer += c.tgt_len[i] > plain.tgt_len[i];
+    }
+    CHECK_EQ_INT(outside, 0);
+    CHECK_EQ_INT(wrong, 0);
+    CHECK(finer > c.n_pairs / 4);
+    free(text);
+    free(in);
+    bpe_subset_free(sub);
     corpus_free(&c);
     corpus_free(&plain);
     bpe_free(bpe);
