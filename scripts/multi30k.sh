@@ -1,87 +1,128 @@
 #!/usr/bin/env bash
-# multi30k.sh: the whole Multi30k run on a fresh clone, for one direction.
-# Trains configs/multi30k-PAIR.json (the model is the moving average of the
-# weights, train.ema, or with train.average_last the average of the last
-# checkpoints), translates test_2016_flickr
-# with the recipe's beam, scores it with tfm bleu cased (with its bootstrap
-# 95% interval) and -lc, and draws the learning curves.
-#   scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]
-# (--set changes a key of the recipe for this run, decode.* included; the
-# options go to tfm train.)
-# Also translates the validation set the same way and prints its BLEU: the
-# score recipe changes are chosen by.
-# Outputs go to runs/multi30k-PAIR/ (checkpoints, log.jsonl,
-# test_2016_flickr.hyp, val.hyp, the plot) and runs/multi30k-PAIR.tfm (the
-# model). Running it again resumes an interrupted training, or only
-# re-scores a finished one; --restart trains from scratch.
+# multi30k.sh: the whole run of a recipe, for one direction.
+# Trains configs/multi30k-PAIR.json (or any CONFIG.json: a recipe pointed at
+# other data), translates the validation set and a test set with the recipe's
+# beam, scores them with tfm bleu (the test set cased with its bootstrap 95%
+# interval, and -lc) and draws the learning curves. The model is what the
+# recipe makes: the moving average of the weights (train.ema), or with
+# train.average_last the average of the last checkpoints.
+#   scripts/multi30k.sh en-de|de-en|CONFIG.json [--test SRC REF]
+#                       [--set KEY=VALUE ...] [--threads N] [--restart]
+# en-de and de-en test on data/test_2016_flickr.*; --test names another test
+# set (a CONFIG.json has none unless given). --set changes a key of the recipe
+# for this run, decode.* included; the other options go to tfm train.
+# The validation set is the config's data.valid_src and valid_tgt: the score
+# recipe changes are chosen by (the test set is scored, never chosen on).
+# Like tfm, it runs in the current folder: outputs go where the config's
+# train.out_dir (checkpoints, log.jsonl, the hypotheses, curves.png) and
+# train.model say, relative to it (for the Multi30k recipes, run it from the
+# repository's root: runs/multi30k-PAIR/ and runs/multi30k-PAIR.tfm).
+# Running it again resumes an interrupted training, or only re-scores a
+# finished one; --restart trains from scratch. TFM names another tfm binary.
 set -euo pipefail
-usage="usage: scripts/multi30k.sh en-de|de-en [--set KEY=VALUE ...] [--threads N] [--restart]"
-pair=${1:-}
-case "$pair" in
-    en-de|de-en) shift ;;
+usage="usage: scripts/multi30k.sh en-de|de-en|CONFIG.json [--test SRC REF] [--set KEY=VALUE ...] [--threads N] [--restart]"
+die() { echo "multi30k.sh: $*" >&2; exit 1; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+pair="" test_src="" test_ref=""
+case "${1:-}" in
+    en-de|de-en)
+        pair=$1; shift
+        config=$root/configs/multi30k-$pair.json
+        test_src=$root/data/test_2016_flickr.${pair%-*}
+        test_ref=$root/data/test_2016_flickr.${pair#*-} ;;
     -h|--help) echo "$usage"; exit 0 ;;
-    *) echo "$usage" >&2; exit 2 ;;
+    -*|"") echo "$usage" >&2; exit 2 ;;
+    *) config=$1; shift
+       [ -r "$config" ] || die "$config: cannot read" ;;
 esac
-cd "$(dirname "$0")/.."
-src=${pair%-*} tgt=${pair#*-}
-config=configs/multi30k-$pair.json
-out=runs/multi30k-$pair
-model=$out.tfm
-test_set=test_2016_flickr
 
-make -s tfm data >&2
-mkdir -p "$out"
+# --test is the script's; everything else goes to tfm train, and the --set
+# options also to the dry run that reads the recipe's paths and decoding
+train_args=() sets=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --test)
+            [ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+            test_src=$2 test_ref=$3; shift 3 ;;
+        --set)
+            [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+            sets+=(--set "$2"); train_args+=(--set "$2"); shift 2 ;;
+        --set=*) sets+=("$1"); train_args+=("$1"); shift ;;
+        *) train_args+=("$1"); shift ;;
+    esac
+done
+for f in "$test_src" "$test_ref"; do
+    [ -z "$f" ] || [ -r "$f" ] || [ -r "${f%.gz}.gz" ] || die "$f: cannot read"
+done
 
-# The recipes say train.precision "auto": bf16 where its products measure
-# faster than float32 on this CPU, else fp32 (tfm train says which).
-echo "== training $config ($*)" >&2
+if [ -n "${TFM:-}" ]; then
+    tfm=$TFM
+else
+    make -s -C "$root" tfm data >&2
+    tfm=$root/tfm
+fi
+# the Multi30k test files are unpacked by `make data`; another test set may be
+# gzipped (tfm reads either)
+[ -z "$test_src" ] || [ -r "$test_src" ] || test_src=$test_src.gz
+[ -z "$test_ref" ] || [ -r "$test_ref" ] || test_ref=$test_ref.gz
+
+# the recipe as the config and the --set options make it: its paths and its
+# decoding (a model keeps the decode settings it was trained with)
+recipe=$("$tfm" train "$config" "${sets[@]}" --dry-run)
+{ mapfile -t r; } < <(python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for v in (d["train"]["out_dir"], d["train"]["model"], d["data"]["valid_src"] or "-",
+          d["data"]["valid_tgt"] or "-", d["decode"]["beam"], d["decode"]["alpha"]):
+    print(v)' <<<"$recipe")
+out=${r[0]} model=${r[1]} valid_src=${r[2]} valid_tgt=${r[3]} beam=${r[4]} alpha=${r[5]}
+
+# the name of a text file without its language and .gz: val.en.gz -> val
+set_name() { local b; b=$(basename "${1%.gz}"); echo "${b%.*}"; }
+
+echo "== training $config (${train_args[*]})" >&2
 start=$(date +%s.%N)
-./tfm train "$config" "$@" >/dev/null
+"$tfm" train "$config" "${train_args[@]}" >/dev/null
 end=$(date +%s.%N)
 train_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }')
 
-# the recipe's decode settings as the config and the --set options have
-# them now (a model keeps those it was trained with)
-sets=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        --set) sets+=(--set "${2:-}"); shift 2 || shift ;;
-        --set=*) sets+=("$1"); shift ;;
-        *) shift ;;
-    esac
-done
-read -r beam alpha < <(./tfm train "$config" "${sets[@]}" --dry-run |
-    python3 -c 'import json, sys; d = json.load(sys.stdin)["decode"]; print(d["beam"], d["alpha"])')
-echo "== translating $test_set.$src (beam $beam, alpha $alpha)" >&2
-start=$(date +%s.%N)
-./tfm translate -m "$model" -q -b "$beam" --alpha "$alpha" <"data/$test_set.$src" >"$out/$test_set.hyp"
-end=$(date +%s.%N)
-translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
+test_line="" lower="" translate_s=""
+if [ -n "$test_src" ]; then
+    test_set=$(set_name "$test_src")
+    echo "== translating $test_src (beam $beam, alpha $alpha)" >&2
+    start=$(date +%s.%N)
+    "$tfm" translate -m "$model" -q -b "$beam" --alpha "$alpha" -i "$test_src" -o "$out/$test_set.hyp"
+    end=$(date +%s.%N)
+    translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
+    # -ci: the bootstrap 95% interval says how far a test set of this size
+    # can move a score by chance (sacreBLEU's --confidence)
+    test_line=$("$tfm" bleu -ci "$out/$test_set.hyp" "$test_ref" 2>/dev/null)
+    lower=$("$tfm" bleu -lc "$out/$test_set.hyp" "$test_ref" 2>/dev/null)
+fi
 
-# the validation set too, decoded as the test set is: the recipes are chosen
-# on it (the test set is scored once per recipe change, never to choose)
-echo "== translating val.$src (beam $beam, alpha $alpha)" >&2
-./tfm translate -m "$model" -q -b "$beam" --alpha "$alpha" <"data/val.$src" >"$out/val.hyp"
-val=$(./tfm bleu "$out/val.hyp" "data/val.$tgt" 2>/dev/null)
+# the validation set, decoded as the test set is: the recipes are chosen on it
+val=""
+if [ "$valid_src" != - ]; then
+    echo "== translating $valid_src (beam $beam, alpha $alpha)" >&2
+    "$tfm" translate -m "$model" -q -b "$beam" --alpha "$alpha" -i "$valid_src" -o "$out/val.hyp"
+    val=$("$tfm" bleu "$out/val.hyp" "$valid_tgt" 2>/dev/null)
+fi
 
-# -ci: the bootstrap 95% interval says how far a test set of this size
-# can move a score by chance (sacreBLEU's --confidence)
-cased=$(./tfm bleu -ci "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
-lower=$(./tfm bleu -lc "$out/$test_set.hyp" "data/$test_set.$tgt" 2>/dev/null)
 plot=""
 if command -v gnuplot >/dev/null; then
-    plot=$(scripts/plot_log.sh "$out/log.jsonl" "$out/curves.png" "Multi30k $pair ($config)")
+    plot=$("$root/scripts/plot_log.sh" "$out/log.jsonl" "$out/curves.png" \
+        "${pair:+Multi30k $pair }($(basename "$config"))")
 else
     plot="(none: scripts/deps.sh plot installs gnuplot)"
 fi
 # the figures of the run, from its log: the last training record and the
 # validation of the averaged model
-summary=$(python3 - "$out/log.jsonl" <<'PY' 2>/dev/null || true
+summary=$(python3 - "$root/scripts" "$out/log.jsonl" <<'PY' 2>/dev/null || true
 import sys
-sys.path.insert(0, "scripts")
+sys.path.insert(0, sys.argv[1])
 from runlog import records
 last = avg = ema = None
-for r in records(sys.argv[1], "multi30k.sh"):
+for r in records(sys.argv[2], "multi30k.sh"):
     if r.get("averaged"):
         avg = r
     elif r.get("ema"):
@@ -100,11 +141,19 @@ if ema:
 PY
 )
 
-echo "Multi30k $pair, $config"
+echo "${pair:+Multi30k $pair, }${config#"$root"/}"
 echo "tfm train took ${train_s} s ($(awk -v s="$train_s" 'BEGIN { printf "%.1f", s / 60 }') min, BPE learning included; a rerun of a finished run only copies the model)"
 [ -n "$summary" ] && echo "$summary"
-echo "translating $test_set (beam $beam, alpha $alpha): ${translate_s} s"
-echo "val (beam $beam), cased: $val"
-echo "$test_set cased: $cased"
-echo "$test_set -lc:   $lower"
+if [ -n "$val" ]; then
+    echo "$(set_name "$valid_src") (beam $beam), cased: $val"
+else
+    echo "validation: none (the config has no data.valid_src)"
+fi
+if [ -n "$test_src" ]; then
+    echo "translating $test_set (beam $beam, alpha $alpha): ${translate_s} s"
+    echo "$test_set cased: $test_line"
+    echo "$test_set -lc:   $lower"
+else
+    echo "test: none (--test SRC REF names one)"
+fi
 echo "curves: $plot"
