@@ -79,6 +79,13 @@ out=${r[0]} model=${r[1]} valid_src=${r[2]} valid_tgt=${r[3]} beam=${r[4]} alpha
 
 # the name of a text file without its language and .gz: val.en.gz -> val
 set_name() { local b; b=$(basename "${1%.gz}"); echo "${b%.*}"; }
+# score HYP REF [OPTION]: tfm bleu's line; its error (a reference of another
+# length, say) stops the script with tfm's message, its signature is dropped
+bleu_err=$(mktemp)
+trap 'rm -f "$bleu_err"' EXIT
+score() {
+    "$tfm" bleu "$@" 2>"$bleu_err" || { tail -n 1 "$bleu_err" >&2; return 1; }
+}
 
 echo "== training $config (${train_args[*]})" >&2
 start=$(date +%s.%N)
@@ -96,8 +103,8 @@ if [ -n "$test_src" ]; then
     translate_s=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
     # -ci: the bootstrap 95% interval says how far a test set of this size
     # can move a score by chance (sacreBLEU's --confidence)
-    test_line=$("$tfm" bleu -ci "$out/$test_set.hyp" "$test_ref" 2>/dev/null)
-    lower=$("$tfm" bleu -lc "$out/$test_set.hyp" "$test_ref" 2>/dev/null)
+    test_line=$(score "$out/$test_set.hyp" "$test_ref" -ci)
+    lower=$(score "$out/$test_set.hyp" "$test_ref" -lc)
 fi
 
 # the validation set, decoded as the test set is: the recipes are chosen on it
@@ -105,7 +112,7 @@ val=""
 if [ "$valid_src" != - ]; then
     echo "== translating $valid_src (beam $beam, alpha $alpha)" >&2
     "$tfm" translate -m "$model" -q -b "$beam" --alpha "$alpha" -i "$valid_src" -o "$out/val.hyp"
-    val=$("$tfm" bleu "$out/val.hyp" "$valid_tgt" 2>/dev/null)
+    val=$(score "$out/val.hyp" "$valid_tgt")
 fi
 
 plot=""

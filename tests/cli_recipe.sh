@@ -54,6 +54,11 @@ run
 check "no arguments: usage, exit 2" test "$(cat "$T/rc")" = 2
 run mini.json --test held/test.de
 check "--test with one file: usage, exit 2" test "$(cat "$T/rc")" = 2
+head -n 5 held/test.de >held/short.de
+run mini.json --test held/short.de held/test.en --threads 1
+check "a reference of another length: exit 1" test "$(cat "$T/rc")" = 1
+check "its message is tfm bleu's" test "$(cat "$T/err" | tail -n 1)" = \
+    "tfm: line counts differ: ck/short.hyp has 5 lines, held/test.en.gz has 20"
 sed 's/"d_model": 32/"d_model": 31/' mini.json >bad.json
 run bad.json
 check "a bad config: tfm's error, exit 1" test "$(cat "$T/rc")" = 1
