@@ -305,18 +305,26 @@ TEST(test_ckpt_refuses_damaged_files)
     buf[8] = 1;
     memcpy(buf, "GGUF", 4);
     expect_refused(buf, len, "not a tfm model file (bad magic)");
-    free(buf);
     /* a config that asks for more parameters than the file holds (valid
-     * checksum): refused before any allocation of that size */
+     * checksum): refused before any allocation of that size. ckpt_save
+     * writes the model's own architecture, so the lie is patched in. */
     TfmErr err = {0};
     TfmConfig big = f.cfg;
-    big.model.d_model = 4096;
-    big.model.heads = 8;
     big.model.d_ff = 16384;
     CHECK(ckpt_save(path_bad, &big, f.bpe, &f.model, NULL, NULL, NULL, &err) == TFM_OK);
-    ModelFile lie;
-    CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
-    CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
+    free(buf);
+    buf = slurp(path_bad, &len);
+    char *d_ff = buf ? memmem(buf, len, "\"d_ff\": 24,", 11) : NULL;
+    CHECK(d_ff != NULL);   /* the model's 24, not the caller's 16384 */
+    if (d_ff) {
+        memcpy(d_ff, "\"d_ff\": 99,", 11);
+        rechecksum(buf, len);
+        spit(path_bad, buf, len);
+        ModelFile lie;
+        CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
+        CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
+    }
+    free(buf);
     /* a missing file is an I/O error */
     ModelFile mf;
     CHECK(ckpt_load("/nonexistent/x.tfm", &mf, false, &err) == TFM_ERR_IO);

@@ -704,3 +704,73 @@ TEST(config_mutated_text_never_crashes)
     CHECK(ok > 0 && bad > 0);
     free(buf);
 }
+
+/* The architecture keys come from the schema's F_ARCH: every model.* key
+ * carries it (so a key added later is checked on resume without a list to
+ * update), and config_arch_diff names each such key that differs with both
+ * values, and no other key. */
+#include "model/config_schema.h"
+
+/* Puts another valid value into k's field (numbers and enums, bools). */
+static bool change_value(TfmConfig *cfg, const KeySpec *k)
+{
+    void *f = (char *)cfg + k->offset;
+    switch (k->type) {
+    case K_INT: *(int *)f = *(int *)f > (int)k->min ? (int)k->min : (int)k->min + 1; return true;
+    case K_LONG: *(long *)f += 1; return true;
+    case K_U64: *(unsigned long long *)f += 1; return true;
+    case K_FLOAT: *(float *)f = *(float *)f != 0.25f ? 0.25f : 0.5f; return true;
+    case K_DOUBLE: *(double *)f += 1; return true;
+    case K_BOOL: *(bool *)f = !*(bool *)f; return true;
+    case K_ENUM: *(int *)f = *(int *)f == 0 ? 1 : 0; return true;
+    default: return false;
+    }
+}
+
+TEST(test_config_arch_keys_from_schema)
+{
+    int n_arch = 0;
+    for (int i = 0; i < config_n_keys; i++) {
+        const KeySpec *k = &config_schema[i];
+        const bool arch = (k->flags & F_ARCH) != 0;
+        if (strncmp(k->path, "model.", 6) == 0 && !arch)
+            test_fail(__FILE__, __LINE__, "%s: a model key without F_ARCH", k->path);
+        n_arch += arch;
+        TfmConfig a, b;
+        config_defaults(&a);
+        config_defaults(&b);
+        if (!change_value(&b, k)) {
+            config_free(&a);
+            config_free(&b);
+            continue;
+        }
+        char diff[256], va[64], vb[64], want[256];
+        int n = config_arch_diff(&a, &b, diff, sizeof diff);
+        if (arch) {
+            config_value_text(va, sizeof va, &a, k);
+            config_value_text(vb, sizeof vb, &b, k);
+            snprintf(want, sizeof want, "%s %s -> %s", k->path, va, vb);
+            CHECK_EQ_INT(n, 1);
+            CHECK_STR(diff, want);
+            CHECK(strcmp(va, vb) != 0);
+        } else {
+            if (n != 0) test_fail(__FILE__, __LINE__, "%s is no architecture key: %s", k->path, diff);
+        }
+        config_free(&a);
+        config_free(&b);
+    }
+    CHECK(n_arch >= 15);   /* the 14 model.* keys and data.max_len */
+    /* two at once, in schema order; the text is cut, the count is not */
+    TfmConfig a, b;
+    config_defaults(&a);
+    config_defaults(&b);
+    b.model.attention = ATTN_LINEAR;
+    b.model.d_model = 256;
+    char diff[256], small[12];
+    CHECK_EQ_INT(config_arch_diff(&a, &b, diff, sizeof diff), 2);
+    CHECK_STR(diff, "model.d_model 512 -> 256, model.attention softmax -> linear");
+    CHECK_EQ_INT(config_arch_diff(&a, &b, small, sizeof small), 2);
+    CHECK(strlen(small) == sizeof small - 1);
+    config_free(&a);
+    config_free(&b);
+}

@@ -85,7 +85,12 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
                     const Model *model, const Adam *adam, const float *ema,
                     const TrainState *ts, TfmErr *err)
 {
-    char *json = config_to_json(cfg);
+    /* the architecture is the model's own: a caller's config that said
+     * otherwise must not end up in the file above these weights */
+    TfmConfig as_is = *cfg;
+    as_is.model = model->cfg;
+    as_is.data.max_len = config_data_max_len(model->cfg.max_len);
+    char *json = config_to_json(&as_is);
     size_t vocab_len = 0;
     char *vocab = bpe_serialize(bpe, &vocab_len);
     AtomicFile af = {0};

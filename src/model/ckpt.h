@@ -46,7 +46,8 @@ typedef struct {
     TrainState ts;          /* valid when has_step */
 } ModelFile;
 
-/* Writes cfg, bpe, the model's params, the trainer state when ts is
+/* Writes cfg (its architecture keys, config_arch_diff's, taken from the
+ * model itself), bpe, the model's params, the trainer state when ts is
  * non-NULL, and the optimizer state (with the weights' moving average when
  * ema is non-NULL) when adam is too, atomically to path. Errors:
  * TFM_ERR_IO naming path. */

@@ -46,15 +46,19 @@ static const char *const wd_scope_names[] = {"all", "matrices", NULL};
 
 #define OFF(field) offsetof(TfmConfig, field)
 #define JMAX ((double)CONFIG_MAX_JSON_INT)
-#define INT_(p, f, lo, hi, d)   {p, K_INT, OFF(f), lo, hi, false, false, d, NULL, NULL, 0}
+#define INT_F(p, f, lo, hi, d, fl) {p, K_INT, OFF(f), lo, hi, false, false, d, NULL, NULL, fl}
+#define INT_(p, f, lo, hi, d)   INT_F(p, f, lo, hi, d, 0)
 #define LONG_(p, f, lo, d)      {p, K_LONG, OFF(f), lo, JMAX, false, false, d, NULL, NULL, 0}
 #define FLT_(p, f, lo, lo_open, hi, hi_open, d) \
     {p, K_FLOAT, OFF(f), lo, hi, lo_open, hi_open, d, NULL, NULL, 0}
 #define PROB_(p, f, d)          FLT_(p, f, 0, false, 1, true, d)      /* [0, 1) */
+#define PROB_F(p, f, d, fl)     {p, K_FLOAT, OFF(f), 0, 1, false, true, d, NULL, NULL, fl}
 #define NONNEG_(p, f, d)        FLT_(p, f, 0, false, FLT_MAX, false, d)
 #define POS_(p, f, d)           FLT_(p, f, 0, true, FLT_MAX, false, d)
-#define BOOL_(p, f, d)          {p, K_BOOL, OFF(f), 0, 1, false, false, d, NULL, NULL, 0}
-#define ENUM_(p, f, names, d)   {p, K_ENUM, OFF(f), 0, 0, false, false, d, NULL, names, 0}
+#define BOOL_F(p, f, d, fl)     {p, K_BOOL, OFF(f), 0, 1, false, false, d, NULL, NULL, fl}
+#define BOOL_(p, f, d)          BOOL_F(p, f, d, 0)
+#define ENUM_F(p, f, names, d, fl) {p, K_ENUM, OFF(f), 0, 0, false, false, d, NULL, names, fl}
+#define ENUM_(p, f, names, d)   ENUM_F(p, f, names, d, 0)
 #define STR_(p, f, d, flags)    {p, K_STR, OFF(f), 0, 0, false, false, 0, d, NULL, flags}
 
 /* The schema, in the order config_to_json writes it. Defaults: SPEC.md. */
@@ -66,23 +70,24 @@ const KeySpec config_schema[] = {
     {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
     /* the range bpe_learn accepts, so a config that passes trains */
     INT_("data.vocab_size", data.vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB, 8000),
-    INT_("data.max_len", data.max_len, 1, 65536, 128),
+    INT_F("data.max_len", data.max_len, 1, 65536, 128, F_ARCH),     /* the positions */
     PROB_("data.bpe_dropout", data.bpe_dropout, 0.0),
 
-    INT_("model.d_model", model.d_model, 1, 65536, 512),
-    INT_("model.heads", model.heads, 1, 4096, 8),
-    INT_("model.enc_layers", model.enc_layers, 1, 1024, 6),
-    INT_("model.dec_layers", model.dec_layers, 1, 1024, 6),
-    INT_("model.d_ff", model.d_ff, 1, 1 << 20, 2048),
-    PROB_("model.dropout", model.dropout, 0.1),
-    PROB_("model.attn_dropout", model.attn_dropout, 0.0),
-    PROB_("model.relu_dropout", model.relu_dropout, 0.0),
-    PROB_("model.word_dropout", model.word_dropout, 0.0),
-    ENUM_("model.norm", model.norm, norm_names, NORM_POST),
-    ENUM_("model.norm_type", model.norm_type, norm_type_names, NORM_LAYER),
-    ENUM_("model.attention", model.attention, attention_names, 0),
-    ENUM_("model.output_vocab", model.output_vocab, output_vocab_names, OUTPUT_ALL),
-    BOOL_("model.share_embeddings", model.share_embeddings, 1),
+    /* every model.* key is F_ARCH (test_config.c holds new ones to it) */
+    INT_F("model.d_model", model.d_model, 1, 65536, 512, F_ARCH),
+    INT_F("model.heads", model.heads, 1, 4096, 8, F_ARCH),
+    INT_F("model.enc_layers", model.enc_layers, 1, 1024, 6, F_ARCH),
+    INT_F("model.dec_layers", model.dec_layers, 1, 1024, 6, F_ARCH),
+    INT_F("model.d_ff", model.d_ff, 1, 1 << 20, 2048, F_ARCH),
+    PROB_F("model.dropout", model.dropout, 0.1, F_ARCH),
+    PROB_F("model.attn_dropout", model.attn_dropout, 0.0, F_ARCH),
+    PROB_F("model.relu_dropout", model.relu_dropout, 0.0, F_ARCH),
+    PROB_F("model.word_dropout", model.word_dropout, 0.0, F_ARCH),
+    ENUM_F("model.norm", model.norm, norm_names, NORM_POST, F_ARCH),
+    ENUM_F("model.norm_type", model.norm_type, norm_type_names, NORM_LAYER, F_ARCH),
+    ENUM_F("model.attention", model.attention, attention_names, 0, F_ARCH),
+    ENUM_F("model.output_vocab", model.output_vocab, output_vocab_names, OUTPUT_ALL, F_ARCH),
+    BOOL_F("model.share_embeddings", model.share_embeddings, 1, F_ARCH),
 
     {"train.seed", K_U64, OFF(train.seed), 0, JMAX, false, false, 1, NULL, NULL, 0},
     INT_("train.batch_tokens", train.batch_tokens, 1, 1 << 24, 4096),

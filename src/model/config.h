@@ -56,6 +56,10 @@ typedef struct {
  * (ModelConfig.max_len: the tokens, <s> and </s>). */
 static inline int config_row_len(int data_max_len) { return data_max_len + 1; }
 static inline int config_positions(int data_max_len) { return data_max_len + 2; }
+/* Back from a model's positions: the data.max_len it was trained with, and
+ * the longest sentence it reads or scores (its tokens and one special). */
+static inline int config_data_max_len(int positions) { return positions - 2; }
+static inline int config_max_sentence(int positions) { return positions - 1; }
 
 typedef struct {
     unsigned long long seed;
@@ -157,6 +161,13 @@ TfmStatus config_check(const TfmConfig *cfg, TfmErr *err);
  * result gives the same struct (model.vocab_size, which is no JSON key, comes
  * back as 0). Returns a malloc'd string, NULL on allocation failure. */
 char *config_to_json(const TfmConfig *cfg);
+
+/* The architecture keys (every model.* key and data.max_len: what a model's
+ * weights were trained as) where a differs from b, as "model.d_model 256 ->
+ * 512, model.attention softmax -> linear" in buf (cut to n bytes); returns
+ * how many differ. A resume refuses a config that differs from its
+ * checkpoint's in any of them. */
+int config_arch_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t n);
 
 /* Frees the owned strings; the struct may be reused after config_defaults. */
 void config_free(TfmConfig *cfg);

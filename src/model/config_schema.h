@@ -17,6 +17,13 @@ enum {
     F_REQUIRED = 1,      /* missing key is an error */
     F_INPUT = 2,         /* a path relative to the config's folder */
     F_MUST_EXIST = 4,    /* with check_files: a readable regular file (unless null) */
+    /* architecture: what a model's weights were trained as, which a model
+     * file carries (every model.* key, dropouts included, since training
+     * reads them from the Model; data.max_len, for the positions). A resume
+     * takes them from the checkpoint and refuses a config that differs:
+     * config_arch_diff walks this flag, so a key marked here is checked
+     * without anyone listing it again. */
+    F_ARCH = 8,
 };
 
 typedef struct {
@@ -43,6 +50,10 @@ bool config_is_section(const char *path);
 bool config_plain_key(const char *key);
 /* Stores JSON value v into k's field of cfg after the type and range checks. */
 TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err);
+
+/* The value of k's field as a user writes it in --set: 512, 0.1, linear,
+ * true, a path; "null" for no string. */
+void config_value_text(char *buf, size_t n, const TfmConfig *cfg, const KeySpec *k);
 
 /* The shortest "%.Ng" that reads back as the same double (or, through
  * strtod and a narrowing, the same float); whole numbers as integers. */

@@ -1,7 +1,8 @@
-/* config_write: TfmConfig -> JSON text, every key of the schema in its
- * order, numbers in the shortest form that reads back the same. Model
+/* config_write: TfmConfig -> text. JSON, every key of the schema in its
+ * order, numbers in the shortest form that reads back the same: model
  * files keep their training config this way (CONF); `tfm train --dry-run`
- * and `tfm info` print it. */
+ * and `tfm info` print it. And the architecture keys where two configs
+ * differ, for the errors of a resume. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,27 +52,52 @@ static void buf_string(Buf *b, const char *s)
     buf_printf(b, "\"");
 }
 
+static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
+{
+    return (const char *)cfg + k->offset;
+}
+
+static const char *enum_name(const KeySpec *k, int e)
+{
+    int n = 0;
+    while (k->names[n]) n++;
+    return e >= 0 && e < n ? k->names[e] : "?";
+}
+
+void config_value_text(char *buf, size_t n, const TfmConfig *cfg, const KeySpec *k)
+{
+    const void *f = cfield(cfg, k);
+    switch (k->type) {
+    case K_INT: snprintf(buf, n, "%d", *(const int *)f); break;
+    case K_LONG: snprintf(buf, n, "%ld", *(const long *)f); break;
+    case K_U64: snprintf(buf, n, "%llu", *(const unsigned long long *)f); break;
+    case K_FLOAT: config_fmt_float(buf, n, *(const float *)f); break;
+    case K_DOUBLE: config_fmt_double(buf, n, *(const double *)f); break;
+    case K_BOOL: snprintf(buf, n, "%s", *(const bool *)f ? "true" : "false"); break;
+    case K_ENUM: snprintf(buf, n, "%s", enum_name(k, *(const int *)f)); break;
+    case K_STR: case K_STR_NULL: {
+        const char *s = *(char *const *)f;
+        snprintf(buf, n, "%s", s ? s : "null");
+        break;
+    }
+    }
+}
+
 static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
 {
-    const void *f = (const char *)cfg + k->offset;
+    const void *f = cfield(cfg, k);
     char num[40];
     switch (k->type) {
-    case K_INT: buf_printf(b, "%d", *(const int *)f); break;
-    case K_LONG: buf_printf(b, "%ld", *(const long *)f); break;
-    case K_U64: buf_printf(b, "%llu", *(const unsigned long long *)f); break;
+    case K_INT: case K_LONG: case K_U64: case K_BOOL:
+        config_value_text(num, sizeof num, cfg, k);
+        buf_printf(b, "%s", num);
+        break;
     case K_FLOAT: case K_DOUBLE:
-        if (k->type == K_FLOAT) config_fmt_float(num, sizeof num, *(const float *)f);
-        else config_fmt_double(num, sizeof num, *(const double *)f);
+        config_value_text(num, sizeof num, cfg, k);
         /* "1.0", not "1": the key holds a real number. */
         buf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
         break;
-    case K_BOOL: buf_printf(b, "%s", *(const bool *)f ? "true" : "false"); break;
-    case K_ENUM: {
-        int e = *(const int *)f, n = 0;
-        while (k->names[n]) n++;
-        buf_string(b, e >= 0 && e < n ? k->names[e] : "?");
-        break;
-    }
+    case K_ENUM: buf_string(b, enum_name(k, *(const int *)f)); break;
     case K_STR: case K_STR_NULL: {
         const char *s = *(char *const *)f;
         if (s) buf_string(b, s);
@@ -79,6 +105,43 @@ static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
         break;
     }
     }
+}
+
+/* Whether k's field holds the same value in a and b. */
+static bool same_value(const TfmConfig *a, const TfmConfig *b, const KeySpec *k)
+{
+    const void *x = cfield(a, k), *y = cfield(b, k);
+    switch (k->type) {
+    case K_INT: case K_ENUM: return *(const int *)x == *(const int *)y;
+    case K_LONG: return *(const long *)x == *(const long *)y;
+    case K_U64: return *(const unsigned long long *)x == *(const unsigned long long *)y;
+    case K_FLOAT: return *(const float *)x == *(const float *)y;
+    case K_DOUBLE: return *(const double *)x == *(const double *)y;
+    case K_BOOL: return *(const bool *)x == *(const bool *)y;
+    case K_STR: case K_STR_NULL: {
+        const char *s = *(char *const *)x, *t = *(char *const *)y;
+        return s == t || (s && t && strcmp(s, t) == 0);
+    }
+    }
+    return true;
+}
+
+int config_arch_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t n)
+{
+    int count = 0;
+    size_t o = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < config_n_keys; i++) {
+        const KeySpec *k = &config_schema[i];
+        if (!(k->flags & F_ARCH) || same_value(a, b, k)) continue;
+        char va[64], vb[64];
+        config_value_text(va, sizeof va, a, k);
+        config_value_text(vb, sizeof vb, b, k);
+        if (o < n) o += (size_t)snprintf(buf + o, n - o, "%s%s %s -> %s", count ? ", " : "",
+                                         k->path, va, vb);
+        count++;
+    }
+    return count;
 }
 
 /* Splits "train.lr.warmup" into at most 4 components of at most 31 chars. */

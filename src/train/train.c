@@ -61,48 +61,6 @@ static double lr_time_done(const Trainer *t)
     return left > 0 ? (trainer_elapsed(t) - t->ts.warmup_end_s) / left : 1.0;
 }
 
-/* Writes "model.d_model 256 -> 512, ..." for every model key (and
- * data.max_len) where the checkpoint's config a differs from the config b;
- * returns how many differ. */
-static int model_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t n)
-{
-    const ModelConfig *x = &a->model, *y = &b->model;
-    int count = 0;
-    size_t o = 0;
-    buf[0] = '\0';
-#define DIFF(name, fmt, differ, va, vb)                                                \
-    if (differ) {                                                                      \
-        count++;                                                                       \
-        if (o < n) o += (size_t)snprintf(buf + o, n - o, "%s" name " " fmt " -> " fmt, \
-                                         o ? ", " : "", va, vb);                      \
-    }
-#define DIFF_NUM(name, fmt, field) DIFF(name, fmt, x->field != y->field, x->field, y->field)
-    DIFF_NUM("model.d_model", "%d", d_model)
-    DIFF_NUM("model.heads", "%d", heads)
-    DIFF_NUM("model.enc_layers", "%d", enc_layers)
-    DIFF_NUM("model.dec_layers", "%d", dec_layers)
-    DIFF_NUM("model.d_ff", "%d", d_ff)
-    DIFF_NUM("model.dropout", "%g", dropout)
-    DIFF_NUM("model.attn_dropout", "%g", attn_dropout)
-    DIFF_NUM("model.relu_dropout", "%g", relu_dropout)
-    DIFF_NUM("model.word_dropout", "%g", word_dropout)
-    DIFF("model.norm", "%s", x->norm != y->norm, x->norm == NORM_PRE ? "pre" : "post",
-         y->norm == NORM_PRE ? "pre" : "post")
-    DIFF("model.norm_type", "%s", x->norm_type != y->norm_type,
-         x->norm_type == NORM_RMS ? "rmsnorm" : "layernorm",
-         y->norm_type == NORM_RMS ? "rmsnorm" : "layernorm")
-    DIFF("model.output_vocab", "%s", x->output_vocab != y->output_vocab,
-         x->output_vocab == OUTPUT_TARGET ? "target" : "all",
-         y->output_vocab == OUTPUT_TARGET ? "target" : "all")
-    DIFF("model.share_embeddings", "%s", x->share_embeddings != y->share_embeddings,
-         x->share_embeddings ? "true" : "false", y->share_embeddings ? "true" : "false")
-    DIFF("data.max_len", "%d", a->data.max_len != b->data.max_len, a->data.max_len,
-         b->data.max_len)
-#undef DIFF_NUM
-#undef DIFF
-    return count;
-}
-
 /* ---- set-up ---- */
 
 static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
@@ -188,7 +146,7 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
                        "(use --restart)", t->run.last_path);
     }
     char diff[512];
-    if (model_diff(&mf.cfg, t->cfg, diff, sizeof diff) > 0) {
+    if (config_arch_diff(&mf.cfg, t->cfg, diff, sizeof diff) > 0) {
         ckpt_free(&mf);
         return err_set(err, TFM_ERR_CONFIG, "%s: was trained with another model config: %s "
                        "(use --restart to start over)", t->run.last_path, diff);
