@@ -443,3 +443,52 @@ TEST(test_ensemble_means_log_probabilities)
     model_free(&a);
     model_free(&b);
 }
+
+/* The beam's bound: decoder_init refuses a beam above DECODE_MAX_BEAM (the
+ * search once kept 2·1024 finished scores on the stack), decoder_run one
+ * above the decoder's, each with a message naming both; the largest beam
+ * runs and its n-best list is sorted. */
+TEST(test_beam_bound_refused_and_largest_runs)
+{
+    ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 1, .dec_layers = 1, .d_ff = 32,
+                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                     .max_len = MAXLEN};
+    Model m;
+    TfmErr err = {0};
+    if (model_init(&m, &c, &err) != TFM_OK) {
+        CHECK(!"model_init");
+        return;
+    }
+    Rng rng;
+    rng_seed(&rng, 5);
+    model_init_weights(&m, &rng);
+    Decoder *d = NULL;
+    CHECK(decoder_init(&d, &m, 1, DECODE_MAX_BEAM + 1, &err) == TFM_ERR_USAGE && d == NULL);
+    CHECK(strstr(err.msg, "beam 1025") && strstr(err.msg, "1024"));
+    int src[MAXLEN], lens[1];
+    const int S = make_src(&rng, 1, src, lens);
+    if (decoder_init(&d, &m, 1, 2, &err) != TFM_OK) {
+        CHECK(!"decoder_init");
+        model_free(&m);
+        return;
+    }
+    DecodeOptions opt = {.beam = 3, .max_len_a = 0, .max_len_b = 3, .nbest = 1};
+    Hypothesis hyp[DECODE_MAX_BEAM];
+    err = (TfmErr){0};
+    CHECK(decoder_run(d, src, 1, S, &opt, hyp, &err) == TFM_ERR_USAGE);
+    CHECK(strstr(err.msg, "beam 3") && strstr(err.msg, "[1, 2]"));
+    decoder_free(d);
+    if (decoder_init(&d, &m, 1, DECODE_MAX_BEAM, &err) != TFM_OK) {
+        CHECK(!"decoder_init at the bound");
+        model_free(&m);
+        return;
+    }
+    opt.beam = opt.nbest = DECODE_MAX_BEAM;
+    CHECK(decoder_run(d, src, 1, S, &opt, hyp, &err) == TFM_OK);
+    int found = 0;
+    for (int i = 0; i < DECODE_MAX_BEAM && hyp[i].tokens; i++, found++)
+        if (i > 0) CHECK(hyp[i - 1].score >= hyp[i].score);
+    CHECK(found > DECODE_MAX_BEAM / 2);
+    decoder_free(d);
+    model_free(&m);
+}

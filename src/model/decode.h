@@ -51,7 +51,9 @@ typedef struct {
 typedef struct Decoder Decoder;
 
 /* Prepares decoding of up to max_sents sentences at once with beams up to
- * max_beam. The decoder keeps packed copies of the model's weights: the
+ * max_beam (at most DECODE_MAX_BEAM; decoder_run refuses a larger beam,
+ * as above max_beam). All its memory is one block, checked against what the
+ * machine has before it is allocated. The decoder keeps packed copies of the model's weights: the
  * model must stay alive, and after its weights change (training) call
  * decoder_update_weights before decoding again. */
 TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err);

@@ -1,11 +1,10 @@
 /* decode_sample: drawing translations instead of searching for them
  * (`tfm translate --sample`): temperature, top-k, top-p, seeded by the
  * sentence's id so that draws do not depend on the batch or threads. */
-#include "model/decode_internal.h"
+#include "model/decode_search.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/rng.h"
 
@@ -18,10 +17,10 @@ static int cmp_prob_desc(const void *a, const void *b)
 
 /* Draws a token from log-probabilities lp (V) under opt's temperature,
  * top-k and top-p, with the uniform u in [0, 1). */
-static int sample_token(Decoder *d, const float *lp, const DecodeOptions *opt, double u)
+static int sample_token(Search *s, const float *lp, const DecodeOptions *opt, double u)
 {
-    const int V = d->V;
-    SampItem *it = d->samp;
+    const int V = s->V;
+    SampItem *it = s->samp;
     float mx = -INFINITY;
     for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
     if (mx == -INFINITY) return TOK_EOS;        /* everything banned */
@@ -55,38 +54,28 @@ static int sample_token(Decoder *d, const float *lp, const DecodeOptions *opt, d
     return TOK_EOS;
 }
 
-/* Sampling's step for sentence b (one row): draw, then end the sentence at
+/* Sampling (beam 1: sentence b is row b): draw, then end the sentence at
  * </s> or the length limit, or carry the token on. */
-void decoder_sample_advance(Decoder *d, int b, int t, const DecodeOptions *opt)
+void search_sample_advance(Search *s, float *lp, int b, int t, const DecodeOptions *opt)
 {
-    const int V = d->V, T = d->T, r = b;
-    float *lp = d->logits + (size_t)r * V;
-    const int *h = d->beam.hist + (size_t)r * T;
-    decoder_ban_repeats(lp, h, t, opt->no_repeat_ngram);
-    lp[TOK_PAD] = lp[TOK_BOS] = -INFINITY;
-    const int o = d->beam.orig[b];
+    const int r = b;
+    const int o = s->orig[b];
     const uint64_t id = opt->sentence_ids ? (uint64_t)opt->sentence_ids[o] : (uint64_t)o;
     Rng g;
     rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
     const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
-    const int tok = sample_token(d, lp, opt, u);
-    const float s = d->beam.score[r] + lp[tok];
-    d->beam.parent[r] = r;
+    const int tok = sample_token(s, lp, opt, u);
+    const float score = s->score[r] + lp[tok];
+    s->parent[r] = r;
     if (tok == TOK_EOS) {
-        decoder_finish(d, b, 1, h, t, s, t + 1, opt->alpha);
-        d->beam.done[b] = 1;
-    } else if (t + 1 >= d->beam.limit[b]) {
-        int *tmp = d->beam.hist_next + (size_t)r * T;
-        memcpy(tmp, h, (size_t)t * sizeof(int));
-        tmp[t] = tok;
-        decoder_finish(d, b, 1, tmp, t + 1, s, t + 1, opt->alpha);
-        d->beam.done[b] = 1;
+        search_finish(s, b, s->hist + (size_t)r * s->T, t, score, t + 1);
+    } else if (t + 1 >= s->limit[b]) {
+        search_finish_at_limit(s, b, r, tok, score, t, s->hist_next + (size_t)r * s->T);
     } else {
-        d->beam.prev[r] = tok;
-        d->beam.score[r] = s;
+        s->prev[r] = tok;
+        s->score[r] = score;
         return;
     }
-    d->beam.prev[r] = TOK_PAD;
-    d->beam.score[r] = -INFINITY;
+    s->done[b] = 1;
+    search_idle_row(s, r);
 }
-

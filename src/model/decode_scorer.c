@@ -1,0 +1,97 @@
+/* decode_scorer: the scorer interface of decode.h (decoder_begin,
+ * decoder_step) over one model's step or an ensemble's, and the batch they
+ * share. */
+#include "model/decode_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void decoder_update_weights(Decoder *d)
+{
+    dec_step_update_weights(&d->step);
+}
+
+TfmStatus decoder_set_ensemble(Decoder *d, Decoder *const *members, int n,
+                               const float *weights, TfmErr *err)
+{
+    const DecStep *s = &d->step;
+    for (int i = 0; i < n; i++) {
+        const DecStep *e = &members[i]->step;
+        if (e->V != s->V || e->T != s->T || members[i]->max_sents < d->max_sents ||
+            members[i]->max_beam < d->max_beam || members[i]->n_members)
+            return err_set(err, TFM_ERR_USAGE, "decoder: ensemble member %d does not match "
+                           "(vocabulary %d vs %d, positions %d vs %d)", i + 1, e->V, s->V,
+                           e->T, s->T);
+    }
+    double sum = 0;
+    for (int i = 0; i <= n; i++) sum += weights ? weights[i] : 1.0;
+    if (!(sum > 0)) return err_set(err, TFM_ERR_USAGE, "decoder: ensemble weights sum to %g", sum);
+    free(d->members);
+    free(d->weights);
+    d->members = xcalloc((size_t)n + 1, sizeof *d->members, err);
+    d->weights = xcalloc((size_t)n + 1, sizeof *d->weights, err);
+    if (!d->members || !d->weights) return TFM_ERR_NOMEM;
+    for (int i = 0; i < n; i++) d->members[i] = members[i];
+    for (int i = 0; i <= n; i++) d->weights[i] = (float)((weights ? weights[i] : 1.0) / sum);
+    d->n_members = n;
+    return TFM_OK;
+}
+
+TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr *err)
+{
+    if (n < 1 || n > d->max_sents || k < 1 || k > d->max_beam || S < 1 || S > d->step.S)
+        return err_set(err, TFM_ERR_USAGE, "decoder: cannot take %d sentences of length %d "
+                       "with beam %d", n, S, k);
+    TfmStatus st = dec_step_encode(&d->step, src, n, S, err);
+    if (st != TFM_OK) return st;
+    for (int i = 0; i < d->n_members; i++)
+        if ((st = decoder_begin(d->members[i], src, n, S, k, err)) != TFM_OK) return st;
+    /* a copy: finished sentences leave it (decoder_drop_sentences) */
+    memcpy(d->src_buf, src, sizeof(int) * (size_t)n * S);
+    d->cur_n = n;
+    d->cur_S = S;
+    d->cur_k = k;
+    d->cur_rows = n * k;
+    return TFM_OK;
+}
+
+const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
+{
+    DecStep *s = &d->step;
+    const int R = d->cur_n * d->cur_k;
+    if (parent && t > 0) dec_step_reorder(s, parent, R, t);
+    dec_step_forward(s, prev, d->cur_n, d->cur_k, d->cur_S, d->src_buf, t);
+    if (d->n_members > 0) {
+        /* the weighted mean of the members' log-probabilities (Marian's
+         * ensembles do the same; the mean is not renormalised) */
+        const size_t nv = (size_t)R * s->V;
+        const float w0 = d->weights[0];
+        float *lp = s->logits;
+        /* a member of weight 0 has no say, not even its -inf for the pieces
+         * it cannot write (model.output_vocab "target"): 0 · -inf is NaN */
+        for (size_t i = 0; i < nv; i++) lp[i] = w0 == 0 ? 0 : w0 * lp[i];
+        for (int m = 0; m < d->n_members; m++) {
+            const float *e = decoder_step(d->members[m], prev, parent, t);
+            const float w = d->weights[m + 1];
+            if (w != 0)
+                for (size_t i = 0; i < nv; i++) lp[i] += w * e[i];
+        }
+    }
+    return s->logits;
+}
+
+void decoder_drop_sentences(Decoder *d, const char *done)
+{
+    const int S = d->cur_S;
+    int j = 0;
+    for (int b = 0; b < d->cur_n; b++) {
+        if (done[b]) continue;
+        if (j != b) {
+            memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
+            dec_step_move_sentence(&d->step, j, b, S);
+        }
+        j++;
+    }
+    for (int m = 0; m < d->n_members; m++) decoder_drop_sentences(d->members[m], done);
+    d->cur_n = j;
+}

@@ -1,0 +1,88 @@
+/* decode_step: one model's incremental decoder, the step under every search.
+ * It holds the model's packed weights, the per-row caches, the encoder
+ * output of the current batch, and the scratch of one step; it encodes a
+ * batch (dec_step_encode) and turns each row's previous token into the
+ * log-probabilities of the next (dec_step_forward). It knows nothing of
+ * beams, sampling or ensembles (decode_search.h, decode_internal.h).
+ * Private to src/model/. */
+#ifndef TFM_DECODE_STEP_H
+#define TFM_DECODE_STEP_H
+
+#include <stddef.h>
+
+#include "base/arena.h"
+#include "model/model.h"
+#include "nn/packed_linear.h"
+
+/* A layer's products: self-attention QKV and output, cross-attention query,
+ * output and K | V (of the encoder output, once per batch), FFN. */
+enum { LP_QKV, LP_O, LP_CQ, LP_CO, LP_CKV, LP_F1, LP_F2, LP_COUNT };
+
+typedef struct {
+    DecLayerWeights w;          /* views into the model's parameters */
+    float *cache, *cache_next;  /* (R, self_w): softmax attention's K | V per
+                                   position (T, 2D); linear attention's
+                                   running sums S (H, Dh, Dh) and z (D) */
+    float *cross_kv;            /* softmax: (n · S, 2D) encoder output's K | V */
+    float *cross_state;         /* linear attention: (n, lin_w) S and z of the
+                                   encoder output's K, V (the other is NULL) */
+    PackedLinear pk[LP_COUNT];  /* the products over packed weights */
+} DecLayer;
+
+/* Sentences encoded together: sorted by length and taken 16 at a time, a
+ * batch of mixed lengths pads far less than as one (n, S) block. */
+enum { ENC_GROUP = 16 };
+
+typedef struct {
+    const Model *m;
+    int max_sents, rows;                 /* sentences and rows (sentences · beam) at most */
+    int T, S, D, H, F, V;
+    int Vo;                              /* output columns: model_n_out (V unless
+                                            model.output_vocab "target") */
+    int linear;                          /* model.attention "linear" */
+    size_t self_w, lin_w;                /* floats per row of a self cache; of a
+                                            linear-attention state (D·Dh + D) */
+    DecLayer *layer;
+    const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
+    float *out_w;                        /* (Vo, D) the output pieces' rows, or NULL */
+    float *logits_out;                   /* (R, Vo) their log-probabilities, or NULL */
+    PackedLinear p_out;                  /* output projection to the vocabulary */
+    EncoderPack *enc_pack;               /* the encoder's weights, packed */
+    /* encoding in groups of similar length (dec_step_encode) */
+    float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
+    float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
+    int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */
+    int *enc_len;                        /* (n): source length with </s>, moved with
+                                            its sentence (cross-attention keys) */
+    /* one step's scratch */
+    float *x, *in, *qkv, *ctx, *y, *q, *h, *att;
+    float *logits;                       /* (R, V): the step's log-probabilities */
+} DecStep;
+
+/* Sets s's sizes for m, up to max_sents sentences of max_beam rows each,
+ * and carves its buffers from a (all NULL while a only counts; see
+ * base/arena.h). The weights are not packed yet. */
+void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max_beam);
+/* Bytes of the packed weights dec_step_pack will hold (fp32; bf16 needs less). */
+double dec_step_packed_bytes(const ModelConfig *c);
+/* Packs the model's weights (after dec_step_carve over the real block). */
+TfmStatus dec_step_pack(DecStep *s, TfmErr *err);
+/* Repacks after the model's weights changed (training). */
+void dec_step_update_weights(DecStep *s);
+/* Frees what dec_step_pack allocated (the block is the caller's). */
+void dec_step_free(DecStep *s);
+
+/* Encodes src (n, S) and fills every layer's cross-attention state. */
+TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err);
+/* Moves every layer's self-attention cache (positions < t; linear
+ * attention: its sums) of row parent[r] to row r, for R rows. */
+void dec_step_reorder(DecStep *s, const int *parent, int R, int t);
+/* s->logits (n·k, V) = log-probabilities of the next token for every row
+ * r from its token prev[r] at position t; appends position t to the
+ * caches. src (n, S) is the batch as encoded (its padding masks
+ * cross-attention). */
+void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t);
+/* Moves sentence from's encoder state (cross-attention, length) to to. */
+void dec_step_move_sentence(DecStep *s, int to, int from, int S);
+
+#endif
