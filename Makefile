@@ -18,7 +18,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -f
 LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
-# One folder per layer (README.md, "Source map"); includes name the folder:
+# One folder per layer (docs/architecture.md, "Source map"); includes name the folder:
 # #include "nn/layers.h".
 LAYERS   = base nn text dist model train cli
 # `make MPI=1`: data-parallel training under mpirun (dist/dist_mpi.c, Open
@@ -69,7 +69,7 @@ data: $(DATA)
 data/%: data/%.gz
 	gzip -dc $< > $@.tmp && mv $@.tmp $@
 
-# The walls between the folders of src/ (scripts/check_walls.sh; README.md,
+# The walls between the folders of src/ (scripts/check_walls.sh; docs/architecture.md,
 # "Source map"): which way includes point, who may use cJSON and cblas.h,
 # who may end the process. Part of `make test`.
 walls:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_walls.sh: the walls between the folders of src/ (README.md, "Source
+# check_walls.sh: the walls between the folders of src/ (docs/architecture.md, "Source
 # map"), checked from the text of the files, so that every crossing is one
 # greppable line.
 #   usage: scripts/check_walls.sh [SRC_DIR]      (default: src)
@@ -46,7 +46,7 @@ FNR == 1 {
     if (folder == FILENAME) {
         violation("outside the layer folders (" substr(names, 2) ")"); skip = 1
     } else if (!(folder in rank)) {
-        violation("unknown folder " folder "/ (give it a rank in scripts/check_walls.sh and a row in the README map)")
+        violation("unknown folder " folder "/ (give it a rank in scripts/check_walls.sh and a row in the map of docs/architecture.md)")
         skip = 1
     }
 }

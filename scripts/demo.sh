@@ -9,7 +9,10 @@ out=checkpoints/demo
 mkdir -p "$out"
 
 echo "== training configs/tiny.json (stops after train.max_time_s)" >&2
-model=$($TFM train configs/tiny.json --restart | tail -n 1)
+# The demo keeps its run and model under $out, so it never overwrites the
+# ./model.tfm of a user's own `tfm train`.
+model=$($TFM train configs/tiny.json --restart --set train.out_dir="$out/run" \
+    --set train.model="$out/model.tfm" | tail -n 1)
 echo "== model: $model" >&2
 $TFM info "$model" | head -5 >&2
 

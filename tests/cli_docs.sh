@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cli_docs.sh: the pages generated from the code or the tests are current.
+# cli_docs.sh: the pages generated from the code or the tests are current, and
+# the examples of README.md and docs/ run.
 cd "$(dirname "$0")/.." || exit 1
 . tests/cli_lib.sh
 
@@ -7,5 +8,41 @@ cd "$(dirname "$0")/.." || exit 1
 check "docs/errors.md is what scripts/gen_errors_doc.py writes (run it)" cmp -s "$T/errors.md" docs/errors.md
 check "docs/errors.md lists over 150 tested cases" \
     test "$(grep -c '^| .* | [12] |' docs/errors.md)" -gt 150
+
+# Every option the docs' command examples use is one `tfm help COMMAND` lists.
+python3 scripts/doc_commands.py README.md docs/*.md >"$T/commands"
+check "the docs show over 15 tfm commands" test "$(wc -l <"$T/commands")" -gt 15
+while IFS=$'\t' read -r where sub opts; do
+    help=(help "$sub")
+    [ "$sub" = help ] && help=(--help)
+    if ! "$TFM" "${help[@]}" >"$T/help" 2>/dev/null; then
+        cli_fail "$where: tfm $sub is not a command"; continue
+    fi
+    for opt in $opts; do
+        grep -qE -- "(^|[][ ,(])$opt([^A-Za-z0-9-]|$)" "$T/help" ||
+            cli_fail "$where: tfm $sub has no option $opt"
+    done
+    cli_ok
+done <"$T/commands"
+
+# README's first config, on the shipped data's names (tiny stand-ins here),
+# then its train, translate and score commands.
+MINI=$PWD/tests/data/mini
+mkdir -p "$T/first/data"
+for f in train.de train.en; do gzip -c "$MINI/$f" >"$T/first/data/$f.gz"; done
+for l in de en; do gzip -c "$MINI/valid.$l" >"$T/first/data/val.$l.gz"; done
+python3 -c 'import re, sys; print(re.search(r"```json\n(.*?)```", open(sys.argv[1]).read(), re.S).group(1))' \
+    README.md >"$T/first/first.json"
+(
+    cd "$T/first" || exit 1
+    expect_exit 0 "README's first config trains" -- "$TFM" train first.json -q \
+        --set data.vocab_size=300 --set train.max_steps=2 --set train.valid_every=2
+    check "README's first config writes first.tfm" test "$(tail -n 1 "$T/out")" = first.tfm
+    head -n 5 "$MINI/valid.de" >input.de
+    head -n 5 "$MINI/valid.en" >reference.en
+    expect_exit 0 "README's translate" -- "$TFM" translate -m first.tfm -i input.de -o output.en -b 5 -q
+    check "README's translate writes a line per input line" test "$(wc -l <output.en)" = 5
+    expect_exit 0 "README's bleu" -- "$TFM" bleu output.en reference.en -m bleu chrf ter
+)
 
 cli_summary

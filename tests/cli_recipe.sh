@@ -1,7 +1,7 @@
 # cli_recipe.sh: scripts/multi30k.sh, the whole run of a recipe, on a config
 # pointed at other data (as a user with another language pair runs it): it
 # trains, translates and scores the config's validation set and the --test
-# set, and prints the lines README.md shows.
+# set, and prints the lines docs/multi30k.md shows.
 . "$(dirname "$0")/cli_lib.sh"
 MINI=$PWD/tests/data/mini
 ROOT=$PWD
