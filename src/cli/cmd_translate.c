@@ -19,6 +19,7 @@
 #include "nn/gemm_bf16.h"
 #include "model/ckpt.h"
 #include "model/decode.h"
+#include "model/pipeline.h"
 #include "text/bpe_subset.h"
 #include "cli/cmds.h"
 
@@ -78,7 +79,7 @@ static const char usage[] =
     "A line longer than the model's positions allow (max_len + 1 tokens, with\n"
     "max_len as tfm info shows it) is truncated, with a warning.\n";
 
-enum { MAX_ENSEMBLE = 16 };
+enum { MAX_ENSEMBLE = PIPELINE_MAX_MODELS };
 
 typedef struct {
     const char *model, *input, *output, *score_ref;
@@ -223,11 +224,7 @@ typedef struct {
 
 typedef struct {
     Options o;
-    ModelFile mf;
-    Decoder *dec;
-    ModelFile *extra_mf;    /* the other models of an ensemble (-m given twice or more) */
-    Decoder **extra_dec;
-    int n_extra;
+    Pipeline p;             /* the model(s), the decoder and the resolved options */
     DecodeOptions dopt;
     Line *lines;
     const int **sents;      /* (batch): the token ids of the lines to decode */
@@ -246,43 +243,10 @@ typedef struct {
     struct timespec start, last_progress;
 } Translator;
 
-/* Makes t->text safe as one output line: each invalid UTF-8 byte becomes
- * U+FFFD and line breaks and NUL become spaces. A model can emit byte pieces
- * that do not form whole characters, or the bytes of "\n". */
-static TfmStatus sanitize_output(Translator *t, TfmErr *err)
-{
-    for (size_t i = 0; i < t->text_len; i++)
-        if (t->text[i] == '\n' || t->text[i] == '\r' || t->text[i] == '\0') t->text[i] = ' ';
-    size_t bad;
-    if (text_utf8_valid(t->text, t->text_len, &bad)) return TFM_OK;
-    size_t n = t->text_len, cap = 3 * n + 1, o = 0;
-    char *clean = xmalloc(cap, err);
-    if (!clean) return TFM_ERR_NOMEM;
-    for (size_t i = 0; i < n;) {
-        size_t off;
-        if (text_utf8_valid(t->text + i, n - i, &off)) off = n - i;
-        memcpy(clean + o, t->text + i, off);
-        o += off;
-        i += off;
-        if (i < n) {
-            memcpy(clean + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    clean[o] = '\0';
-    free(t->text);
-    t->text = clean;
-    t->text_len = o;
-    t->text_cap = cap;
-    return TFM_OK;
-}
-
 static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis *h, TfmErr *err)
 {
-    TfmStatus st = bpe_decode(t->mf.bpe, h->tokens, h->len, &t->text, &t->text_len,
-                              &t->text_cap, err);
-    if (st != TFM_OK || (st = sanitize_output(t, err)) != TFM_OK) return st;
+    TfmStatus st = pipeline_text(&t->p, h, &t->text, &t->text_len, &t->text_cap, err);
+    if (st != TFM_OK) return st;
     if (t->o.nbest > 0)      /* --nbest given: Moses/Marian n-best format */
         /* %g: at a large --alpha the scores are tiny, and a fixed
          * 6 decimals would print them all as -0.000000 */
@@ -334,7 +298,7 @@ static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
             t->lens[j] = t->lines[t->order[j]].n;
             t->ids[j] = t->lines_done + t->order[j];
         }
-        TfmStatus st = decoder_translate(t->dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
+        TfmStatus st = decoder_translate(t->p.dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
         if (st != TFM_OK) return st;
     }
     for (int i = 0, j = 0; i < count; i++) {
@@ -379,109 +343,25 @@ static bool input_waiting(FILE *f)
     return poll(&p, 1, 0) != 0;
 }
 
-/* The weights of --weights "w1,w2,...": one a model, each >= 0. */
-static TfmStatus parse_weights(const char *arg, int n, float *w, TfmErr *err)
-{
-    const char *p = arg;
-    int count = 0;
-    while (*p) {
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || !(v >= 0) || v > 1e6 || (*end && *end != ','))
-            return err_set(err, TFM_ERR_USAGE, "translate: --weights: expected comma-separated "
-                           "numbers >= 0, got '%s'", arg);
-        if (count < n) w[count] = (float)v;
-        count++;
-        p = *end ? end + 1 : end;
-    }
-    if (count != n)
-        return err_set(err, TFM_ERR_USAGE, "translate: --weights has %d values for %d models (-m)",
-                       count, n);
-    return TFM_OK;
-}
-
-/* Several -m: load the other models, check they share the first one's
- * vocabulary and positions, and make t->dec their ensemble. */
-static TfmStatus setup_ensemble(Translator *t, TfmErr *err)
-{
-    const Options *o = &t->o;
-    float w[MAX_ENSEMBLE];
-    TfmStatus st;
-    if (o->weights_arg && (st = parse_weights(o->weights_arg, o->n_models, w, err)) != TFM_OK)
-        return st;
-    if (o->n_models < 2) return TFM_OK;
-    const int n = o->n_models - 1;
-    t->extra_mf = xcalloc((size_t)n, sizeof *t->extra_mf, err);
-    t->extra_dec = xcalloc((size_t)n, sizeof *t->extra_dec, err);
-    if (!t->extra_mf || !t->extra_dec) return TFM_ERR_NOMEM;
-    size_t vlen0, vlen;
-    char *v0 = bpe_serialize(t->mf.bpe, &vlen0);
-    if (!v0) return err_set(err, TFM_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        const char *path = o->models[i + 1];
-        if ((st = ckpt_load(path, &t->extra_mf[i], false, err)) != TFM_OK) break;
-        t->n_extra = i + 1;
-        char *v = bpe_serialize(t->extra_mf[i].bpe, &vlen);
-        bool same = v && vlen == vlen0 && memcmp(v, v0, vlen) == 0;
-        free(v);
-        if (!same) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: its vocabulary differs from %s's (an ensemble "
-                         "needs models with one vocabulary)", path, o->models[0]);
-            break;
-        }
-        if (t->extra_mf[i].model.cfg.max_len != t->mf.model.cfg.max_len) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: data.max_len %d differs from %s's %d (an "
-                         "ensemble needs one length limit)", path,
-                         t->extra_mf[i].model.cfg.max_len - 2, o->models[0],
-                         t->mf.model.cfg.max_len - 2);
-            break;
-        }
-        if ((st = decoder_init(&t->extra_dec[i], &t->extra_mf[i].model, o->batch, t->dopt.beam,
-                               err)) != TFM_OK)
-            break;
-    }
-    free(v0);
-    if (st != TFM_OK) return st;
-    return decoder_set_ensemble(t->dec, t->extra_dec, n, o->weights_arg ? w : NULL, err);
-}
-
-/* --precision, else the model's train.precision. Before any decoder packs
- * its weights: they are packed in the precision on at that time. */
-static TfmStatus choose_precision(Translator *t, TfmErr *err)
-{
-    if (t->o.precision) {
-        if (strcmp(t->o.precision, "bf16") != 0) return TFM_OK;
-        return blas_use_bf16("translate: --precision bf16", err);
-    }
-    if (t->mf.cfg.train.precision != PRECISION_BF16) return TFM_OK;
-    if (!bf16_available()) {
-        if (!t->o.quiet)
-            fprintf(stderr, "tfm: note: %s was trained in bf16; this CPU has no bf16 unit "
-                    "(AVX512-BF16 or AMX), so it translates in fp32\n", t->o.model);
-        return TFM_OK;
-    }
-    return blas_use_bf16("translate: the model's train.precision bf16", err);
-}
-
 static TfmStatus setup(Translator *t, TfmErr *err)
 {
     Options *o = &t->o;
-    /* the default model.tfm is easy to forget: say how to name another */
-    if (*o->model && access(o->model, F_OK) != 0 && errno == ENOENT)
-        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s (choose the model with -m MODEL or "
-                       "$TFM_MODEL)", o->model, strerror(ENOENT));
-    TfmStatus st = ckpt_load(o->model, &t->mf, false, err);
+    PipelineSpec spec = {
+        .who = "translate", .n_models = o->n_models ? o->n_models : 1,
+        .weights = o->weights_arg, .precision = o->precision,
+        .beam = o->beam, .max_len_b = o->max_len_b, .nbest = o->nbest, .no_repeat = o->no_repeat,
+        .alpha = o->alpha, .max_len_a = o->max_len_a,
+        .have_beam = o->have_beam, .have_alpha = o->have_alpha, .have_a = o->have_a,
+        .have_b = o->have_b,
+    };
+    memcpy(spec.models, o->models, sizeof spec.models);
+    spec.models[0] = o->model;
+    TfmStatus st = pipeline_load(&t->p, &spec, err);
     if (st != TFM_OK) return st;
-    if ((st = choose_precision(t, err)) != TFM_OK) return st;
-    const DecodeConfig *dc = &t->mf.cfg.decode;
-    t->dopt.beam = o->have_beam ? o->beam : dc->beam;
-    /* a model written before decode.* had these limits may hold more */
-    t->dopt.alpha = o->have_alpha ? o->alpha : fminf(dc->alpha, (float)DECODE_MAX_ALPHA);
-    t->dopt.max_len_a = o->have_a ? o->max_len_a : fminf(dc->max_len_a, (float)DECODE_MAX_LEN_A);
-    t->dopt.max_len_b = o->have_b ? o->max_len_b
-                                  : (dc->max_len_b < DECODE_MAX_LEN_B ? dc->max_len_b : DECODE_MAX_LEN_B);
-    t->dopt.nbest = o->nbest > 0 ? o->nbest : 1;
-    t->dopt.no_repeat_ngram = o->no_repeat;
+    if (t->p.bf16_fallback && !o->quiet)
+        fprintf(stderr, "tfm: note: %s was trained in bf16; this CPU has no bf16 unit "
+                "(AVX512-BF16 or AMX), so it translates in fp32\n", o->model);
+    t->dopt = t->p.dopt;
     if (!o->sample && (o->top_k || o->top_p != 1.0f || o->temperature != 1.0f || o->have_seed))
         return err_set(err, TFM_ERR_USAGE, "translate: --top-k, --top-p, --temperature and "
                        "--seed go with --sample");
@@ -495,13 +375,11 @@ static TfmStatus setup(Translator *t, TfmErr *err)
         t->dopt.top_p = o->top_p;
         t->dopt.temperature = o->temperature;
         t->dopt.seed = o->have_seed ? (uint64_t)o->seed_l : 1;
-        t->dopt.sentence_ids = t->ids;
     }
     if (t->dopt.nbest > t->dopt.beam)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
                        t->dopt.nbest, t->dopt.beam);
-    if ((st = decoder_init(&t->dec, &t->mf.model, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
-    if ((st = setup_ensemble(t, err)) != TFM_OK) return st;
+    if ((st = pipeline_start(&t->p, &spec, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
     t->lines = xcalloc((size_t)o->batch, sizeof *t->lines, err);
     t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
     t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
@@ -521,7 +399,7 @@ static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *
     size_t len;
     int got = text_read_line(r, &line, &len, err);
     if (got <= 0) return got;
-    if (bpe_encode(t->mf.bpe, line, len, &l->ids, &l->n, &l->cap, err) != TFM_OK) return -1;
+    if (bpe_encode(t->p.mf.bpe, line, len, &l->ids, &l->n, &l->cap, err) != TFM_OK) return -1;
     if (l->n > max_src) {
         clear_progress(t);
         if (!t->o.quiet)
@@ -539,15 +417,13 @@ static int read_ids(Translator *t, LineReader *r, Line *l, int max_src, TfmErr *
 static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *err)
 {
     *out = NULL;
-    const int V = t->mf.model.cfg.vocab_size;
-    float w[MAX_ENSEMBLE];
-    TfmStatus st;
-    if (t->o.weights_arg && (st = parse_weights(t->o.weights_arg, t->o.n_models, w, err)) != TFM_OK)
-        return st;
+    const Pipeline *p = &t->p;
+    const int V = p->mf.model.cfg.vocab_size;
     const Model *models[MAX_ENSEMBLE];
     int n = 0;
-    for (int i = 0; i <= t->n_extra; i++)
-        if (!t->o.weights_arg || w[i] > 0) models[n++] = i ? &t->extra_mf[i - 1].model : &t->mf.model;
+    for (int i = 0; i <= p->n_extra; i++)
+        if (!p->have_weights || p->weights[i] > 0)
+            models[n++] = i ? &p->extra_mf[i - 1].model : &p->mf.model;
     bool any = false;
     for (int k = 0; k < n; k++) any |= models[k]->out_ids != NULL;
     if (!any) return TFM_OK;
@@ -557,7 +433,7 @@ static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *
         in[v] = true;
         for (int k = 0; k < n; k++) in[v] &= !models[k]->out_pos || models[k]->out_pos[v] >= 0;
     }
-    st = bpe_subset_new(out, t->mf.bpe, in, err);
+    TfmStatus st = bpe_subset_new(out, p->mf.bpe, in, err);
     free(in);
     return st;
 }
@@ -567,7 +443,7 @@ static TfmStatus reference_subset(const Translator *t, BpeSubset **out, TfmErr *
 static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
 {
     LineReader ref = {0};
-    const int B = t->o.batch, max_src = t->mf.model.cfg.max_len - 1;
+    const int B = t->o.batch, max_src = t->p.max_src;
     BpeSubset *sub = NULL;
     Line *refs = xcalloc((size_t)B, sizeof *refs, err);
     const int **tgts = xcalloc((size_t)B, sizeof *tgts, err);
@@ -602,7 +478,7 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
             n++;
         }
         if (st != TFM_OK || n == 0) break;
-        st = decoder_score(t->dec, &t->mf.model, t->sents, t->lens, tgts, tlens, n, scores, err);
+        st = decoder_score(t->p.dec, &t->p.mf.model, t->sents, t->lens, tgts, tlens, n, scores, err);
         for (int i = 0; st == TFM_OK && i < n; i++) fprintf(t->out, "%.6f\n", scores[i]);
         if (fflush(t->out) != 0 && st == TFM_OK)
             st = err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
@@ -630,14 +506,7 @@ static void teardown(Translator *t)
     free(t->ids);
     free(t->hyps);
     free(t->text);
-    decoder_free(t->dec);
-    ckpt_free(&t->mf);
-    for (int i = 0; i < t->n_extra; i++) {
-        decoder_free(t->extra_dec ? t->extra_dec[i] : NULL);
-        ckpt_free(&t->extra_mf[i]);
-    }
-    free(t->extra_dec);
-    free(t->extra_mf);
+    pipeline_free(&t->p);
 }
 
 TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
@@ -671,7 +540,6 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         t.out = af.f;
         t.out_name = t.o.output;
     }
-    const int max_src = t.mf.model.cfg.max_len - 1;    /* room for </s> */
     int count = 0;
     t.progress = !t.o.quiet && isatty(STDERR_FILENO) && !isatty(fileno(t.out));
     t.start = t.last_progress = t0;
@@ -699,17 +567,14 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
             break;
         }
         Line *l = &t.lines[count];
-        if ((st = bpe_encode(t.mf.bpe, line, len, &l->ids, &l->n, &l->cap, err)) != TFM_OK) break;
-        /* A blank line (spaces, tabs) has nothing to translate: it gives an
-         * empty line, like an empty one, not whatever the model makes of
-         * its markers. */
-        if (strspn(line, " \t\r\v\f") == len) l->n = 0;
-        if (l->n > max_src) {
+        int full;
+        if ((st = pipeline_encode(&t.p, line, len, &l->ids, &l->n, &l->cap, &full, err)) != TFM_OK)
+            break;
+        if (full > l->n) {
             clear_progress(&t);
             if (!t.o.quiet)
                 fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the "
-                        "model's limit of %d\n", in.name, in.line_no, l->n, max_src);
-            l->n = max_src;
+                        "model's limit of %d\n", in.name, in.line_no, full, l->n);
         }
         if (++count == t.o.batch) {
             if ((st = translate_batch(&t, count, err)) != TFM_OK) break;
