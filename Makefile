@@ -6,9 +6,9 @@ ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
 # The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
 # thread pool (two busy-waiting pools on 2 cores slow each other down).
 OMP_BLAS_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
-PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib 2>/dev/null)
+PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib libmicrohttpd 2>/dev/null)
 OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0
-PKG_LIBS     = $(shell pkg-config --libs libcjson zlib 2>/dev/null) \
+PKG_LIBS     = $(shell pkg-config --libs libcjson zlib libmicrohttpd 2>/dev/null) \
                $(if $(wildcard $(OMP_BLAS_DIR)/libopenblas.so.0),$(OMP_BLAS_LIBS),$(shell pkg-config --libs openblas 2>/dev/null))
 WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
@@ -20,7 +20,7 @@ LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
 BUILD   ?= build
 # One folder per layer (docs/architecture.md, "Source map"); includes name the folder:
 # #include "nn/layers.h".
-LAYERS   = base nn text dist model train cli
+LAYERS   = base nn text dist model train serve cli
 # `make MPI=1`: data-parallel training under mpirun (dist/dist_mpi.c, Open
 # MPI through pkg-config's ompi-c); the default build needs no MPI
 # (dist/dist_single.c).
@@ -76,8 +76,14 @@ walls:
 	@bash scripts/check_walls.sh src
 
 # Run every test; the last line is "N passed, N failed".
-test: walls $(BIN) $(BUILD)/run_tests data
-	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests bash tests/run_all.sh
+test: walls $(BIN) $(BUILD)/run_tests $(BUILD)/serve_load data
+	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests SERVE_LOAD=$(CURDIR)/$(BUILD)/serve_load \
+	    bash tests/run_all.sh
+
+# The load generator of tests/cli_serve.sh and scripts/bench_serve.sh.
+$(BUILD)/serve_load: tests/load/serve_load.c | deps
+	@mkdir -p $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS) -lpthread $(EXTRA_LDFLAGS)
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

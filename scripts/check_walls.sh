@@ -6,20 +6,22 @@
 # Prints one line per violation, then "walls: ok" or "walls: N violations";
 # exits 1 on any violation. Rules:
 #   1. A file in src/F includes "G/x.h" only for G = F or a lower layer:
-#        base < nn, text, dist < model < train < cli
-#      (nn, text and dist are side by side: none includes another), and every
+#        base < nn, text, dist < model < train, serve < cli
+#      (nn, text and dist are side by side: none includes another; so are
+#      train and serve), and every
 #      quoted include names its folder. Every file is in one of the folders.
 #   2. base/, nn/ and text/ do not include cJSON (only configs, --json and
 #      the logs, above them, speak JSON).
 #   3. A vendor library is included by its wrapper only: <cblas.h> by
-#      nn/blas.c, <dnnl.h> by nn/gemm_bf16.c, <mpi.h> by dist/dist_mpi.c.
+#      nn/blas.c, <dnnl.h> by nn/gemm_bf16.c, <mpi.h> by dist/dist_mpi.c,
+#      <microhttpd.h> by serve/http.c.
 #   4. Only cli/main.c ends or replaces the process: no exit, _exit, _Exit,
 #      quick_exit, abort or exec* anywhere else.
 # Comments are skipped, so a comment may name what the code may not do.
 set -u
 SRC=${1:-src}
-RANKS="base=0 nn=1 text=1 dist=1 model=2 train=3 cli=4"
-WRAPPERS="cblas.h=nn/blas.c dnnl.h=nn/gemm_bf16.c mpi.h=dist/dist_mpi.c"        # header=the one file that may include it
+RANKS="base=0 nn=1 text=1 dist=1 model=2 train=3 serve=3 cli=4"
+WRAPPERS="cblas.h=nn/blas.c dnnl.h=nn/gemm_bf16.c mpi.h=dist/dist_mpi.c microhttpd.h=serve/http.c"        # header=the one file that may include it
 NO_JSON="base nn text"
 PROCESS_OWNER=cli/main.c
 

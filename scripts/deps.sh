@@ -2,12 +2,17 @@
 # deps.sh: installs the Debian packages tfm builds with, when they are missing.
 # Quiet and quick when everything is there. `deps.sh plot`: what
 # scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`: the
-# build's packages and Open MPI (make MPI=1).
+# build's packages and Open MPI (make MPI=1); `deps.sh browser`: what
+# tests/cli_browser.sh drives (chromium, node, and playwright-core from npm
+# into tests/browser/node_modules, without a browser download).
 missing=""
 if [ "${1:-}" = mpi ]; then
     sh "$0" || exit 1                   # the build's own packages first
     command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
     pkg-config --exists ompi-c || missing="$missing libopenmpi-dev"
+elif [ "${1:-}" = browser ]; then
+    [ -x /usr/bin/chromium ] || missing="$missing chromium"
+    command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 elif [ "${1:-}" = plot ]; then
     command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
     [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || missing="$missing python3"
@@ -15,15 +20,22 @@ else
     pkg-config --exists openblas || missing="$missing libopenblas-dev"
     pkg-config --exists libcjson || missing="$missing libcjson-dev"
     pkg-config --exists zlib || missing="$missing zlib1g-dev"
+    pkg-config --exists libmicrohttpd || missing="$missing libmicrohttpd-dev"
     [ -e /usr/include/oneapi/dnnl/dnnl.h ] || missing="$missing libdnnl-dev"
     [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
         [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
     command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
     [ -n "$missing" ] && missing=" build-essential pkg-config$missing"
 fi
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing" >&2
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing" >&2
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null || exit 1
+fi
+if [ "${1:-}" = browser ]; then
+    dir=$(dirname "$0")/../tests/browser
+    [ -d "$dir/node_modules/playwright-core" ] ||
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi

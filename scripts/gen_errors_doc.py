@@ -8,6 +8,7 @@ import glob
 import re
 import sys
 
+HTTP = re.compile(r'^expect_http ([0-9]+) "([^"]*)" "((?:[^"\\]|\\.)*)" -- (.*)$')
 EXIT = re.compile(r'^(?:\(cd \S+ && )?expect_exit ([0-9]+) (?:"([^"]*)"|(\S+)) -- (.*)$')
 
 
@@ -41,8 +42,20 @@ def rows():
     return out
 
 
+def http_rows():
+    """`expect_http STATUS "NAME" "BODY" -- ...` rows: tfm serve's answers."""
+    out = []
+    for path in sorted(glob.glob('tests/cli_*.sh')):
+        for line in open(path, encoding='utf-8').read().split('\n'):
+            m = HTTP.match(line.strip())
+            if m and not m.group(1).startswith('2'):
+                out.append((path.split('/')[-1], m.group(2), m.group(1), m.group(3)))
+    return out
+
+
 def main():
     r = rows()
+    h = http_rows()
     doc = ['# Bad input and faults: what tfm does, as tested',
            '',
            'Every row is a case a CLI test in `tests/` runs through the real binary, with the',
@@ -54,8 +67,9 @@ def main():
            '`scripts/gen_errors_doc.py` from the tests; `make test` fails when this page is',
            'out of date.',
            '',
-           '%d cases with their exit status, %d of them with the exact message.' % (
-               len(r), sum(1 for x in r if x[3])),
+           '%d cases with their exit status, %d of them with the exact message; %d HTTP error'
+           ' answers of `tfm serve` with their status and body.' % (
+               len(r), sum(1 for x in r if x[3]), len(h)),
            '']
     current = None
     for f, name, code, msg in r:
@@ -64,6 +78,15 @@ def main():
             current = f
         doc.append('| %s | %s | %s |' % (clean(name), code,
                                          '`%s`' % clean(msg).replace('`', "'") if msg else ''))
+    current = None
+    for f, name, code, body in h:
+        if f != current:
+            doc += ['', '## `tfm serve`: HTTP answers (`%s`)' % f, '',
+                    'A bad request gets a JSON body `{"error": "..."}` with its HTTP status; the',
+                    'server goes on serving. 503 comes with `Retry-After`, 405 with `Allow`.', '',
+                    '| case | HTTP status | body |', '|---|---|---|']
+            current = f
+        doc.append('| %s | %s | `%s` |' % (clean(name), code, clean(body).replace('`', "'")))
     sys.stdout.write('\n'.join(doc) + '\n')
 
 

@@ -11,6 +11,7 @@
 
 TfmStatus cmd_train(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_translate(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_serve(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_average(int argc, char **argv, TfmErr *err);

@@ -120,6 +120,7 @@ typedef struct {
 static const Command commands[] = {
     {"train",     cmd_train,     "train a model from a JSON config"},
     {"translate", cmd_translate, "translate stdin to stdout (greedy or beam search)"},
+    {"serve",     cmd_serve,     "translate over HTTP, batching concurrent requests"},
     {"bleu",      cmd_bleu,      "corpus BLEU, identical to sacreBLEU"},
     {"bpe",       cmd_bpe,       "learn, encode and decode BPE subwords"},
     {"average",   cmd_average,   "average the parameters of checkpoints"},

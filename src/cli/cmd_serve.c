@@ -1,0 +1,265 @@
+/* cmd_serve: `tfm serve [-m MODEL ...] [--host H] [--port P] ...`: the
+ * options, the model, the start-up line and the access log; the server is
+ * src/serve/. Runs until SIGINT or SIGTERM, then answers what it accepted
+ * and returns 0. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nn/blas.h"
+#include "model/pipeline.h"
+#include "serve/batcher.h"
+#include "serve/http.h"
+#include "serve/metrics.h"
+#include "cli/cmds.h"
+
+static const char usage[] =
+    "usage: tfm serve [-m MODEL [-m MODEL ...] [--weights W,W,...]] [--host 127.0.0.1]\n"
+    "                 [--port 8080] [--batch-size N] [--batch-wait-ms M] [--max-queue N]\n"
+    "                 [--timeout-ms T] [--max-request-bytes B] [--api-key-file F]\n"
+    "                 [--source-lang L] [--target-lang L] [-b BEAM] [--alpha A]\n"
+    "                 [--max-len-a A] [--max-len-b B] [--no-repeat-ngram N]\n"
+    "                 [--precision fp32|bf16] [--threads N] [-q]\n"
+    "\n"
+    "Translates over HTTP: POST /translate {\"text\": \"line\" | [\"line\", ...]} answers\n"
+    "{\"translations\": [...]}, each line exactly what tfm translate gives it (also\n"
+    "LibreTranslate's form {\"q\", \"source\", \"target\"}); GET / is a page to try it,\n"
+    "GET /health, /languages and /metrics (Prometheus). Lines of concurrent requests\n"
+    "are decoded together. Once it accepts connections it prints\n"
+    "'tfm: serving MODEL on http://HOST:PORT' on stderr, then one line per request.\n"
+    "SIGINT or SIGTERM: it stops accepting, answers what it accepted, exits 0.\n"
+    "\n"
+    "  -m, --model MODEL    model file (default: $TFM_MODEL, else model.tfm); several\n"
+    "                       make an ensemble, as in tfm translate\n"
+    "      --weights W,W..  the ensemble's weights, one a model (default: equal)\n"
+    "      --host H         address to listen on (default 127.0.0.1: this machine only)\n"
+    "      --port P         port (default 8080; 0: any free port, the line says which)\n"
+    "      --batch-size N   lines decoded together at most (default 32)\n"
+    "      --batch-wait-ms M  an idle decoder waits up to M ms for more lines before\n"
+    "                       it starts (default 0: it starts at once)\n"
+    "      --max-queue N    lines waiting at most; a request that would go over gets\n"
+    "                       503 with Retry-After; a request may hold N lines (default 1024)\n"
+    "      --timeout-ms T   a request still waiting after T ms gets 504 and its lines\n"
+    "                       leave the queue; a connection idle T ms is closed\n"
+    "                       (default 30000)\n"
+    "      --max-request-bytes B  larger bodies get 413 (default 1048576)\n"
+    "      --api-key-file F POST /translate needs the key on F's first line, as\n"
+    "                       'Authorization: Bearer KEY', 'X-API-Key: KEY' or\n"
+    "                       LibreTranslate's \"api_key\" (401 otherwise)\n"
+    "      --source-lang L, --target-lang L  the pair, for LibreTranslate's form and\n"
+    "                       GET /languages (default: any pair is taken)\n"
+    "  -b, --beam N         beam size, and the largest a request may ask\n"
+    "                       (default: the model's decode.beam)\n"
+    "      --alpha A, --max-len-a A, --max-len-b B, --no-repeat-ngram N,\n"
+    "      --precision P    as in tfm translate (requests may change alpha and\n"
+    "                       max_len_b)\n"
+    "      --threads N      decoding threads (0: all cores, the default)\n"
+    "  -q, --quiet          no access log\n"
+    "  -h, --help           this help\n";
+
+typedef struct {
+    PipelineSpec spec;
+    const char *host, *api_key_file, *source_lang, *target_lang;
+    int port, batch, batch_wait_ms, max_queue, timeout_ms, threads;
+    long max_request_bytes;
+    bool quiet;
+} Options;
+
+static TfmStatus bad_value(const char *opt, const char *value, double lo, double hi, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_USAGE, "serve: %s: expected a number in [%g, %g], got '%s'", opt,
+                   lo, hi, value);
+}
+
+static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
+{
+    enum { OPT_WEIGHTS = 256, OPT_HOST, OPT_PORT, OPT_BATCH, OPT_WAIT, OPT_QUEUE, OPT_TIMEOUT,
+           OPT_BYTES, OPT_KEY, OPT_SRC, OPT_TGT, OPT_ALPHA, OPT_LEN_A, OPT_LEN_B, OPT_NO_REPEAT,
+           OPT_PRECISION, OPT_THREADS };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"host", required_argument, NULL, OPT_HOST},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"batch-size", required_argument, NULL, OPT_BATCH},
+        {"batch-wait-ms", required_argument, NULL, OPT_WAIT},
+        {"max-queue", required_argument, NULL, OPT_QUEUE},
+        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"max-request-bytes", required_argument, NULL, OPT_BYTES},
+        {"api-key-file", required_argument, NULL, OPT_KEY},
+        {"source-lang", required_argument, NULL, OPT_SRC},
+        {"target-lang", required_argument, NULL, OPT_TGT},
+        {"beam", required_argument, NULL, 'b'},
+        {"alpha", required_argument, NULL, OPT_ALPHA},
+        {"max-len-a", required_argument, NULL, OPT_LEN_A},
+        {"max-len-b", required_argument, NULL, OPT_LEN_B},
+        {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT},
+        {"precision", required_argument, NULL, OPT_PRECISION},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    PipelineSpec *s = &o->spec;
+    optind = 0;
+    opterr = 0;
+    int c, longindex = -1;
+    while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, &longindex)) != -1) {
+        char opt[32];
+        if (longindex >= 0) snprintf(opt, sizeof opt, "--%s", longopts[longindex].name);
+        else snprintf(opt, sizeof opt, "-%c", c);
+        longindex = -1;
+        int *int_out = NULL;
+        long lo = 0, hi = 0;
+        float *flt_out = NULL;
+        double flo = 0, fhi = 0;
+        switch (c) {
+        case 'm':
+            if (s->n_models == PIPELINE_MAX_MODELS)
+                return err_set(err, TFM_ERR_USAGE, "serve: at most %d models (-m)",
+                               PIPELINE_MAX_MODELS);
+            s->models[s->n_models++] = optarg;
+            break;
+        case OPT_WEIGHTS: s->weights = optarg; break;
+        case OPT_HOST: o->host = optarg; break;
+        case OPT_PORT: int_out = &o->port; hi = 65535; break;
+        case OPT_BATCH: int_out = &o->batch; lo = 1; hi = 4096; break;
+        case OPT_WAIT: int_out = &o->batch_wait_ms; hi = 60000; break;
+        case OPT_QUEUE: int_out = &o->max_queue; lo = 1; hi = 1 << 20; break;
+        case OPT_TIMEOUT: int_out = &o->timeout_ms; lo = 1; hi = 24 * 3600 * 1000; break;
+        case OPT_BYTES:
+            if (!cmd_parse_long(optarg, 16, 1L << 30, &o->max_request_bytes))
+                return bad_value(opt, optarg, 16, 1L << 30, err);
+            break;
+        case OPT_KEY: o->api_key_file = optarg; break;
+        case OPT_SRC: o->source_lang = optarg; break;
+        case OPT_TGT: o->target_lang = optarg; break;
+        case 'b': int_out = &s->beam; lo = 1; hi = DECODE_MAX_BEAM; s->have_beam = true; break;
+        case OPT_ALPHA: flt_out = &s->alpha; fhi = DECODE_MAX_ALPHA; s->have_alpha = true; break;
+        case OPT_LEN_A: flt_out = &s->max_len_a; fhi = DECODE_MAX_LEN_A; s->have_a = true; break;
+        case OPT_LEN_B: int_out = &s->max_len_b; hi = DECODE_MAX_LEN_B; s->have_b = true; break;
+        case OPT_NO_REPEAT: int_out = &s->no_repeat; hi = 64; break;
+        case OPT_PRECISION:
+            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0)
+                return err_set(err, TFM_ERR_USAGE, "serve: --precision must be fp32 or bf16, "
+                               "got '%s'", optarg);
+            s->precision = optarg;
+            break;
+        case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
+        case 'q': o->quiet = true; break;
+        case 'h': *help = true; return TFM_OK;
+        case ':': return err_set(err, TFM_ERR_USAGE, "serve: option '%s' needs a value", argv[optind - 1]);
+        default:
+            return err_set(err, TFM_ERR_USAGE, "serve: unknown option '%s' (see tfm serve --help)",
+                           argv[optind - 1]);
+        }
+        long v;
+        double d;
+        if (int_out) {
+            if (!cmd_parse_long(optarg, lo, hi, &v))
+                return err_set(err, TFM_ERR_USAGE, "serve: %s: expected an integer in [%ld, %ld], "
+                               "got '%s'", opt, lo, hi, optarg);
+            *int_out = (int)v;
+        } else if (flt_out) {
+            if (!cmd_parse_double(optarg, flo, fhi, &d)) return bad_value(opt, optarg, flo, fhi, err);
+            *flt_out = (float)d;
+        }
+    }
+    if (optind < argc)
+        return err_set(err, TFM_ERR_USAGE, "serve: unexpected argument '%s' (models go with -m)",
+                       argv[optind]);
+    return TFM_OK;
+}
+
+/* The key: F's first line without its line end; refused when empty. */
+static TfmStatus read_key(const char *path, char *key, size_t size, size_t *len, TfmErr *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!fgets(key, (int)size, f)) key[0] = '\0';
+    fclose(f);
+    size_t n = strcspn(key, "\r\n");
+    key[n] = '\0';
+    if (n == 0) return err_set(err, TFM_ERR_FORMAT, "%s: line 1: no API key there", path);
+    if (n == size - 1) return err_set(err, TFM_ERR_FORMAT, "%s: line 1: the key is longer than "
+                                      "%zu bytes", path, size - 2);
+    *len = n;
+    return TFM_OK;
+}
+
+static void access_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "tfm: %s\n", line);
+}
+
+TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
+{
+    Options o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_queue = 1024,
+                 .timeout_ms = 30000, .max_request_bytes = 1 << 20};
+    o.spec.who = "serve";
+    bool help = false;
+    TfmStatus st = parse_options(argc, argv, &o, &help, err);
+    if (st != TFM_OK) return st;
+    if (help) {
+        fputs(usage, stdout);
+        return TFM_OK;
+    }
+    if (o.spec.n_models == 0) {
+        const char *env = getenv("TFM_MODEL");
+        o.spec.models[0] = env && *env ? env : "model.tfm";
+        o.spec.n_models = 1;
+    }
+    char key[4096];
+    size_t key_len = 0;
+    if (o.api_key_file && (st = read_key(o.api_key_file, key, sizeof key, &key_len, err)) != TFM_OK)
+        return st;
+    /* a signal from here on asks for a clean stop (checked below) */
+    TrainStop *stop = cli_stop_on_signals(false);
+    stop->started = 1;
+    blas_set_threads(o.threads);
+    if ((st = blas_selftest(err)) != TFM_OK) return st;
+    Pipeline p;
+    Metrics *metrics = NULL;
+    LineQueue *batcher = NULL;
+    HttpServer *http = NULL;
+    if ((st = pipeline_load(&p, &o.spec, err)) != TFM_OK) goto done;
+    if (p.bf16_fallback)
+        fprintf(stderr, "tfm: note: %s was trained in bf16; this CPU has no bf16 unit "
+                "(AVX512-BF16 or AMX), so it translates in fp32\n", o.spec.models[0]);
+    if ((st = pipeline_start(&p, &o.spec, o.batch, p.dopt.beam, err)) != TFM_OK) goto done;
+    if ((st = metrics_new(&metrics, err)) != TFM_OK) goto done;
+    QueueConfig bc = {.batch_size = o.batch, .batch_wait_ms = o.batch_wait_ms,
+                        .max_queue = o.max_queue, .threads = o.threads};
+    if ((st = queue_start(&batcher, &p, &bc, metrics, err)) != TFM_OK) goto done;
+    HttpConfig hc = {
+        .host = o.host, .port = o.port, .timeout_ms = o.timeout_ms,
+        .max_request_bytes = (size_t)o.max_request_bytes,
+        .api_key = o.api_key_file ? key : NULL, .api_key_len = key_len,
+        .limits = {.max_beam = p.dopt.beam, .max_lines = o.max_queue, .defaults = p.dopt,
+                   .source_lang = o.source_lang, .target_lang = o.target_lang},
+        .log = o.quiet ? NULL : access_log,
+    };
+    if ((st = http_start(&http, &hc, batcher, metrics, err)) != TFM_OK) goto done;
+    const bool v6 = strchr(o.host, ':') != NULL;
+    fprintf(stderr, "tfm: serving %s%s on http://%s%s%s:%d\n", o.spec.models[0],
+            o.spec.n_models > 1 ? " (an ensemble)" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
+            http_port(http));
+    const struct timespec tick = {0, 50 * 1000 * 1000};
+    while (!stop->signo) nanosleep(&tick, NULL);
+    if (!o.quiet)
+        fprintf(stderr, "tfm: stopping: no new connections; answering the %d lines queued\n",
+                queue_queued(batcher));
+    http_drain(http);
+done:
+    queue_free(batcher);      /* finishes what is queued, then ends the worker */
+    http_free(http);
+    metrics_free(metrics);
+    pipeline_free(&p);
+    if (st == TFM_OK && !o.quiet) fprintf(stderr, "tfm: stopped\n");
+    return st;
+}

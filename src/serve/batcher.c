@@ -1,0 +1,351 @@
+/* batcher: see batcher.h. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "nn/blas.h"
+#include "serve/batcher.h"
+
+typedef struct {
+    ServeJob *job;
+    int line;
+} Ref;
+
+typedef struct {
+    int *ids;
+    int n, cap;
+} Slot;
+
+struct LineQueue {
+    Pipeline *p;
+    QueueConfig cfg;
+    Metrics *metrics;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    Ref *queue;             /* (max_queue) oldest first */
+    int queued;
+    /* the worker's */
+    Ref *batch;             /* (batch_size) */
+    Slot *slots;            /* (batch_size) the lines' ids */
+    const int **sents;
+    int *lens, *order;
+    Hypothesis *hyps;       /* (batch_size · max beam) */
+    ServeJob **finished;    /* (max_queue + batch_size) jobs to call back */
+    int n_finished;
+    char *text;
+    size_t text_len, text_cap;
+};
+
+bool job_reserve(ServeJob *job, int n, int nbest)
+{
+    if (n > job->line_cap) {
+        int cap = n < 16 ? 16 : n;
+        int *f = realloc(job->full_tokens, sizeof(int) * (size_t)cap);
+        if (f) job->full_tokens = f;
+        int *s = realloc(job->src_tokens, sizeof(int) * (size_t)cap);
+        if (s) job->src_tokens = s;
+        if (!f || !s) return false;
+        job->line_cap = cap;
+    }
+    if (n * nbest > job->hyp_cap) {
+        int cap = n * nbest < 16 ? 16 : n * nbest;
+        JobHyp *h = realloc(job->hyps, sizeof *h * (size_t)cap);
+        if (!h) return false;
+        job->hyps = h;
+        job->hyp_cap = cap;
+    }
+    return true;
+}
+
+void job_free(ServeJob *job)
+{
+    free(job->hyps);
+    free(job->full_tokens);
+    free(job->src_tokens);
+    buf_free(&job->out);
+}
+
+static bool same_options(const DecodeOptions *a, const DecodeOptions *b)
+{
+    return a->beam == b->beam && a->nbest == b->nbest && a->alpha == b->alpha &&
+           a->max_len_a == b->max_len_a && a->max_len_b == b->max_len_b &&
+           a->no_repeat_ngram == b->no_repeat_ngram;
+}
+
+/* Under the lock: a line of job is done (or dropped); a finished job is
+ * kept for its callback, made once the lock is let go. */
+static void line_done(LineQueue *b, ServeJob *job)
+{
+    if (--job->left == 0) b->finished[b->n_finished++] = job;
+}
+
+/* Under the lock: the lines of jobs past their deadline leave the queue. */
+static void expire(LineQueue *b, double now)
+{
+    int w = 0;
+    for (int i = 0; i < b->queued; i++) {
+        ServeJob *job = b->queue[i].job;
+        if (now > job->deadline) {
+            if (job->status == 0) {
+                job->status = 504;
+                snprintf(job->msg, sizeof job->msg, "timed out: waited longer than --timeout-ms "
+                         "for the decoder");
+            }
+            line_done(b, job);
+        } else {
+            b->queue[w++] = b->queue[i];
+        }
+    }
+    b->queued = w;
+}
+
+/* Under the lock: takes up to batch_size lines with the oldest line's
+ * options out of the queue, oldest first. */
+static int take_batch(LineQueue *b)
+{
+    const DecodeOptions *opt = &b->queue[0].job->opt;
+    int n = 0, w = 0;
+    for (int i = 0; i < b->queued; i++) {
+        if (n < b->cfg.batch_size && same_options(&b->queue[i].job->opt, opt))
+            b->batch[n++] = b->queue[i];
+        else
+            b->queue[w++] = b->queue[i];
+    }
+    b->queued = w;
+    return n;
+}
+
+static void fail_job(ServeJob *job, const char *msg)
+{
+    job->status = 500;
+    snprintf(job->msg, sizeof job->msg, "%.150s", msg);
+}
+
+/* Without the lock: encodes, decodes and detokenizes the batch's lines
+ * into their jobs. */
+static void decode_batch(LineQueue *b, int n)
+{
+    TfmErr err = {0};
+    const Pipeline *p = b->p;
+    const DecodeOptions *opt = &b->batch[0].job->opt;
+    const int nbest = opt->nbest;
+    int m = 0;
+    long src_tokens = 0, out_tokens = 0;
+    for (int j = 0; j < n; j++) {
+        ServeJob *job = b->batch[j].job;
+        const int i = b->batch[j].line;
+        Slot *s = &b->slots[j];
+        s->n = 0;
+        if (job->status == 0 &&
+            pipeline_encode(p, job->lines[i], job->lens[i], &s->ids, &s->n, &s->cap,
+                            &job->full_tokens[i], &err) != TFM_OK) {
+            fail_job(job, err.msg);
+            s->n = 0;
+        }
+        job->src_tokens[i] = s->n;
+        if (s->n > 0) {
+            b->order[m] = j;
+            b->sents[m] = s->ids;
+            b->lens[m] = s->n;
+            src_tokens += s->n;
+            m++;
+        }
+    }
+    TfmStatus st = m > 0 ? decoder_translate(p->dec, b->sents, b->lens, m, opt, b->hyps, &err)
+                         : TFM_OK;
+    for (int j = 0, k = 0; j < n; j++) {
+        ServeJob *job = b->batch[j].job;
+        const int i = b->batch[j].line;
+        JobHyp *out = &job->hyps[(size_t)i * nbest];
+        const bool decoded = b->slots[j].n > 0;
+        const int kk = decoded ? k++ : -1;
+        if (job->status != 0) continue;
+        if (st != TFM_OK) {
+            fail_job(job, err.msg);
+            continue;
+        }
+        for (int h = 0; h < nbest; h++) {
+            out[h] = (JobHyp){.off = (int)job->out.len, .len = -1};
+            if (!decoded) {         /* a blank line: one empty translation */
+                if (h == 0) out[h].len = 0;
+                continue;
+            }
+            const Hypothesis *hyp = &b->hyps[(size_t)kk * nbest + h];
+            if (!hyp->tokens && h > 0) continue;
+            if (h == 0) out_tokens += hyp->len;
+            if (pipeline_text(p, hyp, &b->text, &b->text_len, &b->text_cap, &err) != TFM_OK) {
+                fail_job(job, err.msg);
+                break;
+            }
+            buf_put(&job->out, b->text, b->text_len);
+            if (job->out.failed) {
+                fail_job(job, "out of memory");
+                break;
+            }
+            out[h].len = (int)b->text_len;
+            out[h].logprob = hyp->logprob;
+            out[h].score = hyp->score;
+        }
+    }
+    metrics_batch(b->metrics, n, src_tokens, out_tokens);
+}
+
+static void call_back(LineQueue *b)
+{
+    int n = b->n_finished;
+    b->n_finished = 0;
+    pthread_mutex_unlock(&b->lock);
+    for (int i = 0; i < n; i++) b->finished[i]->done(b->finished[i], b->finished[i]->ctx);
+    pthread_mutex_lock(&b->lock);
+}
+
+/* Waits on the condition until the absolute monotonic time t. */
+static void wait_until(LineQueue *b, double t)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&b->wake, &b->lock, &ts);
+}
+
+static void *worker(void *arg)
+{
+    LineQueue *b = arg;
+    /* the thread count is a per-thread setting in OpenMP: set it here,
+     * where the products run */
+    blas_set_threads(b->cfg.threads);
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        while (b->queued == 0 && !b->stopping) pthread_cond_wait(&b->wake, &b->lock);
+        if (b->queued == 0) break;      /* stopping, and nothing left */
+        if (b->cfg.batch_wait_ms > 0 && b->queued < b->cfg.batch_size && !b->stopping) {
+            const double until = clock_now_s() + b->cfg.batch_wait_ms / 1000.0;
+            while (b->queued < b->cfg.batch_size && !b->stopping && clock_now_s() < until)
+                wait_until(b, until);
+        }
+        expire(b, clock_now_s());
+        if (b->queued == 0) {
+            call_back(b);
+            continue;
+        }
+        int n = take_batch(b);
+        pthread_mutex_unlock(&b->lock);
+        decode_batch(b, n);
+        pthread_mutex_lock(&b->lock);
+        for (int j = 0; j < n; j++) line_done(b, b->batch[j].job);
+        call_back(b);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+TfmStatus queue_start(LineQueue **out, Pipeline *p, const QueueConfig *cfg, Metrics *metrics,
+                        TfmErr *err)
+{
+    *out = NULL;
+    LineQueue *b = xcalloc(1, sizeof *b, err);
+    if (!b) return TFM_ERR_NOMEM;
+    b->p = p;
+    b->cfg = *cfg;
+    b->metrics = metrics;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    const size_t B = (size_t)cfg->batch_size, Q = (size_t)cfg->max_queue;
+    b->queue = xcalloc(Q, sizeof *b->queue, err);
+    b->batch = xcalloc(B, sizeof *b->batch, err);
+    b->slots = xcalloc(B, sizeof *b->slots, err);
+    b->sents = xcalloc(B, sizeof *b->sents, err);
+    b->lens = xcalloc(B, sizeof *b->lens, err);
+    b->order = xcalloc(B, sizeof *b->order, err);
+    b->hyps = xcalloc(B * (size_t)p->dopt.beam, sizeof *b->hyps, err);
+    b->finished = xcalloc(Q + B, sizeof *b->finished, err);
+    if (!b->queue || !b->batch || !b->slots || !b->sents || !b->lens || !b->order || !b->hyps ||
+        !b->finished) {
+        queue_free(b);
+        return TFM_ERR_NOMEM;
+    }
+    if (pthread_create(&b->thread, NULL, worker, b) != 0) {
+        queue_free(b);
+        return err_set(err, TFM_ERR_NOMEM, "serve: cannot start the decoding thread");
+    }
+    b->started = true;
+    *out = b;
+    return TFM_OK;
+}
+
+int queue_submit(LineQueue *b, ServeJob *job, void (*before)(void *), void *arg)
+{
+    pthread_mutex_lock(&b->lock);
+    int status = 0;
+    if (b->stopping) {
+        status = 503;
+        snprintf(job->msg, sizeof job->msg, "the server is shutting down");
+    } else if (b->queued + job->n > b->cfg.max_queue) {
+        status = 503;
+        snprintf(job->msg, sizeof job->msg, "the queue is full (%d lines waiting, --max-queue %d): "
+                 "try again later", b->queued, b->cfg.max_queue);
+    } else {
+        job->status = 0;
+        job->msg[0] = '\0';
+        job->left = job->n;
+        buf_reset(&job->out);
+        if (before) before(arg);
+        for (int i = 0; i < job->n; i++) b->queue[b->queued++] = (Ref){job, i};
+        pthread_cond_signal(&b->wake);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return status;
+}
+
+int queue_queued(LineQueue *b)
+{
+    pthread_mutex_lock(&b->lock);
+    int n = b->queued;
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
+void queue_stop(LineQueue *b)
+{
+    if (!b || !b->started) return;
+    pthread_mutex_lock(&b->lock);
+    b->stopping = true;
+    pthread_cond_signal(&b->wake);
+    pthread_mutex_unlock(&b->lock);
+    pthread_join(b->thread, NULL);
+    b->started = false;
+}
+
+void queue_free(LineQueue *b)
+{
+    if (!b) return;
+    queue_stop(b);
+    if (b->slots)
+        for (int i = 0; i < b->cfg.batch_size; i++) free(b->slots[i].ids);
+    free(b->queue);
+    free(b->batch);
+    free(b->slots);
+    free(b->sents);
+    free(b->lens);
+    free(b->order);
+    free(b->hyps);
+    free(b->finished);
+    free(b->text);
+    pthread_cond_destroy(&b->wake);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}

@@ -1,0 +1,451 @@
+/* http: see http.h. Every callback here runs on libmicrohttpd's one
+ * polling thread, except job_done, which the decoding worker calls. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <microhttpd.h>
+
+#include "base/clock.h"
+#include "serve/http.h"
+#include "serve/page.h"
+#include "serve/reply.h"
+
+typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_QUEUED, PHASE_DONE, PHASE_ANSWERED } Phase;
+
+/* One request's state, reused by the next request once answered. */
+typedef struct Conn Conn;
+struct Conn {
+    Conn *next_free;
+    HttpServer *srv;
+    struct MHD_Connection *mc;
+    Phase phase;
+    double t0;
+    int status;
+    size_t bytes;
+    bool too_large, key_ok;
+    char client[64];
+    char what[160];             /* "POST /translate", escaped, for the log */
+    Buf body;
+    Request req;
+    ServeJob job;
+    Buf out;
+};
+
+struct HttpServer {
+    HttpConfig cfg;
+    LineQueue *batcher;
+    Metrics *metrics;
+    struct MHD_Daemon *d;
+    int port;
+    Conn *free_conns;
+    atomic_int open;            /* requests read, not yet answered */
+    atomic_bool stopping;
+    Buf log;                    /* the access-log line */
+};
+
+static Conn *conn_get(HttpServer *s)
+{
+    Conn *c = s->free_conns;
+    if (c) {
+        s->free_conns = c->next_free;
+    } else {
+        c = calloc(1, sizeof *c);
+        if (!c) return NULL;
+        c->srv = s;
+    }
+    c->phase = PHASE_HEADERS;
+    c->status = 0;
+    c->bytes = 0;
+    c->too_large = c->key_ok = false;
+    buf_reset(&c->body);
+    buf_reset(&c->out);
+    return c;
+}
+
+static void conn_free(Conn *c)
+{
+    buf_free(&c->body);
+    buf_free(&c->out);
+    request_free(&c->req);
+    job_free(&c->job);
+    free(c);
+}
+
+/* The request line for the log, with control and non-ASCII bytes as \xNN
+ * (a path can hold anything). */
+static void describe(Conn *c, const char *method, const char *url)
+{
+    size_t o = 0, cap = sizeof c->what - 8;
+    for (const char *p = method; *p && o < 16; p++) c->what[o++] = (*p > 0x20 && *p < 0x7f) ? *p : '?';
+    c->what[o++] = ' ';
+    for (const unsigned char *p = (const unsigned char *)url; *p && o < cap; p++) {
+        if (*p > 0x20 && *p < 0x7f && *p != '"' && *p != '\\') {
+            c->what[o++] = (char)*p;
+        } else {
+            snprintf(c->what + o, 5, "\\x%02X", *p);
+            o += 4;
+        }
+    }
+    c->what[o] = '\0';
+}
+
+static void client_address(Conn *c)
+{
+    strcpy(c->client, "-");
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return;
+    const struct sockaddr *a = ci->client_addr;
+    if (a->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)a)->sin_addr, c->client,
+                  sizeof c->client);
+    else if (a->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr, c->client,
+                  sizeof c->client);
+}
+
+/* Queues c->out (or the static body) with status. */
+static enum MHD_Result respond_with(Conn *c, int status, const char *type, const char *body,
+                                    size_t len)
+{
+    HttpServer *s = c->srv;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)(body ? body : ""), MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    /* browser pages elsewhere may call the API (LibreTranslate does the same) */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, "*");
+    if (status == 503) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (atomic_load(&s->stopping)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c->mc, (unsigned)status, r);
+    MHD_destroy_response(r);
+    c->status = status;
+    c->bytes = len;
+    c->phase = PHASE_ANSWERED;
+    return ret;
+}
+
+static enum MHD_Result respond_json(Conn *c, int status)
+{
+    if (c->out.failed) {
+        buf_reset(&c->out);
+        reply_error(&c->out, "out of memory");
+        status = 500;
+    }
+    return respond_with(c, status, "application/json", c->out.p, c->out.len);
+}
+
+static enum MHD_Result respond_error(Conn *c, int status, const char *msg)
+{
+    reply_error(&c->out, msg);
+    return respond_json(c, status);
+}
+
+static enum MHD_Result respond_405(Conn *c, const char *allow)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "method not allowed here (allowed: %s)", allow);
+    reply_error(&c->out, msg);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(c->out.len, c->out.p, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(c->mc, 405, r);
+    MHD_destroy_response(r);
+    c->status = 405;
+    c->bytes = c->out.len;
+    c->phase = PHASE_ANSWERED;
+    return ret;
+}
+
+/* Equal in time that depends only on the key's length, not on where a
+ * guess goes wrong. */
+static bool key_equal(const char *key, size_t key_len, const char *given, size_t given_len)
+{
+    unsigned char diff = (unsigned char)(key_len != given_len);
+    for (size_t i = 0; i < key_len; i++)
+        diff |= (unsigned char)(key[i] ^ (i < given_len ? given[i] : 0));
+    return diff == 0;
+}
+
+/* The key from the headers: "Authorization: Bearer KEY" or "X-API-Key". */
+static const char *header_key(Conn *c)
+{
+    const char *auth = MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND, "Authorization");
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0) return auth + 7;
+    return MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND, "X-API-Key");
+}
+
+static void job_done(ServeJob *job, void *ctx)
+{
+    Conn *c = ctx;
+    (void)job;
+    c->phase = PHASE_DONE;
+    MHD_resume_connection(c->mc);
+}
+
+static void suspend(void *arg)
+{
+    Conn *c = arg;
+    c->phase = PHASE_QUEUED;
+    MHD_suspend_connection(c->mc);
+}
+
+/* The whole body is in: check it and queue its lines. */
+static enum MHD_Result start_translation(Conn *c)
+{
+    HttpServer *s = c->srv;
+    if (c->too_large) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than --max-request-bytes (%zu)",
+                 s->cfg.max_request_bytes);
+        return respond_error(c, 413, msg);
+    }
+    char msg[256];
+    int status = request_parse(&c->req, c->body.p ? c->body.p : "", c->body.len, &s->cfg.limits,
+                               msg, sizeof msg);
+    if (s->cfg.api_key && !c->key_ok) {
+        c->key_ok = status == 0 && c->req.has_key &&
+                    key_equal(s->cfg.api_key, s->cfg.api_key_len, c->req.key.p, c->req.key.len);
+        if (!c->key_ok) return respond_error(c, 401, "missing or wrong API key");
+    }
+    if (status) return respond_error(c, status, msg);
+    ServeJob *job = &c->job;
+    const Request *r = &c->req;
+    job->n = r->n;
+    job->lines = r->lines;
+    job->lens = r->lens;
+    job->opt = r->opt;
+    job->deadline = c->t0 + s->cfg.timeout_ms / 1000.0;
+    job->done = job_done;
+    job->ctx = c;
+    job->status = 0;
+    buf_reset(&job->out);
+    if (!job_reserve(job, r->n, r->opt.nbest)) return respond_error(c, 500, "out of memory");
+    if (r->n == 0) {                /* nothing to decode: answer at once */
+        reply_translations(&c->out, r, job);
+        return respond_json(c, 200);
+    }
+    status = queue_submit(s->batcher, job, suspend, c);
+    if (status) return respond_error(c, status, job->msg);
+    return MHD_YES;
+}
+
+static enum MHD_Result finish_translation(Conn *c)
+{
+    const ServeJob *job = &c->job;
+    if (job->status) return respond_error(c, job->status, job->msg);
+    reply_translations(&c->out, &c->req, job);
+    return respond_json(c, 200);
+}
+
+static bool is_get(const char *method)
+{
+    return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+/* A request's first call (its headers are in): answer it, or get ready
+ * for its body. */
+static enum MHD_Result route(Conn *c, const char *url, const char *method)
+{
+    HttpServer *s = c->srv;
+    if (atomic_load(&s->stopping)) return respond_error(c, 503, "the server is shutting down");
+    if (strcmp(url, "/translate") == 0) {
+        if (strcmp(method, "OPTIONS") == 0) {       /* a browser's preflight */
+            struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
+                                                                     MHD_RESPMEM_PERSISTENT);
+            if (!r) return MHD_NO;
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, "*");
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                    "Content-Type, Authorization, X-API-Key");
+            enum MHD_Result ret = MHD_queue_response(c->mc, 204, r);
+            MHD_destroy_response(r);
+            c->status = 204;
+            c->phase = PHASE_ANSWERED;
+            return ret;
+        }
+        if (strcmp(method, "POST") != 0) return respond_405(c, "POST, OPTIONS");
+        if (s->cfg.api_key) {
+            const char *key = header_key(c);
+            if (key) {
+                c->key_ok = key_equal(s->cfg.api_key, s->cfg.api_key_len, key, strlen(key));
+                if (!c->key_ok) return respond_error(c, 401, "missing or wrong API key");
+            }
+        }
+        const char *cl = MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_request_bytes) {
+            c->too_large = true;
+            return start_translation(c);    /* 413 before the body is read */
+        }
+        c->phase = PHASE_BODY;
+        return MHD_YES;
+    }
+    const bool page = strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0;
+    const bool known = page || strcmp(url, "/health") == 0 || strcmp(url, "/metrics") == 0 ||
+                       strcmp(url, "/languages") == 0;
+    if (!known) return respond_error(c, 404, "no such path (POST /translate; GET /, /health, "
+                                             "/languages, /metrics)");
+    if (!is_get(method)) return respond_405(c, "GET, HEAD");
+    if (page) return respond_with(c, 200, "text/html; charset=utf-8", serve_page, serve_page_len);
+    buf_reset(&c->out);
+    if (strcmp(url, "/health") == 0) {
+        buf_puts(&c->out, "{\"status\":\"ok\"}\n");
+        return respond_json(c, 200);
+    }
+    if (strcmp(url, "/languages") == 0) {
+        reply_languages(&c->out, s->cfg.limits.source_lang, s->cfg.limits.target_lang);
+        return respond_json(c, 200);
+    }
+    metrics_render(s->metrics, &c->out, queue_queued(s->batcher));
+    if (c->out.failed) return respond_error(c, 500, "out of memory");
+    return respond_with(c, 200, "text/plain; version=0.0.4; charset=utf-8", c->out.p, c->out.len);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    HttpServer *s = cls;
+    (void)version;
+    Conn *c = *con_cls;
+    if (!c) {
+        if (!(c = conn_get(s))) return MHD_NO;
+        *con_cls = c;
+        c->mc = mc;
+        c->t0 = clock_now_s();
+        atomic_fetch_add(&s->open, 1);
+        describe(c, method, url);
+        client_address(c);
+        return route(c, url, method);
+    }
+    switch (c->phase) {
+    case PHASE_BODY:
+        if (*upload_size) {
+            if (!c->too_large && c->body.len + *upload_size > s->cfg.max_request_bytes)
+                c->too_large = true;        /* the rest is read and dropped */
+            if (!c->too_large) buf_put(&c->body, upload, *upload_size);
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        if (c->body.failed) return respond_error(c, 500, "out of memory");
+        return start_translation(c);
+    case PHASE_DONE:
+        return finish_translation(c);
+    default:
+        *upload_size = 0;       /* an answered request's rest: dropped */
+        return MHD_YES;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    HttpServer *s = cls;
+    (void)mc;
+    Conn *c = *con_cls;
+    if (!c) return;
+    *con_cls = NULL;
+    const double secs = clock_now_s() - c->t0;
+    if (c->status) metrics_request(s->metrics, c->status, secs);
+    if (s->cfg.log) {
+        Buf *l = &s->log;
+        buf_reset(l);
+        buf_printf(l, "%s \"%s\" ", c->client, c->what);
+        if (c->status) buf_printf(l, "%d %zu", c->status, c->bytes);
+        else buf_puts(l, "- -");
+        buf_printf(l, " %.1fms", secs * 1e3);
+        if (c->job.n > 0 && c->status == 200) buf_printf(l, " %d lines", c->job.n);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            buf_puts(l, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? " (client timed out)"
+                                                                     : " (connection closed)");
+        if (!l->failed) s->cfg.log(s->cfg.log_ctx, l->p);
+    }
+    c->job.n = 0;
+    c->next_free = s->free_conns;
+    s->free_conns = c;
+    atomic_fetch_sub(&s->open, 1);
+}
+
+/* host:port as a socket address; false when host is no address */
+static bool resolve(const char *host, int port, struct sockaddr_storage *sa, socklen_t *len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE}, *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res) return false;
+    memcpy(sa, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    if (sa->ss_family == AF_INET) ((struct sockaddr_in *)(void *)sa)->sin_port = htons((uint16_t)port);
+    else ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons((uint16_t)port);
+    return true;
+}
+
+TfmStatus http_start(HttpServer **out, const HttpConfig *cfg, LineQueue *batcher, Metrics *metrics,
+                     TfmErr *err)
+{
+    *out = NULL;
+    struct sockaddr_storage sa;
+    socklen_t sa_len;
+    if (!resolve(cfg->host, cfg->port, &sa, &sa_len))
+        return err_set(err, TFM_ERR_USAGE, "serve: --host %s: not an address of this machine",
+                       cfg->host);
+    HttpServer *s = xcalloc(1, sizeof *s, err);
+    if (!s) return TFM_ERR_NOMEM;
+    s->cfg = *cfg;
+    s->batcher = batcher;
+    s->metrics = metrics;
+    atomic_init(&s->open, 0);
+    atomic_init(&s->stopping, false);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
+    if (sa.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    const unsigned idle_s = (unsigned)((cfg->timeout_ms + 999) / 1000);
+    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_TIMEOUT, idle_s ? idle_s : 1u,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_END);
+    if (!s->d) {
+        free(s);
+        return err_set(err, TFM_ERR_IO, "serve: cannot listen on %s port %d (in use, or not "
+                       "allowed)", cfg->host, cfg->port);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : cfg->port;
+    *out = s;
+    return TFM_OK;
+}
+
+int http_port(const HttpServer *s) { return s->port; }
+
+void http_drain(HttpServer *s)
+{
+    atomic_store(&s->stopping, true);
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    while (atomic_load(&s->open) > 0) nanosleep(&tick, NULL);
+}
+
+void http_free(HttpServer *s)
+{
+    if (!s) return;
+    if (s->d) MHD_stop_daemon(s->d);
+    while (s->free_conns) {
+        Conn *c = s->free_conns;
+        s->free_conns = c->next_free;
+        conn_free(c);
+    }
+    buf_free(&s->log);
+    free(s);
+}

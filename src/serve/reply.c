@@ -1,0 +1,150 @@
+/* reply: see reply.h. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "serve/reply.h"
+
+void reply_error(Buf *o, const char *msg)
+{
+    buf_reset(o);
+    buf_puts(o, "{\"error\":");
+    buf_json_string(o, msg, strlen(msg));
+    buf_puts(o, "}\n");
+}
+
+static void put_text(Buf *o, const ServeJob *job, const JobHyp *h)
+{
+    buf_json_string(o, job->out.p ? job->out.p + h->off : "", h->len > 0 ? (size_t)h->len : 0);
+}
+
+static void put_number(Buf *o, float x)
+{
+    if (isfinite(x)) buf_printf(o, "%.8g", x);
+    else buf_puts(o, "null");
+}
+
+/* The best translation of each line: a list, or the one string. */
+static void put_best(Buf *o, const ServeJob *job, bool list)
+{
+    const int nbest = job->opt.nbest;
+    if (list) buf_puts(o, "[");
+    for (int i = 0; i < job->n; i++) {
+        if (i) buf_puts(o, ",");
+        put_text(o, job, &job->hyps[(size_t)i * nbest]);
+    }
+    if (list) buf_puts(o, "]");
+}
+
+static void put_nbest(Buf *o, const ServeJob *job)
+{
+    const int nbest = job->opt.nbest;
+    buf_puts(o, "[");
+    for (int i = 0; i < job->n; i++) {
+        buf_puts(o, i ? ",[" : "[");
+        for (int h = 0, k = 0; h < nbest; h++) {
+            const JobHyp *hy = &job->hyps[(size_t)i * nbest + h];
+            if (hy->len < 0) continue;
+            buf_puts(o, k++ ? ",{\"text\":" : "{\"text\":");
+            put_text(o, job, hy);
+            buf_puts(o, ",\"logprob\":");
+            put_number(o, hy->logprob);
+            buf_puts(o, ",\"score\":");
+            put_number(o, hy->score);
+            buf_puts(o, "}");
+        }
+        buf_puts(o, "]");
+    }
+    buf_puts(o, "]");
+}
+
+/* LibreTranslate's alternatives: the 2nd to nbest-th translations. */
+static void put_alternatives(Buf *o, const ServeJob *job, bool list)
+{
+    const int nbest = job->opt.nbest;
+    if (list) buf_puts(o, "[");
+    for (int i = 0; i < job->n; i++) {
+        buf_puts(o, i ? ",[" : "[");
+        for (int h = 1, k = 0; h < nbest; h++) {
+            const JobHyp *hy = &job->hyps[(size_t)i * nbest + h];
+            if (hy->len < 0) continue;
+            if (k++) buf_puts(o, ",");
+            put_text(o, job, hy);
+        }
+        buf_puts(o, "]");
+    }
+    if (list) buf_puts(o, "]");
+}
+
+static void put_warnings(Buf *o, const ServeJob *job)
+{
+    int k = 0;
+    for (int i = 0; i < job->n; i++) {
+        if (job->full_tokens[i] <= job->src_tokens[i]) continue;
+        buf_puts(o, k++ ? "," : ",\"warnings\":[");
+        char msg[128];
+        int n = snprintf(msg, sizeof msg, "line %d: %d tokens, truncated to the model's limit of %d",
+                         i + 1, job->full_tokens[i], job->src_tokens[i]);
+        buf_json_string(o, msg, (size_t)n);
+    }
+    if (k) buf_puts(o, "]");
+}
+
+void reply_translations(Buf *o, const Request *r, const ServeJob *job)
+{
+    buf_reset(o);
+    if (r->form == FORM_LIBRE) {
+        buf_puts(o, "{\"translatedText\":");
+        put_best(o, job, r->list);
+        if (r->alternatives > 0) {
+            buf_puts(o, ",\"alternatives\":");
+            put_alternatives(o, job, r->list);
+        }
+    } else {
+        buf_puts(o, "{\"translations\":");
+        put_best(o, job, true);
+        if (r->want_nbest) {
+            buf_puts(o, ",\"nbest\":");
+            put_nbest(o, job);
+        }
+    }
+    put_warnings(o, job);
+    buf_puts(o, "}\n");
+}
+
+static const char *language_name(const char *code)
+{
+    static const char *const names[][2] = {
+        {"ar", "Arabic"}, {"cs", "Czech"}, {"de", "German"}, {"en", "English"},
+        {"es", "Spanish"}, {"fr", "French"}, {"it", "Italian"}, {"ja", "Japanese"},
+        {"nl", "Dutch"}, {"pl", "Polish"}, {"pt", "Portuguese"}, {"ru", "Russian"},
+        {"tr", "Turkish"}, {"uk", "Ukrainian"}, {"zh", "Chinese"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(names[i][0], code) == 0) return names[i][1];
+    return code;
+}
+
+static void put_language(Buf *o, const char *code, const char *target)
+{
+    buf_puts(o, "{\"code\":");
+    buf_json_string(o, code, strlen(code));
+    buf_puts(o, ",\"name\":");
+    const char *name = language_name(code);
+    buf_json_string(o, name, strlen(name));
+    buf_puts(o, ",\"targets\":[");
+    if (target) buf_json_string(o, target, strlen(target));
+    buf_puts(o, "]}");
+}
+
+void reply_languages(Buf *o, const char *source, const char *target)
+{
+    buf_reset(o);
+    buf_puts(o, "[");
+    if (source) put_language(o, source, target);
+    if (target) {
+        if (source) buf_puts(o, ",");
+        put_language(o, target, NULL);
+    }
+    buf_puts(o, "]\n");
+}

@@ -1,0 +1,260 @@
+/* request: see request.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "base/text.h"
+#include "serve/request.h"
+
+/* The offset of the first NUL byte, raw or written as the escape \u0000,
+ * or -1. Backslashes appear only inside JSON strings, where "\\" is one
+ * escaped backslash, so escapes are read two bytes at a time. */
+static long find_nul(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\0') return (long)i;
+        if (s[i] != '\\' || i + 1 >= n) continue;
+        if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0) return (long)i;
+        i++;
+    }
+    return -1;
+}
+
+static bool add_line(Request *r, const char *s, size_t n)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        size_t *offs = realloc(r->offs, sizeof *offs * (size_t)cap);
+        if (offs) r->offs = offs;
+        size_t *lens = realloc(r->lens, sizeof *lens * (size_t)cap);
+        if (lens) r->lens = lens;
+        const char **lines = realloc(r->lines, sizeof *lines * (size_t)cap);
+        if (lines) r->lines = lines;
+        if (!offs || !lens || !lines) return false;
+        r->cap = cap;
+    }
+    r->offs[r->n] = r->text.len;
+    r->lens[r->n] = n;
+    r->n++;
+    buf_put(&r->text, s, n);
+    buf_put(&r->text, "", 1);       /* the NUL after each line */
+    return !r->text.failed;
+}
+
+/* key's value as an integer in [lo, hi]; false (with msg) otherwise */
+static bool get_int(const cJSON *v, int lo, int hi, int *out, char *msg, size_t size)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi) {
+        snprintf(msg, size, "'%s' must be an integer in [%d, %d]", v->string, lo, hi);
+        return false;
+    }
+    *out = (int)v->valuedouble;
+    return true;
+}
+
+static bool get_number(const cJSON *v, double lo, double hi, float *out, char *msg, size_t size)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi)) {
+        snprintf(msg, size, "'%s' must be a number in [%g, %g]", v->string, lo, hi);
+        return false;
+    }
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+/* "text" or "q": a string, or a list of strings */
+static int get_lines(Request *r, const cJSON *v, const RequestLimits *lim, char *msg, size_t size)
+{
+    const char *name = v->string;
+    if (cJSON_IsString(v)) {
+        r->list = false;
+        return add_line(r, v->valuestring, strlen(v->valuestring)) ? 0 : 500;
+    }
+    if (!cJSON_IsArray(v)) {
+        snprintf(msg, size, "'%s' must be a string or a list of strings", name);
+        return 400;
+    }
+    r->list = true;
+    int count = cJSON_GetArraySize(v);
+    if (count > lim->max_lines) {
+        snprintf(msg, size, "'%s' has %d lines, more than the %d a request may hold", name, count,
+                 lim->max_lines);
+        return 413;
+    }
+    int i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        if (!cJSON_IsString(e)) {
+            snprintf(msg, size, "'%s'[%d] must be a string", name, i);
+            return 400;
+        }
+        if (!add_line(r, e->valuestring, strlen(e->valuestring))) return 500;
+    }
+    return 0;
+}
+
+static bool get_string(const cJSON *v, const char **out, char *msg, size_t size)
+{
+    if (!cJSON_IsString(v)) {
+        snprintf(msg, size, "'%s' must be a string", v->string);
+        return false;
+    }
+    *out = v->valuestring;
+    return true;
+}
+
+/* The fields of the object o, checked; the form is known from its keys. */
+static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, char *msg, size_t size)
+{
+    const cJSON *lines = NULL;
+    const char *source = NULL, *target = NULL, *format = NULL;
+    bool have_beam = false, have_nbest = false;
+    for (const cJSON *v = o->child; v; v = v->next) {
+        const char *k = v->string;
+        bool ok = true;
+        if (strcmp(k, "text") == 0 || strcmp(k, "q") == 0) {
+            if (lines) {
+                snprintf(msg, size, "'%s' and '%s' both given: one list of lines a request",
+                         lines->string, k);
+                return 400;
+            }
+            lines = v;
+            r->form = k[0] == 'q' ? FORM_LIBRE : FORM_TFM;
+        } else if (strcmp(k, "beam") == 0) {
+            ok = get_int(v, 1, lim->max_beam, &r->opt.beam, msg, size);
+            have_beam = true;
+        } else if (strcmp(k, "alpha") == 0) {
+            ok = get_number(v, 0, DECODE_MAX_ALPHA, &r->opt.alpha, msg, size);
+        } else if (strcmp(k, "nbest") == 0) {
+            ok = get_int(v, 1, lim->max_beam, &r->opt.nbest, msg, size);
+            have_nbest = r->want_nbest = true;
+        } else if (strcmp(k, "max_len_b") == 0) {
+            ok = get_int(v, 0, DECODE_MAX_LEN_B, &r->opt.max_len_b, msg, size);
+        } else if (strcmp(k, "source") == 0) {
+            ok = get_string(v, &source, msg, size);
+        } else if (strcmp(k, "target") == 0) {
+            ok = get_string(v, &target, msg, size);
+        } else if (strcmp(k, "format") == 0) {
+            ok = get_string(v, &format, msg, size);
+        } else if (strcmp(k, "api_key") == 0) {
+            const char *key;
+            if ((ok = get_string(v, &key, msg, size))) {
+                buf_reset(&r->key);
+                buf_puts(&r->key, key);
+                r->has_key = true;
+            }
+        } else if (strcmp(k, "alternatives") == 0) {
+            ok = get_int(v, 0, lim->max_beam - 1, &r->alternatives, msg, size);
+        } else {
+            snprintf(msg, size, "unknown key '%.64s'", k);
+            return 400;
+        }
+        if (!ok) return 400;
+    }
+    if (!lines) {
+        snprintf(msg, size, "missing 'text' (or LibreTranslate's 'q')");
+        return 400;
+    }
+    static const char *const tfm_only[] = {"beam", "alpha", "nbest", "max_len_b"};
+    static const char *const libre_only[] = {"source", "target", "format", "api_key",
+                                             "alternatives"};
+    const char *const *other = r->form == FORM_TFM ? libre_only : tfm_only;
+    const int n_other = r->form == FORM_TFM ? 5 : 4;
+    for (int i = 0; i < n_other; i++)
+        if (cJSON_GetObjectItemCaseSensitive(o, other[i])) {
+            snprintf(msg, size, "'%s' does not go with '%s'", other[i], lines->string);
+            return 400;
+        }
+    if (r->form == FORM_LIBRE) {
+        if (!source || !target) {
+            snprintf(msg, size, "missing '%s' (LibreTranslate's form needs 'source' and 'target')",
+                     source ? "target" : "source");
+            return 400;
+        }
+        if (format && strcmp(format, "text") != 0) {
+            snprintf(msg, size, "format '%.32s' is not supported (only 'text')", format);
+            return 400;
+        }
+        if (lim->source_lang && strcmp(source, "auto") != 0 && strcmp(source, lim->source_lang) != 0) {
+            snprintf(msg, size, "%.32s is not supported", source);
+            return 400;
+        }
+        if (lim->target_lang && strcmp(target, lim->target_lang) != 0) {
+            snprintf(msg, size, "%.32s is not supported", target);
+            return 400;
+        }
+        if (r->alternatives > 0) {
+            r->opt.nbest = r->alternatives + 1;
+            if (r->opt.beam < r->opt.nbest) r->opt.beam = r->opt.nbest;
+        }
+    }
+    if (have_nbest && r->opt.nbest > r->opt.beam) {
+        snprintf(msg, size, "'nbest' %d is larger than the beam (%d)%s", r->opt.nbest, r->opt.beam,
+                 have_beam ? "" : ": give 'beam' too");
+        return 400;
+    }
+    if (!have_nbest && r->form == FORM_TFM) r->opt.nbest = 1;
+    return get_lines(r, lines, lim, msg, size);
+}
+
+int request_parse(Request *r, const char *body, size_t len, const RequestLimits *lim, char *msg,
+                  size_t size)
+{
+    r->n = 0;
+    r->list = r->want_nbest = r->has_key = false;
+    r->alternatives = 0;
+    r->form = FORM_TFM;
+    r->opt = lim->defaults;
+    buf_reset(&r->text);
+    buf_reset(&r->key);
+    size_t bad;
+    if (!text_utf8_valid(body, len, &bad)) {
+        snprintf(msg, size, "invalid UTF-8 at byte %zu", bad + 1);
+        return 400;
+    }
+    long nul = find_nul(body, len);
+    if (nul >= 0) {
+        snprintf(msg, size, "contains a NUL byte at byte %ld", nul + 1);
+        return 400;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (root && end) {
+        while (end < body + len && strchr(" \t\r\n", *end)) end++;
+        if (end < body + len) {
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        if (end && end >= body && end <= body + len) at = end;
+        long pos = at && at >= body && at <= body + len ? (long)(at - body) + 1 : 1;
+        snprintf(msg, size, "malformed JSON at byte %ld", pos);
+        return 400;
+    }
+    int status;
+    if (!cJSON_IsObject(root)) {
+        snprintf(msg, size, "the body must be a JSON object");
+        status = 400;
+    } else {
+        status = read_fields(r, root, lim, msg, size);
+    }
+    cJSON_Delete(root);
+    if (status == 500) snprintf(msg, size, "out of memory");
+    if (status) return status;
+    for (int i = 0; i < r->n; i++) r->lines[i] = r->text.p + r->offs[i];
+    return 0;
+}
+
+void request_free(Request *r)
+{
+    buf_free(&r->text);
+    buf_free(&r->key);
+    free(r->offs);
+    free(r->lens);
+    free(r->lines);
+    memset(r, 0, sizeof *r);
+}

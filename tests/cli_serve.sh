@@ -1,0 +1,278 @@
+# cli_serve.sh: `tfm serve` through the real binary, each server on --port 0:
+# every endpoint, both request forms, n-best, equality with `tfm translate`
+# under 200 concurrent requests, every error row with its exact status and
+# body, limits and timeouts, 64 clients under load and SIGTERM in the middle.
+. "$(dirname "$0")/cli_lib.sh"
+MINI=$PWD/tests/data/mini
+FLICKR=$PWD/data/test_2016_flickr.de
+LOAD=${SERVE_LOAD:-$PWD/build/serve_load}
+cd "$T" || exit 1
+if ! command -v curl >/dev/null 2>&1; then
+    echo "cli_serve: skipped: no curl (apt-get install curl)" >&2
+    cli_summary
+    exit 0
+fi
+[ -x "$LOAD" ] || { cli_fail "no load generator at $LOAD (make $LOAD)"; cli_summary; exit 1; }
+"$TFM" train "$MINI/mini.json" -q >/dev/null 2>&1 || { cli_fail "training the test model"; cli_summary; exit 1; }
+
+# start_server NAME [OPTIONS...]: tfm serve -m model.tfm --port 0 OPTIONS in
+# the background; waits for its "serving" line; sets PORT, SPID, SLOG.
+start_server() {
+    SLOG=$T/serve.$1.err; shift
+    "$TFM" serve -m model.tfm --port 0 "$@" 2>"$SLOG" &
+    SPID=$!
+    PORT=
+    for _ in $(seq 600); do
+        PORT=$(sed -n 's|^tfm: serving model.tfm on http://127.0.0.1:\([0-9]*\)$|\1|p' "$SLOG")
+        [ -n "$PORT" ] && return 0
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    cli_fail "the server did not start: $(head -c 300 "$SLOG")"
+    return 1
+}
+# stop_server [SIGNAL]: signals it (TERM) and waits; SRC gets its exit status.
+stop_server() {
+    kill -"${1:-TERM}" "$SPID"
+    wait "$SPID"
+    SRC=$?
+}
+url() { echo "http://127.0.0.1:$PORT$1"; }
+# expect_http STATUS NAME BODY -- CURL_ARGS... PATH: the status and the exact
+# body (without its final newline) of one request; headers in $T/hhead.
+expect_http() {
+    local want=$1 name=$2 body=$3; shift 4
+    local path=${!#} got
+    got=$(curl -s -o "$T/hbody" -D "$T/hhead" -w '%{http_code}' "${@:1:$#-1}" "$(url "$path")")
+    if [ "$got" != "$want" ]; then
+        cli_fail "$name: HTTP $got, expected $want: $(head -c 300 "$T/hbody")"
+        return 1
+    fi
+    if [ "$(cat "$T/hbody")" != "$body" ]; then
+        cli_fail "$name: body '$(head -c 300 "$T/hbody")', expected '$body'"
+        return 1
+    fi
+    cli_ok
+}
+post() { curl -s -H 'Content-Type: application/json' --data-binary "$1" "$(url /translate)"; }
+
+printf 'Ein Hund läuft.\n\nZwei Männer stehen auf der Straße.\n  \nEine Frau mit einem roten Hut.\n' >in.txt
+"$TFM" translate -q <in.txt >ref.txt
+"$TFM" translate -q -b 1 <in.txt >ref_greedy.txt
+"$TFM" translate -q -b 4 --nbest 2 <in.txt >ref_nbest.txt
+head -n 200 "$FLICKR" >in200.txt
+"$TFM" translate -q <in200.txt >ref200.txt
+head -n 60 in200.txt >in60.txt
+head -n 60 ref200.txt >ref60.txt
+"$TFM" translate -q -b 1 <in60.txt >ref60_greedy.txt
+
+# ---- endpoints and both forms ----
+start_server main --source-lang de --target-lang en || { cli_summary; exit 1; }
+check "the start line names the model and the address" grep -qx "tfm: serving model.tfm on http://127.0.0.1:$PORT" "$SLOG"
+expect_http 200 "GET /health" '{"status":"ok"}' -- /health
+check "/health is JSON" grep -qi '^Content-Type: application/json' "$T/hhead"
+expect_http 200 "GET /languages" '[{"code":"de","name":"German","targets":["en"]},{"code":"en","name":"English","targets":[]}]' -- /languages
+curl -s -D "$T/hhead" "$(url /)" >page.html
+check "GET / is the page" grep -q '<button id="go" type="button">Translate</button>' page.html
+check "GET / is HTML" grep -qi '^Content-Type: text/html' "$T/hhead"
+check "the page loads nothing from elsewhere" not grep -Eq '(src|href)="(https?:)?//' page.html
+
+line1=$(sed -n 1p ref.txt)
+post '{"text": "Ein Hund läuft."}' >a.json
+check "one string in: a one-element list out, translate's line" \
+    test "$(cat a.json)" = "{\"translations\":[\"$line1\"]}"
+python_list=$(awk 'BEGIN { ORS = "" } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "%s\"%s\"", (NR > 1 ? "," : ""), $0 }' in.txt)
+post "{\"text\": [$python_list]}" >list.json
+ref_list=$(awk 'BEGIN { ORS = "" } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "%s\"%s\"", (NR > 1 ? "," : ""), $0 }' ref.txt)
+check "a list in: the list of translate's lines, in order (blank lines empty)" \
+    test "$(cat list.json)" = "{\"translations\":[$ref_list]}"
+post '{"text": []}' >empty.json
+check "an empty list gives an empty list" test "$(cat empty.json)" = '{"translations":[]}'
+greedy_list=$(awk 'BEGIN { ORS = "" } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "%s\"%s\"", (NR > 1 ? "," : ""), $0 }' ref_greedy.txt)
+post "{\"text\": [$python_list], \"beam\": 1}" >greedy.json
+check "\"beam\": 1 gives translate -b 1's lines" test "$(cat greedy.json)" = "{\"translations\":[$greedy_list]}"
+
+# n-best: the texts, log-probabilities and scores of translate --nbest
+post "{\"text\": [$python_list], \"beam\": 4, \"nbest\": 2}" >nbest.json
+/usr/bin/python3 - nbest.json ref_nbest.txt <<'EOF' >nbest.check 2>&1
+import json, sys
+got = json.load(open(sys.argv[1]))
+rows = [l.rstrip('\n').split(' ||| ') for l in open(sys.argv[2], encoding='utf-8')]
+want = {}
+for i, text, f0, score in rows:
+    want.setdefault(int(i), []).append((text, float(f0[4:]), float(score)))
+assert len(got['nbest']) == 5, got
+for i, hyps in enumerate(got['nbest']):
+    if not want[i][0][0]:
+        assert hyps == [{'text': '', 'logprob': 0, 'score': 0}], hyps
+        continue
+    assert [(h['text'], round(h['logprob'], 4), round(h['score'], 4)) for h in hyps] == \
+        [(t, round(f, 4), round(s, 4)) for t, f, s in want[i]], (hyps, want[i])
+    assert got['translations'][i] == hyps[0]['text']
+print('ok')
+EOF
+check "nbest: translate --nbest's hypotheses, log-probabilities and scores ($(tail -n 1 nbest.check))" grep -qx ok nbest.check
+
+# LibreTranslate's form and answers
+post '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "format": "text"}' >libre.json
+check "LibreTranslate form, one string: translatedText is a string" \
+    test "$(cat libre.json)" = "{\"translatedText\":\"$line1\"}"
+post '{"q": ["Ein Hund läuft.", ""], "source": "auto", "target": "en"}' >libre2.json
+check "LibreTranslate form, a list: translatedText is a list" \
+    test "$(cat libre2.json)" = "{\"translatedText\":[\"$line1\",\"\"]}"
+post '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "alternatives": 1}' >libre3.json
+check "LibreTranslate alternatives" grep -q '^{"translatedText":"[^"]*","alternatives":\["[^"]*"\]}$' libre3.json
+
+# a line over the model's limit: translate's cut, and a warning in the answer
+long=$(awk 'BEGIN { for (i = 0; i < 300; i++) printf "Hund "; }')
+echo "$long" | "$TFM" translate -q >ref_long.txt
+post "{\"text\": \"$long\"}" >long.json
+check "a long line: cut as translate cuts it, with a warning" \
+    test "$(cat long.json)" = "{\"translations\":[\"$(cat ref_long.txt)\"],\"warnings\":[\"line 1: 301 tokens, truncated to the model's limit of 41\"]}"
+
+# 200 lines as 200 concurrent requests, each equal to translate's line; and
+# greedy and beam requests at once, batched apart
+check "200 concurrent requests: translate's lines ($("$LOAD" -p "$PORT" -i in200.txt -c 200 -o out200.txt -e ref200.txt 2>&1 | tail -n 1))" cmp -s out200.txt ref200.txt
+"$LOAD" -p "$PORT" -i in60.txt -c 16 -b 1 -e ref60_greedy.txt >mixed1.out 2>&1 &
+lp=$!
+"$LOAD" -p "$PORT" -i in60.txt -c 16 -e ref60.txt >mixed2.out 2>&1
+check "beam and greedy requests at the same time: each as translate ($(tail -n 1 mixed2.out))" grep -q ' wrong 0 refused 0 failed 0 ' mixed2.out
+wait $lp
+check "... and the greedy ones ($(tail -n 1 mixed1.out))" grep -q 'ok 60 wrong 0 ' mixed1.out
+
+curl -s "$(url /metrics)" >metrics.txt
+check "metrics: requests by code" grep -Eq '^tfm_requests_total\{code="200"\} [1-9][0-9]*$' metrics.txt
+check "metrics: sentences" grep -Eq '^tfm_sentences_total [1-9][0-9]*$' metrics.txt
+check "metrics: tokens" grep -Eq '^tfm_source_tokens_total [1-9][0-9]*$' metrics.txt
+check "metrics: queue" grep -Eq '^tfm_queue_sentences 0$' metrics.txt
+check "metrics: batch-size histogram" grep -Eq '^tfm_batch_sentences_bucket\{le="\+Inf"\} [1-9]' metrics.txt
+check "metrics: latency histogram" grep -Eq '^tfm_request_seconds_count [1-9]' metrics.txt
+check "metrics: some batches held several requests' lines" \
+    awk '/^tfm_batch_sentences_bucket\{le="1"\}/ { one = $2 } /^tfm_batch_sentences_count/ { all = $2 } END { exit !(all > one) }' metrics.txt
+
+# ---- bad requests: a JSON error, the exact status and body ----
+expect_http 400 "malformed JSON" "{\"error\":\"malformed JSON at byte 13\"}" -- --data-binary '{"text":"a",}' /translate
+expect_http 400 "trailing garbage after the JSON" "{\"error\":\"malformed JSON at byte 14\"}" -- --data-binary '{"text":"a"} x' /translate
+expect_http 400 "not an object" "{\"error\":\"the body must be a JSON object\"}" -- --data-binary '["a"]' /translate
+expect_http 400 "text of a wrong type" "{\"error\":\"'text' must be a string or a list of strings\"}" -- --data-binary '{"text": 5}' /translate
+expect_http 400 "a list item of a wrong type" "{\"error\":\"'text'[1] must be a string\"}" -- --data-binary '{"text": ["a", null]}' /translate
+expect_http 400 "unknown key" "{\"error\":\"unknown key 'beams'\"}" -- --data-binary '{"text": "a", "beams": 2}' /translate
+expect_http 400 "no text" "{\"error\":\"missing 'text' (or LibreTranslate's 'q')\"}" -- --data-binary '{}' /translate
+expect_http 400 "beam out of range" "{\"error\":\"'beam' must be an integer in [1, 4]\"}" -- --data-binary '{"text": "a", "beam": 5}' /translate
+expect_http 400 "beam not an integer" "{\"error\":\"'beam' must be an integer in [1, 4]\"}" -- --data-binary '{"text": "a", "beam": 1.5}' /translate
+expect_http 400 "alpha out of range" "{\"error\":\"'alpha' must be a number in [0, 10]\"}" -- --data-binary '{"text": "a", "alpha": -1}' /translate
+expect_http 400 "nbest over the beam" "{\"error\":\"'nbest' 3 is larger than the beam (2)\"}" -- --data-binary '{"text": "a", "beam": 2, "nbest": 3}' /translate
+expect_http 400 "max_len_b of a wrong type" "{\"error\":\"'max_len_b' must be an integer in [0, 1000000]\"}" -- --data-binary '{"text": "a", "max_len_b": "9"}' /translate
+printf '{"text": "gut \xff"}' >bad_utf8.json
+expect_http 400 "invalid UTF-8" "{\"error\":\"invalid UTF-8 at byte 15\"}" -- --data-binary @bad_utf8.json /translate
+printf '{"text": "a\0b"}' >nul.json
+expect_http 400 "a NUL byte" "{\"error\":\"contains a NUL byte at byte 12\"}" -- --data-binary @nul.json /translate
+expect_http 400 "an escaped NUL" "{\"error\":\"contains a NUL byte at byte 12\"}" -- --data-binary '{"text": "a\u0000b"}' /translate
+expect_http 200 "an escaped backslash before u0000 is no NUL" "{\"translations\":[\"$(printf 'a\\u0000b\n' | "$TFM" translate -q | sed 's/\\/\\\\/g')\"]}" -- --data-binary '{"text": "a\\u0000b"}' /translate
+expect_http 400 "both text and q" "{\"error\":\"'text' and 'q' both given: one list of lines a request\"}" -- --data-binary '{"text": "a", "q": "b"}' /translate
+expect_http 400 "LibreTranslate key with tfm's form" "{\"error\":\"'source' does not go with 'text'\"}" -- --data-binary '{"text": "a", "source": "de"}' /translate
+expect_http 400 "LibreTranslate form without target" "{\"error\":\"missing 'target' (LibreTranslate's form needs 'source' and 'target')\"}" -- --data-binary '{"q": "a", "source": "de"}' /translate
+expect_http 400 "LibreTranslate: a source the model does not translate" "{\"error\":\"fr is not supported\"}" -- --data-binary '{"q": "a", "source": "fr", "target": "en"}' /translate
+expect_http 400 "LibreTranslate: a target the model does not translate" "{\"error\":\"de is not supported\"}" -- --data-binary '{"q": "a", "source": "de", "target": "de"}' /translate
+expect_http 400 "LibreTranslate: html format" "{\"error\":\"format 'html' is not supported (only 'text')\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "html"}' /translate
+expect_http 404 "unknown path" "{\"error\":\"no such path (POST /translate; GET /, /health, /languages, /metrics)\"}" -- /nope
+expect_http 405 "GET /translate" "{\"error\":\"method not allowed here (allowed: POST, OPTIONS)\"}" -- /translate
+check "405 names the allowed methods" grep -qi '^Allow: POST, OPTIONS' "$T/hhead"
+expect_http 405 "POST /health" "{\"error\":\"method not allowed here (allowed: GET, HEAD)\"}" -- --data-binary x /health
+expect_http 204 "a browser's preflight" "" -- -X OPTIONS /translate
+expect_http 200 "the server still answers after all that" "{\"status\":\"ok\"}" -- /health
+# a client that goes away while its lines wait costs nothing more
+curl -s -m 0.05 --data-binary '{"text": ["Ein Hund läuft."]}' "$(url /translate)" >/dev/null 2>&1
+expect_http 200 "after a client left mid-request" "{\"translations\":[\"$line1\"]}" -- --data-binary '{"text": "Ein Hund läuft."}' /translate
+stop_server INT
+check "SIGINT: exit 0" test "$SRC" = 0
+check "one access-log line per request" test "$(grep -c '^tfm: 127.0.0.1 "' "$SLOG")" -ge 50
+check "access-log line form" grep -Eq '^tfm: 127\.0\.0\.1 "POST /translate" 200 [0-9]+ [0-9.]+ms 1 lines$' "$SLOG"
+check "stop lines" grep -qx 'tfm: stopped' "$SLOG"
+
+# -q: no access log
+start_server quiet -q || { cli_summary; exit 1; }
+curl -s "$(url /health)" >/dev/null
+stop_server
+check "-q: only the start line" test "$(cat "$SLOG")" = "tfm: serving model.tfm on http://127.0.0.1:$PORT"
+check "-q: exit 0" test "$SRC" = 0
+
+# ---- limits: 413, 503, 504, 401, slow clients ----
+start_server limits --max-request-bytes 100 --max-queue 4 --batch-wait-ms 1500 --timeout-ms 1000 || { cli_summary; exit 1; }
+big=$(awk 'BEGIN { printf "{\"text\": \""; for (i = 0; i < 100; i++) printf "a"; printf "\"}" }')
+expect_http 413 "a body over --max-request-bytes" "{\"error\":\"the body is larger than --max-request-bytes (100)\"}" -- --data-binary "$big" /translate
+printf '%s' "$big" >big.json
+expect_http 413 "a chunked body over --max-request-bytes" "{\"error\":\"the body is larger than --max-request-bytes (100)\"}" -- -H 'Transfer-Encoding: chunked' --data-binary @big.json /translate
+expect_http 413 "more lines than a request may hold" "{\"error\":\"'text' has 5 lines, more than the 4 a request may hold\"}" -- --data-binary '{"text":["a","b","c","d","e"]}' /translate
+# the worker waits 1.5 s for company: 3 lines wait, 2 more would be 5 > 4
+curl -s -o wait1.json -w '%{http_code}' --data-binary '{"text":["Hund","Katze","Haus"]}' "$(url /translate)" >wait1.code &
+cp=$!
+sleep 0.5
+expect_http 503 "the queue is full" "{\"error\":\"the queue is full (3 lines waiting, --max-queue 4): try again later\"}" -- --data-binary '{"text":["a","b"]}' /translate
+check "503 says when to come back" grep -qi '^Retry-After: 1' "$T/hhead"
+wait $cp
+check "a request waiting longer than --timeout-ms: 504" test "$(cat wait1.code)" = 504
+check "504 body" test "$(cat wait1.json)" = '{"error":"timed out: waited longer than --timeout-ms for the decoder"}'
+# a silent client is dropped after --timeout-ms without holding anything up
+exec 3<>/dev/tcp/127.0.0.1/"$PORT"
+printf 'POST /translate HTTP/1.1\r\nHost: x\r\n' >&3
+expect_http 200 "answers others while a client is silent" "{\"status\":\"ok\"}" -- /health
+t0=$(date +%s%N)
+timeout 10 cat <&3 >/dev/null
+t1=$(date +%s%N)
+exec 3<&-
+check "a silent client is disconnected after about --timeout-ms ($(( (t1 - t0) / 1000000 )) ms)" test $(( (t1 - t0) / 1000000 )) -lt 5000
+stop_server
+check "after 413/503/504: exit 0" test "$SRC" = 0
+
+printf 's3cr3t-key\n' >key.txt
+start_server key --api-key-file key.txt || { cli_summary; exit 1; }
+expect_http 401 "no API key" "{\"error\":\"missing or wrong API key\"}" -- --data-binary '{"text": "a"}' /translate
+expect_http 401 "a wrong API key" "{\"error\":\"missing or wrong API key\"}" -- -H 'Authorization: Bearer s3cr3t-kez' --data-binary '{"text": "a"}' /translate
+expect_http 401 "a prefix of the API key" "{\"error\":\"missing or wrong API key\"}" -- -H 'X-API-Key: s3cr3t' --data-binary '{"text": "a"}' /translate
+expect_http 401 "a wrong LibreTranslate api_key" "{\"error\":\"missing or wrong API key\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "api_key": "nope"}' /translate
+expect_http 200 "the key as a Bearer token" "{\"translations\":[\"$line1\"]}" -- -H 'Authorization: Bearer s3cr3t-key' --data-binary '{"text": "Ein Hund läuft."}' /translate
+expect_http 200 "the key as X-API-Key" "{\"translations\":[\"$line1\"]}" -- -H 'X-API-Key: s3cr3t-key' --data-binary '{"text": "Ein Hund läuft."}' /translate
+expect_http 200 "the key as LibreTranslate's api_key" "{\"translatedText\":\"$line1\"}" -- --data-binary '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "api_key": "s3cr3t-key"}' /translate
+expect_http 200 "GET /health needs no key" "{\"status\":\"ok\"}" -- /health
+stop_server
+
+# ---- usage and start-up errors ----
+expect_exit 2 "serve: unknown option" -- "$TFM" serve --prot 1
+expect_err_line "serve: unknown option message" "tfm: serve: unknown option '--prot' (see tfm serve --help)"
+expect_exit 2 "serve: port out of range" -- "$TFM" serve --port 70000
+expect_err_line "serve: port message" "tfm: serve: --port: expected an integer in [0, 65535], got '70000'"
+expect_exit 1 "serve: missing model" -- "$TFM" serve -m nope.tfm --port 0
+expect_err_line "serve: missing model message" "tfm: nope.tfm: cannot open: No such file or directory (choose the model with -m MODEL or \$TFM_MODEL)"
+expect_exit 1 "serve: missing API key file" -- "$TFM" serve --api-key-file nokey.txt --port 0
+expect_err_line "serve: API key file message" "tfm: nokey.txt: cannot open: No such file or directory"
+: >emptykey.txt
+expect_exit 1 "serve: empty API key file" -- "$TFM" serve --api-key-file emptykey.txt --port 0
+expect_err_line "serve: empty key message" "tfm: emptykey.txt: line 1: no API key there"
+expect_exit 2 "serve: a host that is no address" -- "$TFM" serve -m model.tfm --host no.such.host.invalid --port 0
+expect_err_line "serve: host message" "tfm: serve: --host no.such.host.invalid: not an address of this machine"
+start_server busy || { cli_summary; exit 1; }
+expect_exit 1 "serve: port in use" -- "$TFM" serve -m model.tfm --port "$PORT"
+expect_err_line "serve: port in use message" "tfm: serve: cannot listen on 127.0.0.1 port $PORT (in use, or not allowed)"
+stop_server
+
+# ---- 64 clients for a few seconds, then SIGTERM in the middle of the load ----
+start_server load --batch-size 16 || { cli_summary; exit 1; }
+"$LOAD" -p "$PORT" -i in200.txt -c 64 -d 2 -e ref200.txt >load.out 2>&1
+check "64 clients for 2 s: every answer translate's, none lost ($(tail -n 1 load.out))" \
+    grep -Eq '^requests [1-9][0-9]* ok [1-9][0-9]* wrong 0 refused 0 failed 0 http503 0 other 0 ' load.out
+"$LOAD" -p "$PORT" -i in200.txt -c 64 -d 3 -e ref200.txt >stop.out 2>&1 &
+lp=$!
+sleep 1
+stop_server TERM
+wait $lp
+check "SIGTERM under load: exit 0" test "$SRC" = 0
+check "SIGTERM under load: no answer wrong or cut short ($(tail -n 1 stop.out))" grep -q ' wrong 0 refused [0-9]* failed 0 ' stop.out
+check "SIGTERM under load: every request the server read was answered" \
+    not grep -Eq '"POST /translate" - -|connection closed' "$SLOG"
+served=$(grep -c '"POST /translate" 200 ' "$SLOG")
+got=$(cat load.out stop.out | sed -n 's/^requests [0-9]* ok \([0-9]*\) .*/\1/p' | awk '{ n += $1 } END { print n }')
+check "the clients got every 200 the server logged, over both runs ($got of $served)" test "$served" = "$got"
+check "the server said it was stopping" grep -q '^tfm: stopping: no new connections' "$SLOG"
+
+cli_summary
