@@ -17,6 +17,8 @@
 #include "serve/page.h"
 #include "serve/reply.h"
 
+enum { KEEP_BYTES = 64 * 1024 };     /* a request's buffers kept for the next, at most */
+
 typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_QUEUED, PHASE_DONE, PHASE_ANSWERED } Phase;
 
 /* One request's state, reused by the next request once answered. */
@@ -372,6 +374,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
         if (!l->failed) s->cfg.log(s->cfg.log_ctx, l->p);
     }
     c->job.n = 0;
+    /* kept for the next request, but not a rare big body's worth */
+    if (c->body.cap > KEEP_BYTES) buf_free(&c->body);
+    if (c->out.cap > KEEP_BYTES) buf_free(&c->out);
+    if (c->job.out.cap > KEEP_BYTES) buf_free(&c->job.out);
+    if (c->req.text.cap > KEEP_BYTES) buf_free(&c->req.text);
     c->next_free = s->free_conns;
     s->free_conns = c;
     atomic_fetch_sub(&s->open, 1);
