@@ -13,7 +13,7 @@ const context = await chromium.launchPersistentContext(profile, {
   headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1000, height: 560 },
+  viewport: { width: 1000, height: 440 },
   timeout: 60000,
 });
 try {
