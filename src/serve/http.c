@@ -329,9 +329,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         atomic_fetch_add(&s->open, 1);
         describe(c, method, url);
         client_address(c);
-        return route(c, url, method);
+        /* POST /translate is checked as its headers come (401, 413 before
+         * the body is read); the rest is answered once the request is all
+         * in, which keeps the connection open for the next one */
+        if (strcmp(url, "/translate") == 0 && strcmp(method, "POST") == 0)
+            return route(c, url, method);
+        return MHD_YES;
     }
     switch (c->phase) {
+    case PHASE_HEADERS:
+        if (*upload_size) {
+            *upload_size = 0;       /* a body where none is wanted: dropped */
+            return MHD_YES;
+        }
+        return route(c, url, method);
     case PHASE_BODY:
         if (*upload_size) {
             if (!c->too_large && c->body.len + *upload_size > s->cfg.max_request_bytes)
