@@ -51,6 +51,11 @@ start_server() {
 }
 stop_server() { kill -TERM "$SPID"; wait "$SPID"; SPID=; }
 field() { sed -n "s|.* $1 \([0-9.]*\).*|\1|p" "$2"; }
+# the server's batches so far: "count sum" (GET /metrics)
+batches() {
+    curl -s "http://127.0.0.1:$PORT/metrics" |
+        awk '/^tfm_batch_sentences_count/ { c = $2 } /^tfm_batch_sentences_sum/ { s = $2 } END { print c + 0, s + 0 }'
+}
 
 if [ "$SOAK" != 0 ]; then
     start_server
@@ -99,18 +104,21 @@ print('%.1f %.2f %.2f %.2f' % (len(lat) / total, q(0.5), q(0.95), q(0.99)))
 EOF
 read -r b1 b1p50 b1p95 b1p99 <"$W/b1.txt"
 
-echo "| what | sentences/s | p50 ms | p95 ms | p99 ms |"
-echo "|---|---|---|---|---|"
-printf '| tfm translate --batch-size 64 | %.1f | | | |\n' "$b64"
-printf '| tfm translate --batch-size 1, a line at a time | %s | %s | %s | %s |\n' "$b1" "$b1p50" "$b1p95" "$b1p99"
+echo "| what | sentences/s | p50 ms | p95 ms | p99 ms | lines a batch |"
+echo "|---|---|---|---|---|---|"
+printf '| tfm translate --batch-size 64 | %.1f | | | | 64 |\n' "$b64"
+printf '| tfm translate --batch-size 1, a line at a time | %s | %s | %s | %s | 1 |\n' "$b1" "$b1p50" "$b1p95" "$b1p99"
 start_server
 for c in $CLIENTS; do
     "$LOAD" -p "$PORT" -i "$INPUT" -c "$c" -d "$WARM" >/dev/null 2>&1
+    read -r n0 s0 < <(batches)
     "$LOAD" -p "$PORT" -i "$INPUT" -c "$c" -d "$SECS" >"$W/c$c.out" 2>"$W/c$c.err"
+    read -r n1 s1 < <(batches)
     ok=$(field ok "$W/c$c.out")
     errors=$(( $(field wrong "$W/c$c.out") + $(field refused "$W/c$c.out") + $(field failed "$W/c$c.out") + $(field http503 "$W/c$c.out") + $(field other "$W/c$c.out") ))
-    printf '| tfm serve, %d clients | %s | %s | %s | %s |%s\n' "$c" "$(field sent/s "$W/c$c.out")" \
+    printf '| tfm serve, %d clients | %s | %s | %s | %s | %s |%s\n' "$c" "$(field sent/s "$W/c$c.out")" \
         "$(field p50_ms "$W/c$c.out")" "$(field p95_ms "$W/c$c.out")" "$(field p99_ms "$W/c$c.out")" \
+        "$(awk -v n=$((n1 - n0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", n ? s / n : 0 }')" \
         "$([ "$errors" = 0 ] || echo " $errors errors of $((ok + errors))")"
 done
 stop_server
