@@ -39,17 +39,19 @@ stop_server() {
 }
 url() { echo "http://127.0.0.1:$PORT$1"; }
 # expect_http STATUS NAME BODY -- CURL_ARGS... PATH: the status and the exact
-# body (without its final newline) of one request; headers in $T/hhead.
+# body (without its final newline) of one request; headers in ${HOUT}head
+# (HOUT: $T/h, another for a request in the background).
+HOUT=$T/h
 expect_http() {
     local want=$1 name=$2 body=$3; shift 4
     local path=${!#} got
-    got=$(curl -s -o "$T/hbody" -D "$T/hhead" -w '%{http_code}' "${@:1:$#-1}" "$(url "$path")")
+    got=$(curl -s -o "${HOUT}body" -D "${HOUT}head" -w '%{http_code}' "${@:1:$#-1}" "$(url "$path")")
     if [ "$got" != "$want" ]; then
-        cli_fail "$name: HTTP $got, expected $want: $(head -c 300 "$T/hbody")"
+        cli_fail "$name: HTTP $got, expected $want: $(head -c 300 "${HOUT}body")"
         return 1
     fi
-    if [ "$(cat "$T/hbody")" != "$body" ]; then
-        cli_fail "$name: body '$(head -c 300 "$T/hbody")', expected '$body'"
+    if [ "$(cat "${HOUT}body")" != "$body" ]; then
+        cli_fail "$name: body '$(head -c 300 "${HOUT}body")', expected '$body'"
         return 1
     fi
     cli_ok
@@ -207,8 +209,10 @@ expect_http 413 "more lines than a request may hold" "{\"error\":\"'text' has 5 
 # the worker waits 4 s for company: 3 lines wait (seen in /metrics, however
 # slow the machine), 2 more would be 5 > 4; at 4 s the 3 have waited over
 # --timeout-ms
-curl -s -o wait1.json -w '%{http_code}' --data-binary '{"text":["Hund","Katze","Haus"]}' "$(url /translate)" >wait1.code &
+HOUT=$T/slow
+expect_http 504 "a request waiting longer than --timeout-ms" "{\"error\":\"timed out: waited longer than --timeout-ms for the decoder\"}" -- --data-binary '{"text":["Hund","Katze","Haus"]}' /translate &
 cp=$!
+HOUT=$T/h
 for _ in $(seq 100); do
     curl -s "$(url /metrics)" | grep -qx 'tfm_queue_sentences 3' && break
     sleep 0.03
@@ -216,8 +220,6 @@ done
 expect_http 503 "the queue is full" "{\"error\":\"the queue is full (3 lines waiting, --max-queue 4): try again later\"}" -- --data-binary '{"text":["a","b"]}' /translate
 check "503 says when to come back" grep -qi '^Retry-After: 1' "$T/hhead"
 wait $cp
-check "a request waiting longer than --timeout-ms: 504" test "$(cat wait1.code)" = 504
-check "504 body" test "$(cat wait1.json)" = '{"error":"timed out: waited longer than --timeout-ms for the decoder"}'
 # a silent client is dropped after --timeout-ms without holding anything up
 exec 3<>/dev/tcp/127.0.0.1/"$PORT"
 printf 'POST /translate HTTP/1.1\r\nHost: x\r\n' >&3
