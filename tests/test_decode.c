@@ -492,3 +492,28 @@ TEST(test_beam_bound_refused_and_largest_runs)
     decoder_free(d);
     model_free(&m);
 }
+
+/* The memory check reads the same list that carves the buffers: a batch no
+ * machine holds is refused before anything is allocated, with the size in
+ * the message; rows that overflow an int are refused as such. */
+TEST(test_decoder_memory_refused_up_front)
+{
+    ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 1, .dec_layers = 1, .d_ff = 32,
+                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                     .max_len = MAXLEN};
+    Model m;
+    TfmErr err = {0};
+    if (model_init(&m, &c, &err) != TFM_OK) {
+        CHECK(!"model_init");
+        return;
+    }
+    Decoder *d = NULL;
+    /* 2^30 rows: terabytes of caches */
+    CHECK(decoder_init(&d, &m, 1 << 20, DECODE_MAX_BEAM, &err) == TFM_ERR_NOMEM && d == NULL);
+    CHECK(strstr(err.msg, "decoding 1048576 sentences at once with beam 1024 needs about "));
+    CHECK(strstr(err.msg, "lower --batch-size or --beam"));
+    err = (TfmErr){0};
+    CHECK(decoder_init(&d, &m, 1 << 30, 4, &err) == TFM_ERR_USAGE && d == NULL);
+    CHECK(strstr(err.msg, "too many rows"));
+    model_free(&m);
+}
