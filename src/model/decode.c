@@ -22,6 +22,7 @@ static void decoder_carve(Decoder *d, Arena *a, const Model *m)
     search_carve(&d->search, a, d->max_sents, d->max_beam, m->cfg.max_len, m->cfg.vocab_size);
     d->src_buf = arena_take(a, n * S, sizeof(int));
     d->padded = arena_take(a, n * S, sizeof(int));
+    d->forced = arena_take(a, n, sizeof(int));
 }
 
 TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_beam, TfmErr *err)
@@ -127,17 +128,10 @@ TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens
     if (n < 1 || n > d->max_sents)
         return err_set(err, TFM_ERR_USAGE, "decoder: %d sentences (at most %d at once)", n,
                        d->max_sents);
-    int S = 1;
-    for (int b = 0; b < n; b++) {
+    for (int b = 0; b < n; b++)
         if (lens[b] < 0 || lens[b] + 1 > d->step.S)
             return err_set(err, TFM_ERR_FORMAT, "decoder: a sentence of %d tokens (at most %d)",
                            lens[b], d->step.S - 1);
-        if (lens[b] + 1 > S) S = lens[b] + 1;
-    }
-    memset(d->padded, 0, sizeof(int) * (size_t)n * S);      /* TOK_PAD */
-    for (int b = 0; b < n; b++) {
-        memcpy(d->padded + (size_t)b * S, sents[b], sizeof(int) * (size_t)lens[b]);
-        d->padded[(size_t)b * S + lens[b]] = TOK_EOS;
-    }
+    const int S = decoder_pad(d, sents, lens, n);
     return decoder_run(d, d->padded, n, S, opt, out, err);
 }

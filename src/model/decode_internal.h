@@ -28,9 +28,15 @@ struct Decoder {
     int cur_n, cur_S, cur_k;
     int cur_rows;                        /* rows whose caches hold the last step */
     Search search;                       /* decoder_run's */
-    int *padded;                         /* (n, S): decoder_translate's rows */
+    int *padded;                         /* (n, S): decoder_pad's rows */
+    int *forced;                         /* (n): decoder_score's tokens of a step */
     void *block;                         /* every buffer above is carved from it */
 };
+
+/* Writes n ragged sentences (sents[b]: lens[b] ids, no </s>; the caller
+ * checked n <= max_sents and lens[b] + 1 <= the model's max_len) to
+ * d->padded as rows (n, S) ending with </s>, padded with <pad>; returns S. */
+int decoder_pad(Decoder *d, const int *const *sents, const int *lens, int n);
 
 /* Removes the sentences done[b] marks from the batch of d and its members:
  * the others move down to 0.. in order (their encoder state and source

@@ -80,6 +80,20 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
     return s->logits;
 }
 
+int decoder_pad(Decoder *d, const int *const *sents, const int *lens, int n)
+{
+    int S = 1;
+    for (int b = 0; b < n; b++)
+        if (lens[b] + 1 > S) S = lens[b] + 1;
+    memset(d->padded, 0, sizeof(int) * (size_t)n * S);      /* TOK_PAD */
+    for (int b = 0; b < n; b++) {
+        if (lens[b] > 0)                    /* an empty line may have no ids */
+            memcpy(d->padded + (size_t)b * S, sents[b], sizeof(int) * (size_t)lens[b]);
+        d->padded[(size_t)b * S + lens[b]] = TOK_EOS;
+    }
+    return S;
+}
+
 void decoder_drop_sentences(Decoder *d, const char *done)
 {
     const int S = d->cur_S;
