@@ -16,7 +16,7 @@ TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, cons
     }
     if (S > max_len || T > max_len)
         return err_set(err, TFM_ERR_FORMAT, "decoder: a sentence longer than %d tokens",
-                       max_len - 1);
+                       config_max_sentence(max_len));
     if (n < 1 || n > d->max_sents)
         return err_set(err, TFM_ERR_USAGE, "decoder: %d sentences (at most %d at once)", n,
                        d->max_sents);
