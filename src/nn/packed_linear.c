@@ -113,9 +113,29 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, in
     return TFM_OK;
 }
 
+TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const float *b, int in,
+                                  int out, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->in = in;
+    p->out = out;
+    p->i8 = xcalloc(1, sizeof *p->i8, err);
+    if (!p->i8) return TFM_ERR_NOMEM;
+    TfmStatus st = packed_int8_init(p->i8, w, b, in, out, err);
+    if (st != TFM_OK) {
+        free(p->i8);
+        p->i8 = NULL;
+    }
+    return st;
+}
+
 void packed_linear_update(PackedLinear *p, const float *w, const float *b)
 {
     const int in = p->in;
+    if (p->i8) {
+        packed_int8_update(p->i8, w, b);
+        return;
+    }
     if (p->wh) {
         const int pairs = (in + 1) / 2;
         for (int j = 0; j < p->out; j++) {
@@ -136,6 +156,9 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
 
 void packed_linear_free(PackedLinear *p)
 {
+    if (p->i8) packed_int8_free(p->i8);
+    free(p->i8);
+    p->i8 = NULL;
     free_aligned(p->w);
     free_aligned(p->b);
     free_aligned((float *)p->wh);
@@ -297,6 +320,10 @@ static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, in
 
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu)
 {
+    if (p->i8) {
+        packed_int8_forward(p->i8, y, x, n, relu);
+        return;
+    }
     /* Rows in chunks of about 256 KB of input (a core's L2 holds it); within
      * a chunk, panels outermost: a panel stays in L1 while the register
      * blocks pass over it, and the weights stream from memory once per

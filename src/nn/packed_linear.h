@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "nn/packed_int8.h"
 
 /* The inputs of a bf16 product, rounded to bf16 pairs (grown as needed). */
 typedef struct {
@@ -35,6 +36,9 @@ typedef struct {
      * not used. */
     uint16_t *wh;
     PackedScratch *scratch;
+    /* int8 (packed_linear_init_int8): the product runs there; w and wh
+     * are then not used. */
+    PackedInt8 *i8;
 } PackedLinear;
 
 /* Packs w (out, in) row-major and copies b (out, or NULL); in bf16 when
@@ -43,6 +47,10 @@ typedef struct {
  * the inputs and weights rounded to bf16 and float32 sums. */
 TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
                              TfmErr *err);
+/* The same product in int8 (packed_int8.h): weights quantized per output
+ * row, inputs per row as they come. Errors as packed_int8_init. */
+TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const float *b, int in,
+                                  int out, TfmErr *err);
 /* Repacks after the weights changed (same shape), e.g. during training. */
 void packed_linear_update(PackedLinear *p, const float *w, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */

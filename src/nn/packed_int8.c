@@ -1,0 +1,529 @@
+/* packed_int8: int8 products over packed weights (see packed_int8.h).
+ *
+ * Packing: panels of NR = 32 output columns; within a panel, the inputs in
+ * groups of four, each column's four weights side by side (128 bytes per
+ * group), which is what vpdpbusd reads: per 32-bit lane, four u8 × s8
+ * products added to an int32. Every kernel reads this one packing.
+ *
+ * A kernel computes an MR × 32 tile of exact int32 sums; finish_tile, the
+ * same C code for all kernels, turns it into floats. */
+#include "nn/packed_int8.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR 32                   /* output columns per panel */
+#define GROUP_BYTES (NR * 4)    /* one group of four inputs of a panel */
+#define MR_MAX 8                /* rows per register block, at most */
+
+/* The quantized inputs of one forward call. aux is what the kernel reads
+ * besides q: q + 128 as u8 (VNNI), |q| (AVX2), unused (portable). */
+struct Int8Scratch {
+    int8_t *q;
+    uint8_t *aux;
+    float *s;                   /* each row's scale */
+    size_t cap;                 /* rows the arrays hold */
+};
+
+/* ---- quantizers ---- */
+
+float int8_quantize_row(int8_t *q, const float *w, int n)
+{
+    float m = 0.0f;
+    for (int i = 0; i < n; i++) m = fmaxf(m, fabsf(w[i]));
+    if (!(m >= 0x1p-100f)) {            /* zero (or NaN: w must be finite) */
+        memset(q, 0, (size_t)n);
+        return 0.0f;
+    }
+    /* Rounded up to 17 significant bits: q (7 bits) times s is then exact
+     * in float32's 24, and so are 127·s and 127·s / 127. */
+    float s = m / 127.0f;
+    uint32_t u;
+    memcpy(&u, &s, sizeof u);
+    if (u & 0x7fu) u = (u | 0x7fu) + 1;
+    memcpy(&s, &u, sizeof s);
+    for (int i = 0; i < n; i++) {
+        const float v = rintf(w[i] / s);
+        q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+    }
+    return s;
+}
+
+/* max |x[i]|, and whether any x[i] is NaN or ±Inf (x·0 is then NaN); in
+ * 16 independent lanes, which the compiler turns into vector code */
+static float max_abs(const float *x, int n, bool *nonfinite)
+{
+    float mx[16] = {0}, probe[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            const float a = fabsf(x[i + l]);
+            mx[l] = a > mx[l] ? a : mx[l];
+            probe[l] += x[i + l] * 0.0f;
+        }
+    for (; i < n; i++) {
+        const float a = fabsf(x[i]);
+        mx[0] = a > mx[0] ? a : mx[0];
+        probe[0] += x[i] * 0.0f;
+    }
+    float m = 0.0f, p = 0.0f;
+    for (int l = 0; l < 16; l++) {
+        m = mx[l] > m ? mx[l] : m;
+        p += probe[l];
+    }
+    *nonfinite = p != 0.0f;
+    return m;
+}
+
+float int8_quantize_input(int8_t *restrict q, const float *restrict x, int n)
+{
+    bool nonfinite;
+    const float m = max_abs(x, n, &nonfinite);
+    if (nonfinite || !(m >= 0x1p-100f)) {
+        memset(q, 0, (size_t)n);
+        return nonfinite ? NAN : 0.0f;
+    }
+    /* |x·inv| <= 127·(1 + 2^-23) rounds to at most 127: no clamp (and
+     * the loop vectorizes) */
+    const float inv = 127.0f / m;
+#pragma omp simd
+    for (int i = 0; i < n; i++) q[i] = (int8_t)(int32_t)rintf(x[i] * inv);
+    return m / 127.0f;
+}
+
+/* ---- the kernels: an mr × 32 tile of int32 sums over all groups ----
+ * a: mr rows of q (stride kp bytes); aux likewise; panel: this panel's
+ * groups; corr: the panel's 128·Σw; acc: mr × 32 int32. */
+typedef void (*BlockFn)(int mr, const int8_t *a, const uint8_t *aux, int kp, int groups,
+                        const int8_t *panel, const int32_t *corr, int32_t *acc);
+
+enum { AUX_NONE, AUX_SHIFTED, AUX_ABS };
+
+typedef struct {
+    const char *name, *label;
+    int mr, aux;
+    BlockFn block;
+    bool (*available)(void);
+} Kernel;
+
+static inline int32_t load4(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Portable C: int32 products. */
+static void block_portable(int mr, const int8_t *a, const uint8_t *aux, int kp, int groups,
+                           const int8_t *panel, const int32_t *corr, int32_t *acc)
+{
+    (void)aux, (void)corr;
+    memset(acc, 0, (size_t)mr * NR * sizeof *acc);
+    for (int g = 0; g < groups; g++) {
+        const int8_t *pg = panel + (size_t)g * GROUP_BYTES;
+        for (int r = 0; r < mr; r++) {
+            const int8_t *ar = a + (size_t)r * kp + 4 * g;
+            int32_t *ac = acc + r * NR;
+            for (int j = 0; j < NR; j++)
+                ac[j] += ar[0] * pg[4 * j] + ar[1] * pg[4 * j + 1] + ar[2] * pg[4 * j + 2] +
+                         ar[3] * pg[4 * j + 3];
+        }
+    }
+}
+
+static bool has_none(void) { return true; }
+
+/* AVX2: vpmaddubsw multiplies u8 by s8 and adds pairs into int16 with
+ * saturation; with activations shifted to u8 (0..255) a pair could reach
+ * 2·255·127 = 64770 and saturate (intgemm's caveat). Here the u8 operand
+ * is |q_x| (0..127) and the weight takes q_x's sign (vpsignb, which also
+ * zeroes it where q_x = 0): a pair is at most 2·127·127 = 32258 < 32767,
+ * so it never saturates and keeps both operands' full 8 bits. vpmaddwd
+ * with ones then widens the pairs to int32. Weights are never -128 (the
+ * quantizer's range is ±127), so vpsignb cannot overflow. */
+#define AVX2_TARGET __attribute__((target("avx2")))
+
+static inline __attribute__((always_inline)) AVX2_TARGET void
+blk_avx2(const int mr, const int8_t *a, const uint8_t *aux, int kp, int groups,
+         const int8_t *panel, int32_t *acc)
+{
+    __m256i c[MR_MAX][4];
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 4; v++) c[r][v] = _mm256_setzero_si256();
+    for (int g = 0; g < groups; g++) {
+        __m256i w[4];
+        for (int v = 0; v < 4; v++)
+            w[v] = _mm256_loadu_si256((const __m256i *)(panel + (size_t)g * GROUP_BYTES + 32 * v));
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            const __m256i sx = _mm256_set1_epi32(load4(a + (size_t)r * kp + 4 * g));
+            const __m256i ux = _mm256_set1_epi32(load4(aux + (size_t)r * kp + 4 * g));
+            for (int v = 0; v < 4; v++) {
+                const __m256i pairs = _mm256_maddubs_epi16(ux, _mm256_sign_epi8(w[v], sx));
+                c[r][v] = _mm256_add_epi32(c[r][v], _mm256_madd_epi16(pairs, ones));
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 4; v++) _mm256_storeu_si256((__m256i *)(acc + r * NR + 8 * v), c[r][v]);
+}
+
+enum { MR_AVX2 = 2 };
+
+static AVX2_TARGET void block_avx2(int mr, const int8_t *a, const uint8_t *aux, int kp,
+                                   int groups, const int8_t *panel, const int32_t *corr,
+                                   int32_t *acc)
+{
+    (void)corr;
+    if (mr == 1) blk_avx2(1, a, aux, kp, groups, panel, acc);
+    else blk_avx2(MR_AVX2, a, aux, kp, groups, panel, acc);
+}
+
+static bool has_avx2(void) { return __builtin_cpu_supports("avx2"); }
+
+/* VNNI: vpdpbusd adds four u8 × s8 products to each int32 lane, without
+ * saturation. The u8 operand is q_x + 128 (1..255); the sums then hold
+ * 128·Σw too, which the accumulators start without: they start at
+ * -corr = -128·Σw, so the tile is exactly Σ q_x·q_w. */
+#define VNNI512_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+static inline __attribute__((always_inline)) VNNI512_TARGET void
+blk_vnni512(const int mr, const uint8_t *aux, int kp, int groups, const int8_t *panel,
+            const int32_t *corr, int32_t *acc)
+{
+    __m512i c[MR_MAX][2];
+    const __m512i c0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(corr));
+    const __m512i c1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(corr + 16));
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) c[r][0] = c0, c[r][1] = c1;
+    for (int g = 0; g < groups; g++) {
+        const __m512i w0 = _mm512_loadu_si512(panel + (size_t)g * GROUP_BYTES);
+        const __m512i w1 = _mm512_loadu_si512(panel + (size_t)g * GROUP_BYTES + 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            const __m512i ux = _mm512_set1_epi32(load4(aux + (size_t)r * kp + 4 * g));
+            c[r][0] = _mm512_dpbusd_epi32(c[r][0], ux, w0);
+            c[r][1] = _mm512_dpbusd_epi32(c[r][1], ux, w1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+        _mm512_storeu_si512(acc + r * NR, c[r][0]);
+        _mm512_storeu_si512(acc + r * NR + 16, c[r][1]);
+    }
+}
+
+enum { MR_VNNI512 = 8 };
+
+static VNNI512_TARGET void block_vnni512(int mr, const int8_t *a, const uint8_t *aux, int kp,
+                                         int groups, const int8_t *panel, const int32_t *corr,
+                                         int32_t *acc)
+{
+    (void)a;
+    switch (mr) {
+    case 1: blk_vnni512(1, aux, kp, groups, panel, corr, acc); break;
+    case 2: blk_vnni512(2, aux, kp, groups, panel, corr, acc); break;
+    case 3: blk_vnni512(3, aux, kp, groups, panel, corr, acc); break;
+    case 4: blk_vnni512(4, aux, kp, groups, panel, corr, acc); break;
+    case 5: blk_vnni512(5, aux, kp, groups, panel, corr, acc); break;
+    case 6: blk_vnni512(6, aux, kp, groups, panel, corr, acc); break;
+    case 7: blk_vnni512(7, aux, kp, groups, panel, corr, acc); break;
+    default: blk_vnni512(MR_VNNI512, aux, kp, groups, panel, corr, acc); break;
+    }
+}
+
+static bool has_vnni512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+/* AVX-VNNI: the same on 256-bit registers (CPUs with VNNI but no AVX-512). */
+#define AVXVNNI_TARGET __attribute__((target("avx2,avxvnni")))
+
+static inline __attribute__((always_inline)) AVXVNNI_TARGET void
+blk_avxvnni(const int mr, const uint8_t *aux, int kp, int groups, const int8_t *panel,
+            const int32_t *corr, int32_t *acc)
+{
+    __m256i c[MR_MAX][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 4; v++)
+            c[r][v] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_loadu_si256((const __m256i *)(corr + 8 * v)));
+    for (int g = 0; g < groups; g++) {
+        const int8_t *pg = panel + (size_t)g * GROUP_BYTES;
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            const __m256i ux = _mm256_set1_epi32(load4(aux + (size_t)r * kp + 4 * g));
+            for (int v = 0; v < 4; v++)
+                c[r][v] = _mm256_dpbusd_avx_epi32(
+                    c[r][v], ux, _mm256_loadu_si256((const __m256i *)(pg + 32 * v)));
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 4; v++) _mm256_storeu_si256((__m256i *)(acc + r * NR + 8 * v), c[r][v]);
+}
+
+enum { MR_AVXVNNI = 3 };
+
+static AVXVNNI_TARGET void block_avxvnni(int mr, const int8_t *a, const uint8_t *aux, int kp,
+                                         int groups, const int8_t *panel, const int32_t *corr,
+                                         int32_t *acc)
+{
+    (void)a;
+    switch (mr) {
+    case 1: blk_avxvnni(1, aux, kp, groups, panel, corr, acc); break;
+    case 2: blk_avxvnni(2, aux, kp, groups, panel, corr, acc); break;
+    default: blk_avxvnni(MR_AVXVNNI, aux, kp, groups, panel, corr, acc); break;
+    }
+}
+
+static bool has_avxvnni(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+}
+
+/* Best first. */
+static const Kernel kernels[] = {
+    {"avx512vnni", "AVX-512 VNNI (vpdpbusd)", MR_VNNI512, AUX_SHIFTED, block_vnni512, has_vnni512},
+    {"avxvnni", "AVX-VNNI (vpdpbusd, 256-bit)", MR_AVXVNNI, AUX_SHIFTED, block_avxvnni, has_avxvnni},
+    {"avx2", "AVX2 (vpmaddubsw + vpmaddwd)", MR_AVX2, AUX_ABS, block_avx2, has_avx2},
+    {"portable", "portable C", 4, AUX_NONE, block_portable, has_none},
+};
+enum { N_KERNELS = sizeof kernels / sizeof *kernels };
+
+static const Kernel *kernel;    /* NULL until the first int8 product is packed */
+
+bool int8_kernel_available(const char *name)
+{
+    for (int i = 0; i < N_KERNELS; i++)
+        if (strcmp(kernels[i].name, name) == 0) return kernels[i].available();
+    return false;
+}
+
+TfmStatus int8_kernel_select(const char *name, TfmErr *err)
+{
+    const char *from = "int8 kernel";
+    if (!name && (name = getenv("TFM_INT8_KERNEL")) && *name) from = "TFM_INT8_KERNEL";
+    else if (name && !*name) name = NULL;
+    if (!name) {
+        for (int i = 0; i < N_KERNELS; i++)
+            if (kernels[i].available()) {
+                kernel = &kernels[i];
+                return TFM_OK;
+            }
+    }
+    for (int i = 0; i < N_KERNELS; i++) {
+        if (strcmp(kernels[i].name, name) != 0) continue;
+        if (!kernels[i].available())
+            return err_set(err, TFM_ERR_CONFIG, "%s=%s: this CPU cannot run the %s kernel", from,
+                           name, kernels[i].label);
+        kernel = &kernels[i];
+        return TFM_OK;
+    }
+    return err_set(err, TFM_ERR_CONFIG, "%s=%s: unknown (portable, avx2, avxvnni or avx512vnni)",
+                   from, name);
+}
+
+const char *int8_kernel_name(void)
+{
+    if (!kernel && int8_kernel_select(NULL, NULL) != TFM_OK) return "none (TFM_INT8_KERNEL is wrong)";
+    return kernel->label;
+}
+
+/* ---- packing ---- */
+
+static void *alloc64(size_t bytes, TfmErr *err)
+{
+    void *p = NULL;
+    bytes = (bytes + 63) / 64 * 64;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+        err_set(err, TFM_ERR_NOMEM, "out of memory (%zu bytes for int8 weights)", bytes);
+        return NULL;
+    }
+    memset(p, 0, bytes ? bytes : 64);
+    return p;
+}
+
+TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const float *b, int in, int out,
+                           TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!kernel) {
+        TfmStatus st = int8_kernel_select(NULL, err);
+        if (st != TFM_OK) return st;
+    }
+    p->in = in;
+    p->out = out;
+    p->panels = (out + NR - 1) / NR;
+    p->groups = (in + 3) / 4;
+    const size_t cols = (size_t)p->panels * NR;
+    p->w = alloc64(cols * (size_t)p->groups * 4, err);
+    p->corr = alloc64(cols * sizeof *p->corr, err);
+    p->scale = alloc64(cols * sizeof *p->scale, err);
+    p->b = alloc64(cols * sizeof *p->b, err);
+    p->scratch = xcalloc(1, sizeof *p->scratch, err);
+    if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {
+        packed_int8_free(p);
+        return TFM_ERR_NOMEM;
+    }
+    packed_int8_update(p, w, b);
+    return TFM_OK;
+}
+
+void packed_int8_update(PackedInt8 *p, const float *w, const float *b)
+{
+    const int in = p->in;
+    int8_t row[in > 0 ? in : 1];
+    for (int j = 0; j < p->out; j++) {
+        p->scale[j] = int8_quantize_row(row, w + (size_t)j * in, in);
+        int8_t *panel = p->w + (size_t)(j / NR) * p->groups * GROUP_BYTES;
+        int32_t sum = 0;
+        for (int k = 0; k < in; k++) {
+            panel[(size_t)(k / 4) * GROUP_BYTES + (j % NR) * 4 + k % 4] = row[k];
+            sum += row[k];
+        }
+        p->corr[j] = 128 * sum;
+        p->b[j] = b ? b[j] : 0.0f;
+    }
+}
+
+void packed_int8_free(PackedInt8 *p)
+{
+    free(p->w);
+    free(p->corr);
+    free(p->scale);
+    free(p->b);
+    if (p->scratch) {
+        free(p->scratch->q);
+        free(p->scratch->aux);
+        free(p->scratch->s);
+        free(p->scratch);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- forward ---- */
+
+/* Rows [r0, r1) of x quantized into the scratch (rows of kp bytes, zero
+ * past in), with what the kernel reads besides. */
+static void quantize_rows(const PackedInt8 *p, const Kernel *k, const float *x, int r0, int r1)
+{
+    Int8Scratch *s = p->scratch;
+    const int in = p->in, kp = 4 * p->groups;
+    for (int r = r0; r < r1; r++) {
+        int8_t *q = s->q + (size_t)r * kp;
+        uint8_t *aux = s->aux + (size_t)r * kp;
+        s->s[r] = int8_quantize_input(q, x + (size_t)r * in, in);
+        memset(q + in, 0, (size_t)(kp - in));
+        if (k->aux == AUX_SHIFTED)
+#pragma omp simd
+            for (int i = 0; i < kp; i++) aux[i] = (uint8_t)(q[i] + 128);
+        else if (k->aux == AUX_ABS)
+#pragma omp simd
+            for (int i = 0; i < kp; i++) aux[i] = (uint8_t)(q[i] < 0 ? -q[i] : q[i]);
+    }
+}
+
+/* The n input rows quantized, row by row: no row's values depend on
+ * another's. */
+static bool quantize_inputs(const PackedInt8 *p, const Kernel *k, const float *x, int n)
+{
+    Int8Scratch *s = p->scratch;
+    const int kp = 4 * p->groups;
+    if ((size_t)n > s->cap) {
+        int8_t *q = realloc(s->q, (size_t)n * kp);
+        if (q) s->q = q;
+        uint8_t *aux = realloc(s->aux, (size_t)n * kp);
+        if (aux) s->aux = aux;
+        float *sc = realloc(s->s, (size_t)n * sizeof *sc);
+        if (sc) s->s = sc;
+        if (!q || !aux || !sc) return false;
+        s->cap = (size_t)n;
+    }
+    /* (a parallel region costs libgomp a team even on one thread: small
+     * inputs stay out of it) */
+    if ((long)n * p->in <= 65536 || omp_get_max_threads() == 1) {
+        quantize_rows(p, k, x, 0, n);
+        return true;
+    }
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        quantize_rows(p, k, x, (int)((long)n * id / nt), (int)((long)n * (id + 1) / nt));
+    }
+    return true;
+}
+
+/* y = (float)sum · (s_x · s_w) + b, the same code for every kernel. */
+static void finish_tile(const int32_t *restrict acc, int mr, const float *restrict sx,
+                        const float *restrict sw, const float *restrict b, float *restrict y,
+                        int ldy, int ncols, int relu)
+{
+    for (int r = 0; r < mr; r++) {
+        const float s = sx[r];
+        float *restrict yr = y + (size_t)r * ldy;
+        const int32_t *restrict ar = acc + r * NR;
+#pragma omp simd
+        for (int j = 0; j < ncols; j++) yr[j] = (float)ar[j] * (s * sw[j]) + b[j];
+        if (relu)
+#pragma omp simd
+            for (int j = 0; j < ncols; j++) yr[j] = yr[j] > 0.0f ? yr[j] : 0.0f;
+    }
+}
+
+/* Tasks [t0, t1): (row chunk, panel) pairs, as packed_linear. */
+static void run_tasks(const PackedInt8 *p, const Kernel *k, float *y, int n, int relu, int chunk,
+                      long t0, long t1)
+{
+    const int out = p->out, panels = p->panels, kp = 4 * p->groups;
+    const Int8Scratch *s = p->scratch;
+    int32_t acc[MR_MAX * NR] __attribute__((aligned(64)));
+    for (long t = t0; t < t1; t++) {
+        const int j = (int)(t % panels), r0 = (int)(t / panels) * chunk;
+        const int r1 = n - r0 < chunk ? n : r0 + chunk;
+        const int ncols = out - j * NR < NR ? out - j * NR : NR;
+        const int8_t *panel = p->w + (size_t)j * p->groups * GROUP_BYTES;
+        for (int r = r0; r < r1; r += k->mr) {
+            const int mr = r1 - r < k->mr ? r1 - r : k->mr;
+            k->block(mr, s->q + (size_t)r * kp, s->aux + (size_t)r * kp, kp, p->groups, panel,
+                     p->corr + j * NR, acc);
+            finish_tile(acc, mr, s->s + r, p->scale + j * NR, p->b + j * NR,
+                        y + (size_t)r * out + j * NR, out, ncols, relu);
+        }
+    }
+}
+
+void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, int relu)
+{
+    const Kernel *k = kernel;
+    if (n <= 0) return;
+    if (!quantize_inputs(p, k, x, n)) {
+        /* no memory for the quantized inputs: zeros rather than garbage
+         * (as packed_linear's bf16 path) */
+        memset(y, 0, (size_t)n * p->out * sizeof *y);
+        return;
+    }
+    /* rows in chunks of about 256 KB of quantized input, panels innermost
+     * within a chunk: a panel stays in cache while the blocks pass over it */
+    int chunk = (1 << 18) / (4 * p->groups) / k->mr * k->mr;
+    if (chunk < k->mr) chunk = k->mr;
+    const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
+    if ((long)n * p->out * p->in <= (1L << 20) || omp_get_max_threads() == 1) {
+        run_tasks(p, k, y, n, relu, chunk, 0, tasks);
+        return;
+    }
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        run_tasks(p, k, y, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
+    }
+}
