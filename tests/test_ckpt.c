@@ -301,7 +301,7 @@ TEST(test_ckpt_refuses_damaged_files)
         buf[pos] ^= 0x10;
     }
     buf[8] = 9;                                                /* version 9 */
-    expect_refused(buf, len, "unsupported model format version 9 (this tfm reads 1)");
+    expect_refused(buf, len, "unsupported model format version 9 (this tfm reads 1 and 2)");
     buf[8] = 1;
     memcpy(buf, "GGUF", 4);
     expect_refused(buf, len, "not a tfm model file (bad magic)");
@@ -552,6 +552,104 @@ TEST(test_ckpt_old_config_loads_as_layernorm_softmax)
         cJSON_Delete(root);
         free(json);
     }
+    free(buf);
+    fixture_free(&f);
+}
+
+/* An int8 model (tfm quantize): the matrices as int8 with a scale a row
+ * (QTEN), the rest float32; loading gives back the quantized weights
+ * exactly, and saving again the same bytes. A row of zeros stays zeros. */
+TEST(test_ckpt_int8_round_trip)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    TfmErr err = {0};
+    const TensorInfo *t = model_tensor(&f.model, "dec.1.ffn.w1");
+    memset(f.model.params + t->offset, 0, sizeof(float) * t->cols);     /* row 0 zero */
+    size_t len_f;
+    char *fbytes = saved_bytes(&f, false, &len_f);
+    model_quantize(&f.model);
+    CHECK(f.model.int8);
+    CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, NULL, NULL, &f.ts, &err) == TFM_OK);
+    ModelFile mf;
+    CHECK(ckpt_load(path_a, &mf, false, &err) == TFM_OK);
+    CHECK(mf.model.int8);
+    CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+    CHECK(mf.has_step && mf.ts.step == 17);
+    CHECK(ckpt_save(path_b, &mf.cfg, mf.bpe, &mf.model, NULL, NULL, &mf.ts, &err) == TFM_OK);
+    size_t la, lb;
+    char *a = slurp(path_a, &la), *b = slurp(path_b, &lb);
+    CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
+    CHECK(a && a[8] == 2);                                  /* format version 2 */
+    /* one byte a weight instead of four */
+    CHECK(la < len_f / 2);
+    for (int c = 0; c < t->cols; c++) CHECK(mf.model.params[t->offset + c] == 0.0f);
+    free(a);
+    free(b);
+    free(fbytes);
+    ckpt_free(&mf);
+    fixture_free(&f);
+}
+
+/* The first int8 tensor of QTEN: the offset of its first scale, and of its
+ * values. */
+static void first_qten_tensor(const char *buf, size_t len, size_t *scale, size_t *values)
+{
+    size_t at = find_section(buf, len, "QTEN");
+    const unsigned char *u = (const unsigned char *)buf + at + 4;
+    uint32_t name_len = u[0] | u[1] << 8 | u[2] << 16 | (uint32_t)u[3] << 24;
+    const unsigned char *dims = u + 4 + name_len;
+    uint32_t rows = dims[0] | dims[1] << 8 | dims[2] << 16 | (uint32_t)dims[3] << 24;
+    *scale = at + 4 + 4 + name_len + 8;
+    *values = *scale + 4 * (size_t)rows;
+}
+
+static void expect_int8_refused(const char *buf, size_t len, size_t at, const void *bytes,
+                                size_t n, const char *why)
+{
+    char *copy = malloc(len);
+    memcpy(copy, buf, len);
+    memcpy(copy + at, bytes, n);
+    rechecksum(copy, len);
+    expect_refused(copy, len, why);
+    free(copy);
+}
+
+TEST(test_ckpt_refuses_damaged_int8)
+{
+    Fixture f;
+    paths_init();
+    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    model_quantize(&f.model);
+    size_t len;
+    char *buf = saved_bytes(&f, false, &len);
+    size_t scale, values;
+    first_qten_tensor(buf, len, &scale, &values);
+    CHECK(scale > 0);
+    const float nan = NAN, neg = -0.5f, inf = INFINITY;
+    expect_int8_refused(buf, len, scale, &nan, 4, "int8 tensor 'emb.shared' has a negative, NaN "
+                        "or Inf scale");
+    expect_int8_refused(buf, len, scale + 4, &neg, 4, "int8 tensor 'emb.shared' has a negative, "
+                        "NaN or Inf scale");
+    expect_int8_refused(buf, len, scale, &inf, 4, "int8 tensor 'emb.shared' has a negative, NaN "
+                        "or Inf scale");
+    const int8_t m128 = -128;
+    expect_int8_refused(buf, len, values + 3, &m128, 1, "int8 tensor 'emb.shared' holds -128");
+    const char v1 = 1;
+    expect_int8_refused(buf, len, 8, &v1, 1, "int8 tensors (QTEN section) in a version 1 file");
+    /* bit flips: the checksum */
+    buf[values + 5] ^= 4;
+    expect_refused(buf, len, "checksum mismatch (corrupted file)");
+    buf[values + 5] ^= 4;
+    expect_refused(buf, len - 3, "truncated file");
+    free(buf);
+    /* a version 2 file without int8 tensors */
+    f.model.int8 = false;
+    buf = saved_bytes(&f, false, &len);
+    const char v2 = 2;
+    expect_int8_refused(buf, len, 8, &v2, 1, "a version 2 (int8) file without int8 tensors "
+                        "(QTEN section)");
     free(buf);
     fixture_free(&f);
 }

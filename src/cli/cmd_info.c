@@ -69,8 +69,12 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
         else
             printf("best valid:  loss %.4f, ppl %.2f\n", mf.ts.best_metric, exp(mf.ts.best_metric));
     }
-    printf("precision:   %s (trained with; tfm translate uses it unless --precision)\n",
-           mf.cfg.train.precision == PRECISION_BF16 ? "bf16" : "fp32");
+    if (mf.model.int8)
+        printf("precision:   int8 (weights quantized by tfm quantize; tfm translate uses int8 "
+               "unless --precision)\n");
+    else
+        printf("precision:   %s (trained with; tfm translate uses it unless --precision)\n",
+               mf.cfg.train.precision == PRECISION_BF16 ? "bf16" : "fp32");
     printf("blas kernel: %s (%s)\n", blas_kernel_name(), blas_kernel_source());
     char *json = config_to_json(&mf.cfg);
     if (json) printf("config:\n%s\n", json);

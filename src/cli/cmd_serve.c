@@ -23,7 +23,7 @@ static const char usage[] =
     "                 [--timeout-ms T] [--max-request-bytes B] [--api-key-file F]\n"
     "                 [--source-lang L] [--target-lang L] [-b BEAM] [--alpha A]\n"
     "                 [--max-len-a A] [--max-len-b B] [--no-repeat-ngram N]\n"
-    "                 [--precision fp32|bf16] [--threads N] [-q]\n"
+    "                 [--precision fp32|bf16|int8] [--threads N] [-q]\n"
     "\n"
     "Translates over HTTP: POST /translate {\"text\": \"line\" | [\"line\", ...]} answers\n"
     "{\"translations\": [...]}, each line exactly what tfm translate gives it (also\n"
@@ -144,9 +144,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case OPT_LEN_B: int_out = &s->max_len_b; hi = DECODE_MAX_LEN_B; s->have_b = true; break;
         case OPT_NO_REPEAT: int_out = &s->no_repeat; hi = 64; break;
         case OPT_PRECISION:
-            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0)
-                return err_set(err, TFM_ERR_USAGE, "serve: --precision must be fp32 or bf16, "
-                               "got '%s'", optarg);
+            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0 &&
+                strcmp(optarg, "int8") != 0)
+                return err_set(err, TFM_ERR_USAGE, "serve: --precision must be fp32, bf16 or "
+                               "int8, got '%s'", optarg);
             s->precision = optarg;
             break;
         case OPT_THREADS: int_out = &o->threads; hi = 1024; break;

@@ -29,7 +29,7 @@ static const char usage[] =
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
     "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
     "                     [--temperature T] [--seed N]] [--score-reference REF]\n"
-    "                     [--precision fp32|bf16] [--threads N]\n"
+    "                     [--precision fp32|bf16|int8] [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -68,10 +68,12 @@ static const char usage[] =
     "  -m A -m B ...        an ensemble: each step uses the mean of the models'\n"
     "                       log-probabilities (they must share one vocabulary)\n"
     "      --weights W,W..  the ensemble's weights, one a model (default: equal)\n"
-    "      --precision P    fp32, or bf16 (products in bfloat16 on the CPU's bf16\n"
-    "                       unit: AVX512-BF16 or AMX). Default: the precision the\n"
-    "                       model was trained with; a bf16 model on a CPU without\n"
-    "                       a bf16 unit translates in fp32, with a note\n"
+    "      --precision P    fp32, bf16 (products in bfloat16 on the CPU's bf16\n"
+    "                       unit: AVX512-BF16 or AMX), or int8 (weights quantized\n"
+    "                       as the model loads; products in int8). Default: int8\n"
+    "                       for an int8 model (tfm quantize), else the precision\n"
+    "                       the model was trained with; a bf16 model on a CPU\n"
+    "                       without a bf16 unit translates in fp32, with a note\n"
     "      --threads N      threads (0: all cores, the default)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -87,7 +89,7 @@ typedef struct {
     int n_models;           /* -m given this many times: an ensemble when > 1 */
     const char *models[MAX_ENSEMBLE];
     const char *weights_arg;    /* --weights "w1,w2,..." */
-    const char *precision;      /* --precision "fp32" or "bf16"; NULL: the model's */
+    const char *precision;      /* --precision "fp32", "bf16" or "int8"; NULL: the model's */
     bool sample, have_seed;
     int top_k;
     float top_p, temperature;
@@ -168,9 +170,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
             break;
         case OPT_WEIGHTS: o->weights_arg = optarg; break;
         case OPT_PRECISION:
-            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0)
-                return err_set(err, TFM_ERR_USAGE, "translate: --precision must be fp32 or bf16, "
-                               "got '%s'", optarg);
+            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0 &&
+                strcmp(optarg, "int8") != 0)
+                return err_set(err, TFM_ERR_USAGE, "translate: --precision must be fp32, bf16 or "
+                               "int8, got '%s'", optarg);
             o->precision = optarg;
             break;
         case 'i': o->input = optarg; break;

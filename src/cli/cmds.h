@@ -16,6 +16,7 @@ TfmStatus cmd_bleu(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_average(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_info(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_quantize(int argc, char **argv, TfmErr *err);
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers (main.c) that ask a training run
  * to stop after the current step through the returned flags (with announce

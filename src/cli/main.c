@@ -15,6 +15,7 @@
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
 #include "cli/cmds.h"
+#include "nn/packed_int8.h"
 #include "nn/packed_linear.h"
 #include "base/text.h"
 #include "base/version.h"
@@ -124,6 +125,7 @@ static const Command commands[] = {
     {"bleu",      cmd_bleu,      "corpus BLEU, identical to sacreBLEU"},
     {"bpe",       cmd_bpe,       "learn, encode and decode BPE subwords"},
     {"average",   cmd_average,   "average the parameters of checkpoints"},
+    {"quantize",  cmd_quantize,  "write an int8 model file for translation"},
     {"info",      cmd_info,      "show a model's config, vocabulary and parameter count"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
@@ -250,9 +252,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n"
-               "bf16 products: %s (oneDNN %s)\nMPI: %s\n",
+               "int8 products: %s\nbf16 products: %s (oneDNN %s)\nMPI: %s\n",
                TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa(),
-               bf16_isa_name(), bf16_library_version(),
+               int8_kernel_name(), bf16_isa_name(), bf16_library_version(),
                dist_library() ? dist_library() : "not built in (make MPI=1)");
         return 0;
     }

@@ -5,6 +5,8 @@
  *     "OUTV" the output pieces (model.output_vocab "target")
  *     "ADAM" optimizer moments (checkpoints)   "TRST" trainer state (checkpoints)
  *     "EMAW" the weights' moving average (checkpoints with train.ema)
+ *     "QTEN" int8 models only (format version 2): the matrices as int8 with
+ *            a scale per row; TENS then holds the other tensors
  *     "END " u64 FNV-1a-64 of every byte before this section
  * Readers check the checksum before parsing anything else. */
 #include "model/ckpt.h"
@@ -20,9 +22,12 @@
 #include "base/atomic_file.h"
 #include "base/fnv.h"
 #include "base/text.h"
+#include "nn/packed_int8.h"
 
 #define MAGIC "TFMMODEL"
-enum { FORMAT_VERSION = 1, HEADER_SIZE = 16, SECTION_HEAD = 12, MAX_SECTIONS = 64 };
+/* version 2: an int8 model (a QTEN section); older tfm refuse it by its
+ * version instead of misreading it */
+enum { FORMAT_VERSION = 1, FORMAT_VERSION_INT8 = 2, HEADER_SIZE = 16, SECTION_HEAD = 12, MAX_SECTIONS = 64 };
 /* TRST: step, epoch, batch, rng[4], best, flags, bad validations, elapsed
  * (80 bytes), then (since 2026-11-23) the log sums; files without them are
  * read too */
@@ -72,13 +77,63 @@ static void put_section(Writer *w, const char tag[4], uint64_t len)
     put_u64(w, len);
 }
 
-static uint64_t tensors_payload_size(const Model *m)
+/* Whether tensor t goes to QTEN (int8) rather than TENS. */
+static bool stored_int8(const Model *m, const TensorInfo *t)
+{
+    return m->int8 && model_tensor_int8(t);
+}
+
+/* TENS (int8 false) or QTEN (true): count and payload bytes. */
+static uint64_t tensors_payload_size(const Model *m, bool int8, uint32_t *count)
 {
     uint64_t n = 4;
-    for (int i = 0; i < m->n_tensors; i++)
-        n += 12 + strlen(m->tensors[i].name) +
-             4ull * m->tensors[i].rows * m->tensors[i].cols;
+    *count = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        if (stored_int8(m, t) != int8) continue;
+        ++*count;
+        n += 12 + strlen(t->name) +
+             (int8 ? 4ull * t->rows + (uint64_t)t->rows * t->cols : 4ull * t->rows * t->cols);
+    }
     return n;
+}
+
+static void put_tensor_head(Writer *w, const TensorInfo *t)
+{
+    size_t name_len = strlen(t->name);
+    put_u32(w, (uint32_t)name_len);
+    put(w, t->name, name_len);
+    put_u32(w, (uint32_t)t->rows);
+    put_u32(w, (uint32_t)t->cols);
+}
+
+/* QTEN: per matrix, its rows' scales, then its int8 values; quantizing the
+ * weights model_quantize left gives back their int8 values exactly. */
+static TfmStatus put_int8_tensors(Writer *w, const Model *m, const char *path, TfmErr *err)
+{
+    uint32_t count;
+    put_section(w, "QTEN", tensors_payload_size(m, true, &count));
+    put_u32(w, count);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        if (!stored_int8(m, t)) continue;
+        int8_t *q = xmalloc((size_t)t->rows * t->cols, err);
+        float *s = xmalloc(sizeof(float) * t->rows, err);
+        if (!q || !s) {
+            free(q);
+            free(s);
+            return err_set(err, TFM_ERR_NOMEM, "%s: out of memory", path);
+        }
+        for (int r = 0; r < t->rows; r++)
+            s[r] = int8_quantize_row(q + (size_t)r * t->cols,
+                                     m->params + t->offset + (size_t)r * t->cols, t->cols);
+        put_tensor_head(w, t);
+        put(w, s, sizeof(float) * t->rows);
+        put(w, q, (size_t)t->rows * t->cols);
+        free(q);
+        free(s);
+    }
+    return TFM_OK;
 }
 
 TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
@@ -104,7 +159,7 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
     Writer w = {af.f, FNV1A64_START, 0};
     bool train = adam && ts;
     put(&w, MAGIC, 8);
-    put_u32(&w, FORMAT_VERSION);
+    put_u32(&w, model->int8 ? FORMAT_VERSION_INT8 : FORMAT_VERSION);
     put_u32(&w, train ? 1 : 0);
 
     put_section(&w, "CONF", strlen(json));
@@ -112,16 +167,18 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
     put_section(&w, "VOCB", vocab_len);
     put(&w, vocab, vocab_len);
 
-    put_section(&w, "TENS", tensors_payload_size(model));
-    put_u32(&w, (uint32_t)model->n_tensors);
+    uint32_t n_float;
+    put_section(&w, "TENS", tensors_payload_size(model, false, &n_float));
+    put_u32(&w, n_float);
     for (int i = 0; i < model->n_tensors; i++) {
         const TensorInfo *t = &model->tensors[i];
-        size_t name_len = strlen(t->name);
-        put_u32(&w, (uint32_t)name_len);
-        put(&w, t->name, name_len);
-        put_u32(&w, (uint32_t)t->rows);
-        put_u32(&w, (uint32_t)t->cols);
+        if (stored_int8(model, t)) continue;
+        put_tensor_head(&w, t);
         put(&w, model->params + t->offset, sizeof(float) * (size_t)t->rows * t->cols);
+    }
+    if (model->int8 && (st = put_int8_tensors(&w, model, path, err)) != TFM_OK) {
+        atomic_abort(&af);
+        goto done;
     }
     if (model->out_ids) {               /* model.output_vocab "target" */
         put_section(&w, "OUTV", 4 + 4ull * (uint64_t)model->n_out);
@@ -231,9 +288,9 @@ static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *
         return err_set(err, TFM_ERR_FORMAT, "%s: not a tfm model file (bad magic)", path);
     if (got < HEADER_SIZE) return err_set(err, TFM_ERR_FORMAT, "%s: truncated file", path);
     uint32_t version = (uint32_t)le_u64(head + 8), flags = (uint32_t)(le_u64(head + 8) >> 32);
-    if (version != FORMAT_VERSION)
-        return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads %d)",
-                       path, version, FORMAT_VERSION);
+    if (version != FORMAT_VERSION && version != FORMAT_VERSION_INT8)
+        return err_set(err, TFM_ERR_FORMAT, "%s: unsupported model format version %u (this tfm reads "
+                       "%d and %d)", path, version, FORMAT_VERSION, FORMAT_VERSION_INT8);
     if (flags > 1)      /* 1: a checkpoint (ADAM follows); nothing else is defined */
         return err_set(err, TFM_ERR_FORMAT, "%s: unknown header flags 0x%X (damaged file)", path,
                        flags);
@@ -295,8 +352,8 @@ static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *
 
 /* Finds the sections; checks the checksum. */
 typedef struct {
-    Reader conf, vocb, tens, adam, trst, ema, outv;
-    bool has_adam, has_trst, has_ema, has_outv;
+    Reader conf, vocb, tens, adam, trst, ema, outv, qten;
+    bool has_adam, has_trst, has_ema, has_outv, has_qten;
 } Sections;
 
 static TfmStatus split_sections(const unsigned char *buf, size_t len, const char *path,
@@ -336,6 +393,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
         else if (memcmp(tag, "TRST", 4) == 0) { dst = &s->trst; seen = &s->has_trst; }
         else if (memcmp(tag, "EMAW", 4) == 0) { dst = &s->ema; seen = &s->has_ema; }
         else if (memcmp(tag, "OUTV", 4) == 0) { dst = &s->outv; seen = &s->has_outv; }
+        else if (memcmp(tag, "QTEN", 4) == 0) { dst = &s->qten; seen = &s->has_qten; }
         /* unknown sections are skipped: newer writers may add some */
         if (!dst) continue;
         /* two of one section: which one is meant is anyone's guess */
@@ -358,55 +416,85 @@ static bool all_in(const float *v, size_t n, float lo)
     return true;
 }
 
-static TfmStatus read_tensors(Reader *r, Model *m, const char *path, TfmErr *err)
+/* TENS (float32) or QTEN (int8: each row's scale, then the values, which
+ * are dequantized into params exactly as model_quantize leaves them).
+ * seen: which tensors an earlier section held already. */
+static TfmStatus read_tensors(Reader *r, Model *m, char *seen, bool int8, const char *path,
+                              TfmErr *err)
 {
-    uint32_t count = get_u32(r);
-    if (r->short_read || count != (uint32_t)m->n_tensors)
-        return err_set(err, TFM_ERR_FORMAT, "%s: has %u tensors, the config needs %d",
-                       path, count, m->n_tensors);
-    char *seen = xcalloc((size_t)m->n_tensors, 1, err);
-    if (!seen) return TFM_ERR_NOMEM;
-    TfmStatus st = TFM_OK;
+    const uint32_t count = get_u32(r);
     for (uint32_t i = 0; i < count; i++) {
         uint32_t name_len = get_u32(r);
         const unsigned char *name = take(r, name_len);
         uint32_t rows = get_u32(r), cols = get_u32(r);
-        if (r->short_read || name_len >= sizeof m->tensors[0].name) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: malformed tensor table", path);
-            goto done;
-        }
+        if (r->short_read || name_len >= sizeof m->tensors[0].name)
+            return err_set(err, TFM_ERR_FORMAT, "%s: malformed tensor table", path);
         char nm[sizeof m->tensors[0].name];
         memcpy(nm, name, name_len);
         nm[name_len] = '\0';
         const TensorInfo *t = model_tensor(m, nm);
-        if (!t || seen[t - m->tensors]) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: %s tensor '%s'", path,
-                         t ? "duplicate" : "unexpected", nm);
-            goto done;
-        }
-        if ((int)rows != t->rows || (int)cols != t->cols) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' is %ux%u, the config needs %dx%d",
-                         path, nm, rows, cols, t->rows, t->cols);
-            goto done;
-        }
+        if (!t || seen[t - m->tensors])
+            return err_set(err, TFM_ERR_FORMAT, "%s: %s tensor '%s'", path,
+                           t ? "duplicate" : "unexpected", nm);
+        if ((int)rows != t->rows || (int)cols != t->cols)
+            return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' is %ux%u, the config needs %dx%d",
+                           path, nm, rows, cols, t->rows, t->cols);
+        if (int8 && !model_tensor_int8(t))
+            return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' cannot be int8", path, nm);
         size_t nv = (size_t)rows * cols;
-        const unsigned char *data = take(r, nv * sizeof(float));
-        if (!data) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: truncated tensor '%s'", path, nm);
-            goto done;
-        }
         float *dst = m->params + t->offset;
-        memcpy(dst, data, nv * sizeof(float));
-        if (!all_in(dst, nv, -FLT_MAX)) {
-            st = err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
-            goto done;
+        if (!int8) {
+            const unsigned char *data = take(r, nv * sizeof(float));
+            if (!data) return err_set(err, TFM_ERR_FORMAT, "%s: truncated tensor '%s'", path, nm);
+            memcpy(dst, data, nv * sizeof(float));
+            if (!all_in(dst, nv, -FLT_MAX))
+                return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
+        } else {
+            const unsigned char *scales = take(r, (size_t)rows * sizeof(float));
+            const int8_t *q = (const int8_t *)take(r, nv);
+            if (!scales || !q)
+                return err_set(err, TFM_ERR_FORMAT, "%s: truncated tensor '%s'", path, nm);
+            for (uint32_t row = 0; row < rows; row++) {
+                float sc;
+                memcpy(&sc, scales + 4 * (size_t)row, sizeof sc);
+                /* a scale of 0 is a row of zeros; -128 is outside the
+                 * symmetric range the kernels assume */
+                if (!all_in(&sc, 1, 0))
+                    return err_set(err, TFM_ERR_FORMAT, "%s: int8 tensor '%s' has a negative, "
+                                   "NaN or Inf scale", path, nm);
+                for (uint32_t c = 0; c < cols; c++) {
+                    const int8_t v = q[(size_t)row * cols + c];
+                    if (v == -128)
+                        return err_set(err, TFM_ERR_FORMAT, "%s: int8 tensor '%s' holds -128",
+                                       path, nm);
+                    dst[(size_t)row * cols + c] = (float)v * sc;
+                }
+            }
+            if (!all_in(dst, nv, -FLT_MAX))
+                return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
         }
         seen[t - m->tensors] = 1;
     }
+    if (r->short_read) return err_set(err, TFM_ERR_FORMAT, "%s: malformed tensor table", path);
     if (r->pos != r->len)
-        st = err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the last tensor", path);
-done:
+        return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the last tensor", path);
+    return TFM_OK;
+}
+
+/* TENS, and QTEN in an int8 model: every tensor the config implies, once. */
+static TfmStatus read_all_tensors(Sections *s, Model *m, const char *path, TfmErr *err)
+{
+    Reader peek_f = s->tens, peek_q = s->qten;
+    const uint32_t nf = get_u32(&peek_f), nq = s->has_qten ? get_u32(&peek_q) : 0;
+    if (peek_f.short_read || peek_q.short_read || (uint64_t)nf + nq != (uint64_t)m->n_tensors)
+        return err_set(err, TFM_ERR_FORMAT, "%s: has %llu tensors, the config needs %d", path,
+                       (unsigned long long)nf + nq, m->n_tensors);
+    char *seen = xcalloc((size_t)m->n_tensors, 1, err);
+    if (!seen) return TFM_ERR_NOMEM;
+    TfmStatus st = read_tensors(&s->tens, m, seen, false, path, err);
+    if (st == TFM_OK && s->has_qten) st = read_tensors(&s->qten, m, seen, true, path, err);
     free(seen);
+    m->int8 = s->has_qten;
     return st;
 }
 
@@ -511,6 +599,13 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     if (st != TFM_OK) goto fail;
     Sections s;
     if ((st = split_sections(buf, len, path, &s, err)) != TFM_OK) goto fail;
+    /* version 2 is an int8 model, and only it has int8 tensors */
+    if ((buf[8] == FORMAT_VERSION_INT8) != s.has_qten) {
+        st = err_set(err, TFM_ERR_FORMAT, "%s: %s", path, s.has_qten ?
+                     "int8 tensors (QTEN section) in a version 1 file" :
+                     "a version 2 (int8) file without int8 tensors (QTEN section)");
+        goto fail;
+    }
 
     json = xmalloc(s.conf.len + 1, err);
     if (!json) { st = TFM_ERR_NOMEM; goto fail; }
@@ -528,13 +623,13 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     mf->cfg.model.max_len = config_positions(mf->cfg.data.max_len);
     /* the tensors must be in the file before their memory is asked for */
     size_t want = model_param_count(&mf->cfg.model);
-    if (want == 0 || want > s.tens.len / sizeof(float)) {
+    if (want == 0 || want > s.tens.len / sizeof(float) + s.qten.len) {
         st = err_set(err, TFM_ERR_FORMAT, "%s: the config needs %zu parameters, the file holds "
                      "fewer", path, want);
         goto fail;
     }
     if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
-    if ((st = read_tensors(&s.tens, &mf->model, path, err)) != TFM_OK) goto fail;
+    if ((st = read_all_tensors(&s, &mf->model, path, err)) != TFM_OK) goto fail;
     if ((st = read_output_vocab(&s, &mf->model, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && s.has_adam) {

@@ -40,21 +40,23 @@ double dec_step_packed_bytes(const ModelConfig *c)
 
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
 {
+    /* an int8 model's products run in int8 */
+    TfmStatus (*const init)(PackedLinear *, const float *, const float *, int, int, TfmErr *) =
+        s->m->int8 ? packed_linear_init_int8 : packed_linear_init;
+    TfmStatus st;
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
         for (int j = 0; j < LP_COUNT; j++) {
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
-            if (packed_linear_init(&s->layer[i].pk[j], p.w, p.b, p.in, p.out, err) != TFM_OK)
-                return TFM_ERR_NOMEM;
+            if ((st = init(&s->layer[i].pk[j], p.w, p.b, p.in, p.out, err)) != TFM_OK) return st;
         }
     /* model.output_vocab "target": the product covers the output pieces'
      * rows only (out_w), and dec_step_forward spreads them over the
      * vocabulary */
     if (s->m->out_ids) model_gather_output(s->m, s->out_w);
-    if (packed_linear_init(&s->p_out, s->m->out_ids ? s->out_w : s->m->out_proj, NULL, s->D,
-                           s->Vo, err) != TFM_OK ||
-        encoder_pack_new(&s->enc_pack, s->m, err) != TFM_OK)
-        return TFM_ERR_NOMEM;
-    return TFM_OK;
+    if ((st = init(&s->p_out, s->m->out_ids ? s->out_w : s->m->out_proj, NULL, s->D, s->Vo,
+                   err)) != TFM_OK)
+        return st;
+    return encoder_pack_new(&s->enc_pack, s->m, err);
 }
 
 void dec_step_update_weights(DecStep *s)

@@ -95,6 +95,10 @@ typedef struct {
     /* A replica (model_init_replica): params, tensors, layout, pos_table and
      * the output vocabulary are another model's, read here and freed there. */
     bool replica;
+    /* int8 (model_quantize, or an int8 model file): every matrix holds its
+     * int8 values times its rows' scales, and inference packs its products
+     * in int8 (nn/packed_int8.h). */
+    bool int8;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
@@ -209,6 +213,15 @@ DecLayerWeights model_dec_layer_weights(const Model *m, int i);
 
 /* The decoder stack's final LayerNorm (pre-norm); NULLs for post-norm. */
 void model_dec_final_ln(const Model *m, const float **g, const float **b);
+
+/* int8 weights (tfm translate --precision int8, tfm quantize): every
+ * matrix (a tensor of more than one row: the projections and the
+ * embeddings; not the biases and norms) quantized row by row
+ * (int8_quantize_row) and replaced by its int8 values times the row's
+ * scale, exactly; sets m->int8. Quantizing again changes nothing. */
+void model_quantize(Model *m);
+/* Whether tensor t is stored as int8 in an int8 model. */
+static inline bool model_tensor_int8(const TensorInfo *t) { return t->rows > 1; }
 
 /* Looks up a tensor by name; NULL if absent. */
 const TensorInfo *model_tensor(const Model *m, const char *name);

@@ -31,16 +31,27 @@ TfmStatus pipeline_parse_weights(const char *who, const char *arg, int n, float 
     return TFM_OK;
 }
 
-/* --precision, else the model's train.precision. */
+/* --precision int8 quantizes the weights; fp32 or bf16 on an int8 model
+ * runs float products over its int8 weights; none keeps the model's. */
+static void use_int8(Model *m, const char *precision)
+{
+    if (!precision) return;
+    if (strcmp(precision, "int8") != 0) m->int8 = false;
+    else if (!m->int8) model_quantize(m);
+}
+
+/* --precision, else the model's: int8 for an int8 model file, else its
+ * train.precision. */
 static TfmStatus choose_precision(Pipeline *p, const PipelineSpec *s, TfmErr *err)
 {
     char what[64];
+    use_int8(&p->mf.model, s->precision);
     if (s->precision) {
         if (strcmp(s->precision, "bf16") != 0) return TFM_OK;
         snprintf(what, sizeof what, "%s: --precision bf16", s->who);
         return blas_use_bf16(what, err);
     }
-    if (p->mf.cfg.train.precision != PRECISION_BF16) return TFM_OK;
+    if (p->mf.model.int8 || p->mf.cfg.train.precision != PRECISION_BF16) return TFM_OK;
     if (!bf16_available()) {
         p->bf16_fallback = true;
         return TFM_OK;
@@ -112,6 +123,7 @@ static TfmStatus start_ensemble(Pipeline *p, const PipelineSpec *s, int max_sent
                          p->mf.model.cfg.max_len - 2);
             break;
         }
+        use_int8(&p->extra_mf[i].model, s->precision);
         if ((st = decoder_init(&p->extra_dec[i], &p->extra_mf[i].model, max_sents, max_beam,
                                err)) != TFM_OK)
             break;

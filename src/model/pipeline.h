@@ -23,7 +23,8 @@ typedef struct {
     const char *models[PIPELINE_MAX_MODELS];
     int n_models;           /* >= 1; more makes an ensemble */
     const char *weights;    /* "w1,w2,..." (one a model) or NULL: equal */
-    const char *precision;  /* "fp32", "bf16", or NULL: the model's train.precision */
+    const char *precision;  /* "fp32", "bf16", "int8", or NULL: the model's (int8 for an
+                               int8 model file, else its train.precision) */
     int beam, max_len_b, nbest, no_repeat;
     float alpha, max_len_a;
     bool have_beam, have_alpha, have_a, have_b;
@@ -43,7 +44,8 @@ typedef struct {
                                (the command says so, unless quiet) */
 } Pipeline;
 
-/* Loads spec's first model, turns bf16 on as --precision or the model asks,
+/* Loads spec's first model, turns bf16 on or quantizes the weights to int8
+ * (model_quantize) as --precision or the model asks,
  * and resolves p->dopt. Before any decoder exists: weights are packed in
  * the precision on when a decoder is made. A missing model file gets a hint
  * to name one with -m or $TFM_MODEL. */
