@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # bench_translate.sh: translation speed, tfm vs PyTorch 1.13, in one run.
 #
+# First the check that both decode the same model alike: greedy float32 at
+# batch 64, the share of lines where tfm and PyTorch give the same output
+# (it must be at least 99% before any ratio below means anything; it is
+# printed before them).
+#
 # For greedy and beam 4, batch 1 and 64, 1 and 2 threads: `tfm translate`
 # and scripts/torch_decode.py (the same weights, PyTorch's own incremental
 # decoder) alternate, REPEAT times each, best time kept; prints a markdown
@@ -14,7 +19,9 @@
 #        REPEAT (2), THREADS ("1 2"), MODES ("1 4": beam sizes),
 #        MAX_LEN_A / MAX_LEN_B (override the model's decode limits for both,
 #        e.g. MAX_LEN_A=0 MAX_LEN_B=30 for an untrained model),
-#        TORCH_ENV (extra environment for PyTorch; see below).
+#        TORCH_ENV (extra environment for PyTorch; see below),
+#        PRECISIONS ("fp32 int8": int8 is tfm --precision int8 against
+#        PyTorch's quantize_dynamic, torch_decode.py --int8).
 #
 # tfm times are wall-clock of the whole process (start, model load, BPE,
 # output); PyTorch times are inside the process, decoding only (no import,
@@ -36,6 +43,7 @@ LINES_B64=${LINES_B64:-0}
 REPEAT=${REPEAT:-2}
 THREADS=${THREADS:-"1 2"}
 MODES=${MODES:-"1 4"}
+PRECISIONS=${PRECISIONS:-"fp32 int8"}
 PY=/usr/bin/python3
 OMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
 mkdir -p "$OUT" || exit 1
@@ -81,7 +89,22 @@ s=$(date +%s.%N); "$TFM" translate -m "$MODEL" --threads 1 < /dev/null > /dev/nu
 echo "tfm start-up + model load: $(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.3f", e-s}') s"
 echo
 
+# Do both decode the same model alike? Greedy, float32, batch 64, all lines.
+"$TFM" translate -m "$MODEL" -b 1 --batch-size 64 --threads 1 -q "${LIMITS[@]}" \
+    < "$SRC" > "$OUT/check.tfm.txt" || { echo "tfm translate failed" >&2; exit 1; }
+env $TORCH_ENV OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $PY scripts/torch_decode.py "$MODEL" "$SRC" \
+    --tfm "$TFM" -b 1 --batch-size 64 --threads 1 "${LIMITS[@]}" -o "$OUT/check.torch.txt" >/dev/null ||
+    { echo "torch_decode failed" >&2; exit 1; }
+check=$(paste -d '\t' "$OUT/check.tfm.txt" "$OUT/check.torch.txt" |
+        awk -F '\t' '$1 == $2 {k++} END {printf "%.1f", 100 * k / NR}')
+echo "greedy float32 agreement, tfm vs PyTorch: $check% of $(wc -l < "$SRC") lines" \
+     "$(awk -v a="$check" 'BEGIN{print (a >= 99) ? "(>= 99%: the ratios compare the same work)" : "(BELOW 99%: the two decode differently; the ratios below do not compare the same work)"}')"
+echo
+
 ROWS=()
+for prec in $PRECISIONS; do
+  TFM_PREC=(); TORCH_PREC=()
+  [ "$prec" = int8 ] && TFM_PREC=(--precision int8) && TORCH_PREC=(--int8)
 for beam in $MODES; do
   for bs in 1 64; do
     lines=$([ "$bs" = 1 ] && echo "$LINES_B1" || echo "$LINES_B64")
@@ -89,42 +112,48 @@ for beam in $MODES; do
     if [ "$lines" -gt 0 ]; then head -n "$lines" "$SRC" > "$in"; else cp "$SRC" "$in"; fi
     n=$(wc -l < "$in")
     for th in $THREADS; do
-      tag=b$beam.bs$bs.t$th
+      tag=$prec.b$beam.bs$bs.t$th
       best_tfm=""; best_torch=""
       for ((r = 1; r <= REPEAT; r++)); do
         s=$(date +%s.%N)
-        "$TFM" translate -m "$MODEL" -b "$beam" --batch-size "$bs" --threads "$th" -q "${LIMITS[@]}" \
+        "$TFM" translate -m "$MODEL" -b "$beam" --batch-size "$bs" --threads "$th" -q "${LIMITS[@]}" "${TFM_PREC[@]}" \
             < "$in" > "$OUT/tfm.$tag.txt" || { echo "tfm translate failed" >&2; exit 1; }
         e=$(date +%s.%N)
         t=$(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.4f", e-s}')
         best_tfm=$(awk -v a="$t" -v b="$best_tfm" 'BEGIN{print (b == "" || a < b) ? a : b}')
         j=$(env $TORCH_ENV OMP_NUM_THREADS="$th" OPENBLAS_NUM_THREADS="$th" \
             $PY scripts/torch_decode.py "$MODEL" "$in" --tfm "$TFM" -b "$beam" --batch-size "$bs" \
-            --threads "$th" "${LIMITS[@]}" -o "$OUT/torch.$tag.txt") || { echo "torch_decode failed" >&2; exit 1; }
+            --threads "$th" "${LIMITS[@]}" "${TORCH_PREC[@]}" -o "$OUT/torch.$tag.txt") || { echo "torch_decode failed" >&2; exit 1; }
         t=$(echo "$j" | sed 's/.*"seconds": \([0-9.]*\).*/\1/')
         best_torch=$(awk -v a="$t" -v b="$best_torch" 'BEGIN{print (b == "" || a < b) ? a : b}')
       done
       agree=$(paste -d '\t' "$OUT/tfm.$tag.txt" "$OUT/torch.$tag.txt" | awk -F '\t' '$1 == $2 {k++} END {printf "%.1f%%", 100 * k / NR}')
       row=$(awk -v n="$n" -v a="$best_tfm" -v b="$best_torch" -v beam="$beam" -v bs="$bs" -v th="$th" \
             -v tt="$(tokens "$OUT/tfm.$tag.txt")" -v pt="$(tokens "$OUT/torch.$tag.txt")" -v ag="$agree" \
-            'BEGIN{printf "| %s | %d | %d | %d | %.1f | %.1f | **%.1fx** | %d / %d | %s |", beam == 1 ? "greedy" : "beam " beam, bs, th, n, n / a, n / b, b / a, tt, pt, ag}')
+            -v prec="$prec" \
+            'BEGIN{printf "| %s | %s | %d | %d | %d | %.1f | %.1f | **%.1fx** | %d / %d | %s |", prec, beam == 1 ? "greedy" : "beam " beam, bs, th, n, n / a, n / b, b / a, tt, pt, ag}')
       echo "$row"
       ROWS+=("$row")
     done
   done
 done
+done
 
 echo
 echo "load at end: $(uptime)"
 echo
-echo "| search | batch | threads | lines | tfm sent/s | PyTorch sent/s | tfm/PyTorch | output tokens tfm / PyTorch | same output |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "greedy float32 agreement, tfm vs PyTorch: $check% (the check above)"
+echo
+echo "| precision | search | batch | threads | lines | tfm sent/s | PyTorch sent/s | tfm/PyTorch | output tokens tfm / PyTorch | same output |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 echo
 if [ "$LINES_B64" = 0 ] && [ -f "$REF" ]; then
+  for prec in $PRECISIONS; do
   for beam in $MODES; do
     th=${THREADS%% *}
-    echo "BLEU of tfm, $( [ "$beam" = 1 ] && echo greedy || echo "beam $beam"), batch 64: $("$TFM" bleu "$OUT/tfm.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
-    echo "BLEU of PyTorch, same:           $("$TFM" bleu "$OUT/torch.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
+    echo "BLEU of tfm $prec, $( [ "$beam" = 1 ] && echo greedy || echo "beam $beam"), batch 64: $("$TFM" bleu "$OUT/tfm.$prec.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
+    echo "BLEU of PyTorch $prec, same:           $("$TFM" bleu "$OUT/torch.$prec.b$beam.bs64.t$th.txt" "$REF" 2>/dev/null | head -1)"
+  done
   done
 fi

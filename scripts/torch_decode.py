@@ -14,6 +14,14 @@ output length limit min(a*src_len + b, max_len), a sentence stops when k
 hypotheses finished or no live one can beat the best finished. Finished
 sentences leave the batch at once (the cache rows are gathered away).
 
+Models with `model.output_vocab "target"` score only their output pieces
+(the OUTV section): the output projection covers those rows, the
+log-softmax those columns, and a chosen column maps back to its piece id,
+as tfm does. --int8 runs every linear product through PyTorch's own
+dynamic int8 quantization (torch.ao.quantization.quantize_dynamic on
+nn.Linear: int8 weights, activations quantized at run time), the products
+tfm's --precision int8 quantizes.
+
 Text to ids goes through `tfm bpe encode` with the model's own vocabulary
 (VOCB section), ids back to text through `tfm bpe decode`, outside the timed
 part. Batches are consecutive input lines, as `tfm translate` takes them.
@@ -43,12 +51,19 @@ from torch_model import PAD, BOS, EOS  # noqa: E402
 
 def read_tfm(path):
     """(config dict, vocabulary bytes, {name: float32 tensor}) of a .tfm file."""
+    conf, vocab, tensors, _ = read_tfm_outputs(path)
+    return conf, vocab, tensors
+
+
+def read_tfm_outputs(path):
+    """read_tfm's three, and the output pieces (OUTV section; None when every
+    piece is an output)."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != b"TFMMODEL":
         sys.exit("%s: not a tfm model file" % path)
     pos = 16
-    conf = vocab = None
+    conf = vocab = out_ids = None
     tensors = {}
     while pos + 12 <= len(data):
         tag = data[pos:pos + 4]
@@ -72,11 +87,14 @@ def read_tfm(path):
                 t = torch.frombuffer(bytearray(payload[p:p + 4 * rows * cols]), dtype=torch.float32)
                 tensors[name] = t.view(rows, cols)
                 p += 4 * rows * cols
+        elif tag == b"OUTV":
+            (count,) = struct.unpack_from("<I", payload, 0)
+            out_ids = list(struct.unpack_from("<%dI" % count, payload, 4))
         elif tag == b"END ":
             break
     if conf is None or vocab is None or not tensors:
         sys.exit("%s: missing CONF, VOCB or TENS" % path)
-    return conf, vocab, tensors
+    return conf, vocab, tensors, out_ids
 
 
 def build_model(conf, tensors):
@@ -95,38 +113,109 @@ def build_model(conf, tensors):
     return model
 
 
-class Decoder:
-    """Incremental decoder over a torch_model.Transformer's weights."""
+def _linear(w, b=None):
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        if b is not None:
+            lin.bias.copy_(b)
+    return lin
 
-    def __init__(self, model):
+
+class Decoder:
+    """Incremental decoder over a torch_model.Transformer's weights. Every
+    linear product is an nn.Linear (quantized by quantize_dynamic with int8)."""
+
+    def __init__(self, model, out_ids=None, int8=False):
         self.m = model
         cfg = model.cfg
         self.cfg = cfg
         p = model.p
+        lin = torch.nn.ModuleDict()
+        self.enc = []
+        for i in range(cfg.enc_layers):
+            pre = "enc.%d" % i
+            lin[pre.replace(".", "") + "_qkv"] = _linear(
+                torch.cat([p(pre + ".self.wq"), p(pre + ".self.wk"), p(pre + ".self.wv")]),
+                torch.cat([p(pre + ".self.bq"), p(pre + ".self.bk"), p(pre + ".self.bv")]))
+            lin[pre.replace(".", "") + "_o"] = _linear(p(pre + ".self.wo"), p(pre + ".self.bo"))
+            lin[pre.replace(".", "") + "_f1"] = _linear(p(pre + ".ffn.w1"), p(pre + ".ffn.b1"))
+            lin[pre.replace(".", "") + "_f2"] = _linear(p(pre + ".ffn.w2"), p(pre + ".ffn.b2"))
         self.layers = []
         for i in range(cfg.dec_layers):
             pre = "dec.%d" % i
-            L = {}
-            L["wqkv"] = torch.cat([p(pre + ".self.wq"), p(pre + ".self.wk"), p(pre + ".self.wv")]).contiguous()
-            L["bqkv"] = torch.cat([p(pre + ".self.bq"), p(pre + ".self.bk"), p(pre + ".self.bv")]).contiguous()
-            L["wo"], L["bo"] = p(pre + ".self.wo"), p(pre + ".self.bo")
-            L["cwq"], L["cbq"] = p(pre + ".cross.wq"), p(pre + ".cross.bq")
-            L["cwkv"] = torch.cat([p(pre + ".cross.wk"), p(pre + ".cross.wv")]).contiguous()
-            L["cbkv"] = torch.cat([p(pre + ".cross.bk"), p(pre + ".cross.bv")]).contiguous()
-            L["cwo"], L["cbo"] = p(pre + ".cross.wo"), p(pre + ".cross.bo")
-            L["w1"], L["b1"] = p(pre + ".ffn.w1"), p(pre + ".ffn.b1")
-            L["w2"], L["b2"] = p(pre + ".ffn.w2"), p(pre + ".ffn.b2")
+            lin[pre.replace(".", "") + "_qkv"] = _linear(
+                torch.cat([p(pre + ".self.wq"), p(pre + ".self.wk"), p(pre + ".self.wv")]),
+                torch.cat([p(pre + ".self.bq"), p(pre + ".self.bk"), p(pre + ".self.bv")]))
+            lin[pre.replace(".", "") + "_o"] = _linear(p(pre + ".self.wo"), p(pre + ".self.bo"))
+            lin[pre.replace(".", "") + "_cq"] = _linear(p(pre + ".cross.wq"), p(pre + ".cross.bq"))
+            lin[pre.replace(".", "") + "_ckv"] = _linear(torch.cat([p(pre + ".cross.wk"), p(pre + ".cross.wv")]),
+                                        torch.cat([p(pre + ".cross.bk"), p(pre + ".cross.bv")]))
+            lin[pre.replace(".", "") + "_co"] = _linear(p(pre + ".cross.wo"), p(pre + ".cross.bo"))
+            lin[pre.replace(".", "") + "_f1"] = _linear(p(pre + ".ffn.w1"), p(pre + ".ffn.b1"))
+            lin[pre.replace(".", "") + "_f2"] = _linear(p(pre + ".ffn.w2"), p(pre + ".ffn.b2"))
+        share = cfg.share_embeddings
+        self.emb = p("emb.shared" if share else "emb.tgt")
+        out = p("emb.shared" if share else "out.proj")
+        # model.output_vocab "target": the logits are the output pieces' only
+        self.ids = torch.tensor(out_ids, dtype=torch.long) if out_ids is not None else None
+        lin["out"] = _linear(out.index_select(0, self.ids) if self.ids is not None else out)
+        lin.eval()
+        if int8:
+            lin = torch.ao.quantization.quantize_dynamic(lin, {torch.nn.Linear}, dtype=torch.qint8)
+        self.lin = lin
+        for i in range(cfg.dec_layers):
+            pre = "dec.%d" % i
+            L = {k: lin[pre.replace(".", "") + "_" + k] for k in ("qkv", "o", "cq", "ckv", "co", "f1", "f2")}
             for j in (1, 2, 3):
                 L["g%d" % j], L["n%d" % j] = p(pre + ".ln%d.g" % j), p(pre + ".ln%d.b" % j)
             self.layers.append(L)
-        share = cfg.share_embeddings
-        self.emb = p("emb.shared" if share else "emb.tgt")
-        self.out = p("emb.shared" if share else "out.proj")
+        for i in range(cfg.enc_layers):
+            pre = "enc.%d" % i
+            E = {k: lin[pre.replace(".", "") + "_" + k] for k in ("qkv", "o", "f1", "f2")}
+            for j in (1, 2):
+                E["g%d" % j], E["n%d" % j] = p(pre + ".ln%d.g" % j), p(pre + ".ln%d.b" % j)
+            self.enc.append(E)
+        self.out = lin["out"]
+        # the output columns of <pad> and <s>, never chosen
+        cols = self.ids.tolist() if self.ids is not None else list(range(out.shape[0]))
+        self.banned = [c for c, tok in enumerate(cols) if tok in (PAD, BOS)]
         self.scale = math.sqrt(cfg.d_model)
         self.T = cfg.max_len
 
+    def token(self, col):
+        """The piece id of output column(s) col (an int or a LongTensor)."""
+        if self.ids is None:
+            return col
+        return self.ids[col] if torch.is_tensor(col) else int(self.ids[col])
+
     def _ln(self, x, g, b):
         return F.layer_norm(x, (x.shape[-1],), g, b, torch_model.LN_EPS)
+
+    def encode(self, src):
+        """The encoder stack over src (n, S), as torch_model's, through self.lin."""
+        cfg = self.cfg
+        n, S = src.shape
+        h, d = cfg.heads, cfg.d_model
+        dk = d // h
+        post = cfg.norm == "post"
+        pad = src.eq(PAD)
+        mask = torch.zeros(n, 1, 1, S).masked_fill(pad[:, None, None, :], float("-inf"))
+        x = F.embedding(src, self.m.p("emb.shared" if cfg.share_embeddings else "emb.src"))
+        x = x * self.scale + self.m.pe[:S]
+        for E in self.enc:
+            y = x if post else self._ln(x, E["g1"], E["n1"])
+            qkv = E["qkv"](y).view(n, S, 3, h, dk).permute(2, 0, 3, 1, 4)
+            s = torch.matmul(qkv[0], qkv[1].transpose(-1, -2)) / math.sqrt(dk) + mask
+            o = torch.matmul(torch.softmax(s, dim=-1), qkv[2]).transpose(1, 2).reshape(n, S, d)
+            a = E["o"](o)
+            x = self._ln(x + a, E["g1"], E["n1"]) if post else x + a
+            y = x if post else self._ln(x, E["g2"], E["n2"])
+            a = E["f2"](torch.relu(E["f1"](y)))
+            x = self._ln(x + a, E["g2"], E["n2"]) if post else x + a
+        if not post:
+            x = self._ln(x, self.m.p("enc.ln.g"), self.m.p("enc.ln.b"))
+        return x, pad
 
     def begin(self, src, k):
         """Encodes src (n, S) and sets up caches for n*k rows."""
@@ -134,12 +223,12 @@ class Decoder:
         n, S = src.shape
         h, d = cfg.heads, cfg.d_model
         dk = d // h
-        mem, pad = self.m.encode(src)
+        mem, pad = self.encode(src)
         R = n * k
         self.h, self.dk = h, dk
         self.cross = []
         for L in self.layers:
-            kv = F.linear(mem, L["cwkv"], L["cbkv"]).view(n, S, 2, h, dk).permute(2, 0, 3, 1, 4)
+            kv = L["ckv"](mem).view(n, S, 2, h, dk).permute(2, 0, 3, 1, 4)
             if k > 1:
                 kv = kv.repeat_interleave(k, dim=1)
             self.cross.append((kv[0].contiguous(), kv[1].contiguous()))
@@ -163,7 +252,8 @@ class Decoder:
         return new
 
     def step(self, prev, t):
-        """Feeds prev (R,) at position t; returns log-probabilities (R, V)."""
+        """Feeds prev (R,) piece ids at position t; returns log-probabilities
+        (R, output columns): token(column) is a column's piece."""
         R = prev.shape[0]
         h, dk, d = self.h, self.dk, self.cfg.d_model
         post = self.cfg.norm == "post"
@@ -171,31 +261,30 @@ class Decoder:
         for i, L in enumerate(self.layers):
             # self-attention
             y = x if post else self._ln(x, L["g1"], L["n1"])
-            qkv = F.linear(y, L["wqkv"], L["bqkv"]).view(R, 3, h, dk)
+            qkv = L["qkv"](y).view(R, 3, h, dk)
             self.kc[i][:, :, t] = qkv[:, 1]
             self.vc[i][:, :, t] = qkv[:, 2]
             q = qkv[:, 0].unsqueeze(2)                                   # (R, h, 1, dk)
             s = torch.matmul(q, self.kc[i][:, :, : t + 1].transpose(-1, -2)) / math.sqrt(dk)
             o = torch.matmul(torch.softmax(s, dim=-1), self.vc[i][:, :, : t + 1]).view(R, d)
-            a = F.linear(o, L["wo"], L["bo"])
+            a = L["o"](o)
             x = self._ln(x + a, L["g1"], L["n1"]) if post else x + a
             # cross-attention
             y = x if post else self._ln(x, L["g2"], L["n2"])
-            q = F.linear(y, L["cwq"], L["cbq"]).view(R, h, 1, dk)
+            q = L["cq"](y).view(R, h, 1, dk)
             ck, cv = self.cross[i]
             s = torch.matmul(q, ck.transpose(-1, -2)) / math.sqrt(dk) + self.mask
             o = torch.matmul(torch.softmax(s, dim=-1), cv).view(R, d)
-            a = F.linear(o, L["cwo"], L["cbo"])
+            a = L["co"](o)
             x = self._ln(x + a, L["g2"], L["n2"]) if post else x + a
             # feed-forward
             y = x if post else self._ln(x, L["g3"], L["n3"])
-            a = F.linear(torch.relu(F.linear(y, L["w1"], L["b1"])), L["w2"], L["b2"])
+            a = L["f2"](torch.relu(L["f1"](y)))
             x = self._ln(x + a, L["g3"], L["n3"]) if post else x + a
         if not post:
             x = self._ln(x, self.m.p("dec.ln.g"), self.m.p("dec.ln.b"))
-        lp = torch.log_softmax(F.linear(x, self.out), dim=-1)
-        lp[:, PAD] = float("-inf")
-        lp[:, BOS] = float("-inf")
+        lp = torch.log_softmax(self.out(x), dim=-1)
+        lp[:, self.banned] = float("-inf")
         return lp
 
 
@@ -218,7 +307,7 @@ def greedy(dec, src, src_lens, a, b):
     t = 0
     while alive:
         lp = dec.step(prev, t)
-        best = lp.argmax(dim=-1)
+        best = dec.token(lp.argmax(dim=-1))
         toks = best.tolist()
         keep = []
         for r, s in enumerate(alive):
@@ -244,7 +333,6 @@ def beam_search(dec, src, src_lens, k, alpha, a, b):
     n = src.shape[0]
     lim = limits(src_lens, a, b, dec.T)
     dec.begin(src, k)
-    V = dec.emb.shape[0]
     fin = [[] for _ in range(n)]               # (score, tokens)
     alive = list(range(n))                     # sentence of each block of k rows
     hist = [[] for _ in range(n * k)]
@@ -255,6 +343,7 @@ def beam_search(dec, src, src_lens, k, alpha, a, b):
     while alive:
         nb = len(alive)
         lp = dec.step(prev, t)
+        V = lp.shape[1]
         cand = (score[:, None] + lp).view(nb, k * V)
         cs, ci = cand.topk(2 * k, dim=1)
         cs, ci = cs.tolist(), ci.tolist()
@@ -267,7 +356,7 @@ def beam_search(dec, src, src_lens, k, alpha, a, b):
                 if sc == float("-inf"):
                     break
                 row = j * k + ci[j][i] // V
-                tok = ci[j][i] % V
+                tok = dec.token(ci[j][i] % V)
                 if tok == EOS:
                     if i < k:
                         fin[s].append((sc / penalty(t + 1, alpha), hist[row]))
@@ -337,10 +426,12 @@ def main():
     ap.add_argument("--lines", type=int, default=0, help="only the first N lines")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("-o", "--output", help="write the translations (text) here")
+    ap.add_argument("--int8", action="store_true",
+                    help="the linear products in int8 (torch's quantize_dynamic)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
-    conf, vocab_bytes, tensors = read_tfm(args.model)
+    conf, vocab_bytes, tensors, out_ids = read_tfm_outputs(args.model)
     model = build_model(conf, tensors)
     dc = conf.get("decode", {})
     alpha = args.alpha if args.alpha is not None else dc.get("alpha", 0.6)
@@ -370,7 +461,7 @@ def main():
 
         best_t, outs = None, None
         with torch.inference_mode():
-            dec = Decoder(model)
+            dec = Decoder(model, out_ids, args.int8)
             for _ in range(args.repeat):
                 res = [None] * len(sents)
                 t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # valgrind.sh (`make valgrind`): memcheck over a short train, translate (beam
-# with n-best; sampling with top-p and repeat blocking), bleu/chrF/TER on a
+# with n-best; sampling with top-p and repeat blocking; an int8 model from
+# quantize, on the portable int8 kernel), bleu/chrF/TER on a
 # gzipped reference and their significance tests, bpe encode and info. Fails
 # on any memcheck error or definitely lost byte. "Possibly lost" blocks are
 # libgomp's thread stacks, not shown. TFM_REEXEC=1: tfm's start-up re-exec (to pick the OpenBLAS
@@ -31,6 +32,10 @@ cd "$T"
 run "train (6 steps, validations, saves, average)" "$TFM" train vg.json -q --set train.average_last=2
 run "translate, beam 3, n-best 2" "$TFM" translate -m model.tfm -i in.txt -b 3 --nbest 2 -o hyp.nbest
 run "translate, sampling" "$TFM" translate -m model.tfm -i in.txt --sample --top-p 0.9 --no-repeat-ngram 2 -o hyp.txt -q
+run "quantize" "$TFM" quantize -o q.tfm model.tfm
+# valgrind does not know AVX-512: the portable int8 kernel
+TFM_INT8_KERNEL=portable run "translate an int8 model, beam 3 (portable int8 kernel)" \
+    "$TFM" translate -m q.tfm -i in.txt -b 3 -o hyp8.txt -q
 run "bleu, chrF, TER (gzipped reference)" "$TFM" bleu hyp.txt ref.gz -m bleu chrf ter
 run "bleu -ci" "$TFM" bleu hyp.txt ref.gz -ci -m bleu chrf ter --confidence-n 20
 run "bleu --paired-bs --json" "$TFM" bleu hyp.txt ref.gz --paired-bs in.txt -m bleu chrf ter --paired-bs-n 20 --json

@@ -175,10 +175,10 @@ if command -v script >/dev/null; then
     check "all lines translated" test "$(wc -l <long_out.txt)" = 20000
 fi
 
-# --precision: fp32 or bf16; bf16 is refused on a CPU without a bf16 unit
+# --precision: fp32, bf16 or int8; bf16 is refused on a CPU without a bf16 unit
 # (forced through oneDNN's ISA cap, so every machine checks it).
-expect_exit 2 "--precision takes fp32 or bf16" -- "$TFM" translate --precision fp16 -i in.txt
-expect_err_line "--precision message" "tfm: translate: --precision must be fp32 or bf16, got 'fp16'"
+expect_exit 2 "--precision takes fp32, bf16 or int8" -- "$TFM" translate --precision fp16 -i in.txt
+expect_err_line "--precision message" "tfm: translate: --precision must be fp32, bf16 or int8, got 'fp16'"
 expect_exit 1 "--precision bf16 refused without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 "$TFM" translate --precision bf16 -i in.txt
 expect_err_line "bf16 refusal message" \
     "tfm: translate: --precision bf16: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither (use \"fp32\")"

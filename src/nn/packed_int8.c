@@ -127,6 +127,7 @@ static void block_portable(int mr, const int8_t *a, const uint8_t *aux, int kp, 
         for (int r = 0; r < mr; r++) {
             const int8_t *ar = a + (size_t)r * kp + 4 * g;
             int32_t *ac = acc + r * NR;
+#pragma omp simd
             for (int j = 0; j < NR; j++)
                 ac[j] += ar[0] * pg[4 * j] + ar[1] * pg[4 * j + 1] + ar[2] * pg[4 * j + 2] +
                          ar[3] * pg[4 * j + 3];
