@@ -434,33 +434,20 @@ static void quantize_rows(const PackedInt8 *p, const Kernel *k, const float *x, 
     }
 }
 
-/* The n input rows quantized, row by row: no row's values depend on
- * another's. */
-static bool quantize_inputs(const PackedInt8 *p, const Kernel *k, const float *x, int n)
+/* Room in the scratch for n quantized input rows. */
+static bool scratch_rows(const PackedInt8 *p, int n)
 {
     Int8Scratch *s = p->scratch;
     const int kp = 4 * p->groups;
-    if ((size_t)n > s->cap) {
-        int8_t *q = realloc(s->q, (size_t)n * kp);
-        if (q) s->q = q;
-        uint8_t *aux = realloc(s->aux, (size_t)n * kp);
-        if (aux) s->aux = aux;
-        float *sc = realloc(s->s, (size_t)n * sizeof *sc);
-        if (sc) s->s = sc;
-        if (!q || !aux || !sc) return false;
-        s->cap = (size_t)n;
-    }
-    /* (a parallel region costs libgomp a team even on one thread: small
-     * inputs stay out of it) */
-    if ((long)n * p->in <= 65536 || omp_get_max_threads() == 1) {
-        quantize_rows(p, k, x, 0, n);
-        return true;
-    }
-#pragma omp parallel
-    {
-        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        quantize_rows(p, k, x, (int)((long)n * id / nt), (int)((long)n * (id + 1) / nt));
-    }
+    if ((size_t)n <= s->cap) return true;
+    int8_t *q = realloc(s->q, (size_t)n * kp);
+    if (q) s->q = q;
+    uint8_t *aux = realloc(s->aux, (size_t)n * kp);
+    if (aux) s->aux = aux;
+    float *sc = realloc(s->s, (size_t)n * sizeof *sc);
+    if (sc) s->s = sc;
+    if (!q || !aux || !sc) return false;
+    s->cap = (size_t)n;
     return true;
 }
 
@@ -507,7 +494,7 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
 {
     const Kernel *k = kernel;
     if (n <= 0) return;
-    if (!quantize_inputs(p, k, x, n)) {
+    if (!scratch_rows(p, n)) {
         /* no memory for the quantized inputs: zeros rather than garbage
          * (as packed_linear's bf16 path) */
         memset(y, 0, (size_t)n * p->out * sizeof *y);
@@ -518,13 +505,20 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
     int chunk = (1 << 18) / (4 * p->groups) / k->mr * k->mr;
     if (chunk < k->mr) chunk = k->mr;
     const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
+    /* A small product runs here: a parallel region costs libgomp a team
+     * even on one thread. */
     if ((long)n * p->out * p->in <= (1L << 20) || omp_get_max_threads() == 1) {
+        quantize_rows(p, k, x, 0, n);
         run_tasks(p, k, y, n, relu, chunk, 0, tasks);
         return;
     }
+    /* one region for both steps: on a busy machine every region's start
+     * and end wait for the slowest thread */
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        quantize_rows(p, k, x, (int)((long)n * id / nt), (int)((long)n * (id + 1) / nt));
+#pragma omp barrier
         run_tasks(p, k, y, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
     }
 }
