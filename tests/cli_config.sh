@@ -27,6 +27,10 @@ expect_exit 1 syntax -- "$TFM" train "$T/syntax.json" --dry-run &&
 
 expect_exit 1 missing -- "$TFM" train "$T/none.json" --dry-run &&
     expect_err_line missing "tfm: $T/none.json: cannot open: No such file or directory"
+# a FIFO is refused at once, not waited on (the config is read as every named input is)
+mkfifo "$T/fifo.json"
+expect_exit 1 config_fifo -- timeout 20 "$TFM" train "$T/fifo.json" --dry-run
+expect_err_line config_fifo "tfm: $T/fifo.json: not a regular file"
 
 mkdir "$T/sub"
 echo "{\"data\": {\"train_src\": \"../train.de\", \"train_tgt\": \"../train.en\", \"valid_src\": \"../val.de\", \"valid_tgt\": \"../nope.en\"}}" >"$T/sub/c.json"
@@ -75,6 +79,13 @@ expect_err_line set_clash "tfm: $T/attn.json with --set model.attention=linear: 
 echo "{$DATA, \"train\": {\"max_steps\": 5000, \"lr\": {\"schedule\": \"linear\"}}}" >"$T/lin.json"
 expect_exit 1 set_clash_short -- "$TFM" train "$T/lin.json" --dry-run --set train.lr.warmup=60000
 expect_err_line set_clash_short "tfm: $T/lin.json with --set train.lr.warmup=60000: train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (60000), got 5000"
+# a key the message mentions in passing is not one the check is about:
+# lr.final is where the decay ends, but the clash is max_steps and warmup
+expect_exit 1 set_named_in_passing -- "$TFM" train "$T/lin.json" --dry-run --set train.lr.warmup=6000 --set train.lr.final=0
+expect_err_line set_named_in_passing "tfm: $T/lin.json with --set train.lr.warmup=6000: train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (6000), got 5000"
+echo "{$DATA, \"train\": {\"max_steps\": 3000, \"lr\": {\"schedule\": \"linear\"}}}" >"$T/lin3k.json"
+expect_exit 1 set_only_in_passing -- "$TFM" train "$T/lin3k.json" --dry-run --set train.lr.final=0
+expect_err_line set_only_in_passing "tfm: $T/lin3k.json: train.lr.schedule: \"linear\" decays to lr.final at train.max_steps, which must be above lr.warmup (4000), got 3000"
 # only a check of keys together blames a --set: a typo's hint names a key too
 echo "{$DATA, \"model\": {\"atention\": \"linear\"}}" >"$T/typo.json"
 expect_exit 1 set_typo_hint -- "$TFM" train "$T/typo.json" --dry-run --set model.attention=softmax

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text.h"
+
 /* The file to replace: path itself, or the file a symlink at path points
  * to. Sets *out (malloc'd) or err. */
 static TfmStatus resolve_target(const char *path, char **out, TfmErr *err)
@@ -58,8 +60,8 @@ TfmStatus atomic_check_target(const char *path, TfmErr *err)
 TfmStatus atomic_check_own_kind(const char *path, const char *magic, const char *kind,
                                 TfmErr *err)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    bool regular;
+    int fd = text_open_nonblocking(path, &regular);
     if (fd < 0 && errno != ENOENT)
         return err_set(err, TFM_ERR_IO, "%s: cannot read it to see what it is: %s", path,
                        strerror(errno));
@@ -67,8 +69,6 @@ TfmStatus atomic_check_own_kind(const char *path, const char *magic, const char 
     size_t want = strlen(magic);
     char head[16];
     ssize_t n = 0;
-    struct stat sb;
-    bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
     if (regular && want <= sizeof head) n = read(fd, head, want);
     close(fd);
     if (!regular || n == 0 || (n == (ssize_t)want && memcmp(head, magic, want) == 0))

@@ -7,15 +7,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void set_msg(TfmErr *err, TfmStatus status, const char *fmt, va_list ap)
+{
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    err->status = status;
+    err->n_keys = 0;
+}
+
 TfmStatus err_set(TfmErr *err, TfmStatus status, const char *fmt, ...)
 {
     if (!err) return status;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    set_msg(err, status, fmt, ap);
     va_end(ap);
-    err->status = status;
     return status;
+}
+
+TfmStatus err_set_keys(TfmErr *err, TfmStatus status, const char *const *keys,
+                       const char *fmt, ...)
+{
+    if (!err) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    set_msg(err, status, fmt, ap);
+    va_end(ap);
+    for (; *keys && err->n_keys < ERR_MAX_KEYS; keys++)
+        snprintf(err->keys[err->n_keys++], ERR_KEY_SIZE, "%s", *keys);
+    return status;
+}
+
+void err_suffix(TfmErr *err, const char *fmt, ...)
+{
+    if (!err) return;
+    size_t n = strnlen(err->msg, sizeof err->msg - 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg + n, sizeof err->msg - n, fmt, ap);
+    va_end(ap);
 }
 
 void err_prefix(TfmErr *err, const char *fmt, ...)

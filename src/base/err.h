@@ -18,10 +18,20 @@ typedef enum {
     TFM_INTERRUPTED      /* stopped by a signal; err->signo says which */
 } TfmStatus;
 
+/* At most this many keys of at most this many bytes (with the NUL) on an
+ * error: a check of keys together names two or three. */
+enum { ERR_MAX_KEYS = 4, ERR_KEY_SIZE = 48 };
+
 typedef struct {
     TfmStatus status;
     int signo;           /* for TFM_INTERRUPTED */
     char msg[1024];
+    /* The config keys the error is about, full paths ("train.lr.warmup"),
+     * the one the message starts with first; none when it names none. A
+     * caller that must know (which --set to blame) reads these, never the
+     * wording. err_set clears them; err_keys sets them. */
+    int n_keys;
+    char keys[ERR_MAX_KEYS][ERR_KEY_SIZE];
     /* In an `mpirun` job (dist/dist.h): collective, every rank ends with
      * this status at the same point, so the job need not be aborted; quiet,
      * another rank reports it (rank 0, or the rank that failed). */
@@ -36,6 +46,18 @@ TfmStatus err_set(TfmErr *err, TfmStatus status, const char *fmt, ...)
 /* Prepends context ("file.json: ") to the existing message. */
 void err_prefix(TfmErr *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Appends a hint ("; use --restart") to the existing message, cut to fit. */
+void err_suffix(TfmErr *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* err_set, recording the config keys the error is about (see keys): a
+ * NULL-terminated list, the first the one the message starts with, e.g.
+ *   err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS("model.heads", "model.d_model"),
+ *                "model.heads: %d heads do not divide model.d_model %d", h, d)  */
+TfmStatus err_set_keys(TfmErr *err, TfmStatus status, const char *const *keys,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define ERR_KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* malloc/calloc that set TFM_ERR_NOMEM on failure (n == 0 allocates 1 byte).
  * Tests can make the Nth allocation fail with err_fail_alloc_after(). */

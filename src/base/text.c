@@ -34,17 +34,25 @@ TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err)
     return TFM_OK;
 }
 
-FILE *text_open_regular(const char *path, TfmErr *err)
+int text_open_nonblocking(const char *path, bool *regular)
 {
     /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
-     * refuse it (it changes nothing for a regular file) */
+     * refuse it */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    *regular = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    return fd;
+}
+
+FILE *text_open_regular(const char *path, TfmErr *err)
+{
+    bool regular;
+    int fd = text_open_nonblocking(path, &regular);
     if (fd < 0) {
         err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (!regular) {
         close(fd);
         err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
         return NULL;
@@ -55,6 +63,43 @@ FILE *text_open_regular(const char *path, TfmErr *err)
         close(fd);
     }
     return f;
+}
+
+TfmStatus text_read_file(const char *path, size_t max, const char *what,
+                         TfmStatus (*vet)(FILE *f, uint64_t size, const char *path, TfmErr *err),
+                         char **out, size_t *len, TfmErr *err)
+{
+    FILE *f = text_open_regular(path, err);
+    if (!f) return err->status;
+    struct stat sb;
+    TfmStatus st = TFM_OK;
+    char *buf = NULL;
+    size_t n = 0;
+    if (fstat(fileno(f), &sb) != 0)
+        st = err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    else if ((uint64_t)sb.st_size > max)
+        st = err_set(err, TFM_ERR_FORMAT, "%s: file too large (%s is at most %zu bytes)", path,
+                     what, max);
+    else if (vet)
+        st = vet(f, (uint64_t)sb.st_size, path, err);
+    if (st == TFM_OK) {
+        n = (size_t)sb.st_size;
+        if (!(buf = xmalloc(n + 1, err))) {
+            err_prefix(err, "%s: ", path);
+            st = TFM_ERR_NOMEM;
+        } else if (n && fread(buf, 1, n, f) != n) {
+            st = err_set(err, TFM_ERR_IO, "%s: read failed", path);
+        }
+    }
+    fclose(f);
+    if (st != TFM_OK) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return TFM_OK;
 }
 
 void text_reader_from_file(LineReader *r, FILE *f, const char *name)

@@ -63,6 +63,23 @@ TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err);
  * a device forever. */
 FILE *text_open_regular(const char *path, TfmErr *err);
 
+/* The one "open without waiting on a FIFO" (O_NONBLOCK, which changes
+ * nothing for a regular file): a read-only fd of path, or -1 with errno
+ * set; *regular says whether it is a regular file. Under text_open_regular,
+ * the config's check of its data files and atomic_file's look at a target. */
+int text_open_nonblocking(const char *path, bool *regular);
+
+/* The whole regular file at path (opened as text_open_regular opens it) in
+ * a malloc'd buffer, NUL-terminated after its *len bytes. A file over max
+ * bytes is refused before it is read: TFM_ERR_FORMAT "PATH: file too large
+ * (WHAT is at most MAX bytes)". vet (may be NULL) sees the open file and its
+ * size before anything is allocated and may refuse it (model files check
+ * their layout so). Errors as text_open_regular's, TFM_ERR_IO "PATH: read
+ * failed", TFM_ERR_NOMEM "PATH: out of memory ...". */
+TfmStatus text_read_file(const char *path, size_t max, const char *what,
+                         TfmStatus (*vet)(FILE *f, uint64_t size, const char *path, TfmErr *err),
+                         char **out, size_t *len, TfmErr *err);
+
 /* Wraps an already open stream (not closed by text_reader_close). */
 void text_reader_from_file(LineReader *r, FILE *f, const char *name);
 

@@ -316,38 +316,15 @@ static TfmStatus check_layout(FILE *f, uint64_t size, const char *path, TfmErr *
     return TFM_OK;
 }
 
-static TfmStatus read_whole_file(const char *path, unsigned char **out, size_t *len, TfmErr *err)
+/* The whole model file, its layout checked before its size is allocated. */
+static TfmStatus read_model_file(const char *path, unsigned char **out, size_t *len, TfmErr *err)
 {
     /* "tfm: : cannot open" would not say what is wrong */
     if (!*path) return err_set(err, TFM_ERR_IO, "model path is empty");
-    FILE *f = text_open_regular(path, err);    /* no wait on a FIFO */
-    if (!f) return err->status;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        fclose(f);
-        return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    TfmStatus st = check_layout(f, (uint64_t)sb.st_size, path, err);
-    if (st != TFM_OK) {
-        fclose(f);
-        return st;
-    }
-    size_t n = (size_t)sb.st_size;
-    unsigned char *buf = xmalloc(n, err);
-    if (!buf) {
-        fclose(f);
-        err_prefix(err, "%s: ", path);
-        return TFM_ERR_NOMEM;
-    }
-    if (n && fread(buf, 1, n, f) != n) {
-        fclose(f);
-        free(buf);
-        return err_set(err, TFM_ERR_IO, "%s: read failed", path);
-    }
-    fclose(f);
-    *out = buf;
-    *len = n;
-    return TFM_OK;
+    char *buf;
+    TfmStatus st = text_read_file(path, SIZE_MAX - 1, "a model", check_layout, &buf, len, err);
+    if (st == TFM_OK) *out = (unsigned char *)buf;
+    return st;
 }
 
 /* Finds the sections; checks the checksum. */
@@ -595,7 +572,7 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     unsigned char *buf = NULL;
     size_t len = 0;
     char *json = NULL;
-    TfmStatus st = read_whole_file(path, &buf, &len, err);
+    TfmStatus st = read_model_file(path, &buf, &len, err);
     if (st != TFM_OK) goto fail;
     Sections s;
     if ((st = split_sections(buf, len, path, &s, err)) != TFM_OK) goto fail;
@@ -661,7 +638,7 @@ TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err)
 {
     unsigned char *buf = NULL;
     size_t len = 0;
-    TfmStatus st = read_whole_file(from, &buf, &len, err);
+    TfmStatus st = read_model_file(from, &buf, &len, err);
     if (st != TFM_OK) return st;
     /* a damaged source is an error here, not a damaged copy found later */
     Sections s;

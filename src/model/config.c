@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/path.h"
+#include "base/text.h"
 #include "model/config_schema.h"
 #include "model/json_strict.h"
 #include "text/bpe.h"
@@ -28,10 +29,6 @@
 /* Enum fields are written through an int pointer. */
 _Static_assert(sizeof(NormKind) == sizeof(int), "NormKind must be int-sized");
 _Static_assert(sizeof(LrSchedule) == sizeof(int), "LrSchedule must be int-sized");
-
-enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text; refuse /dev/zero */
-
-
 
 static const char *const norm_names[] = {"post", "pre", NULL};
 static const char *const norm_type_names[] = {"layernorm", "rmsnorm", NULL};
@@ -270,8 +267,8 @@ static TfmStatus bad_value(const KeySpec *k, const char *got, bool too_big, TfmE
     else config_fmt_double(hi, sizeof hi, k->max);
     /* "a positive integer" is no help when the value is too large. */
     bool say_max = too_big && k->max == natural_max(k->type) && k->type != K_DOUBLE;
-    return err_set(err, TFM_ERR_CONFIG, "%s: expected %s%s%s, got %s", k->path, want,
-                   say_max ? " up to " : "", say_max ? hi : "", got);
+    return err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS(k->path), "%s: expected %s%s%s, got %s",
+                        k->path, want, say_max ? " up to " : "", say_max ? hi : "", got);
 }
 
 /* ---- defaults, free ---- */
@@ -372,6 +369,34 @@ TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, Tfm
     return TFM_OK;
 }
 
+/* ---- "did you mean" ---- */
+
+const char *config_suggest_key(const char *path)
+{
+    const char *leaf = strrchr(path, '.');
+    leaf = leaf ? leaf + 1 : path;
+    const char *best = NULL;
+    size_t best_d = 1 + strlen(leaf) / 4;   /* a typo or two, not a new word */
+    for (int i = 0; i < N_KEYS; i++) {
+        const char *kl = strrchr(config_schema[i].path, '.');
+        kl = kl ? kl + 1 : config_schema[i].path;
+        if (strcmp(kl, leaf) == 0) return config_schema[i].path;   /* the right key, another section */
+        size_t d = text_edit_distance(path, strlen(path), config_schema[i].path, strlen(config_schema[i].path));
+        if (d <= best_d && (!best || d < best_d)) {
+            best = config_schema[i].path;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err)
+{
+    const char *hint = config_suggest_key(path);
+    if (hint) return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %s?)", shown, hint);
+    return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", shown);
+}
+
 /* ---- walking the JSON tree ---- */
 
 int config_spec_find(const char *path)
@@ -444,91 +469,103 @@ static TfmStatus walk(TfmConfig *cfg, const cJSON *obj, const char *prefix, bool
 
 /* ---- paths ---- */
 
-/* A readable regular file (O_NONBLOCK: a FIFO must not hang us). */
+/* A readable regular file (not waiting on a FIFO). */
 static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
-        return err_set(err, TFM_ERR_IO, "%s: cannot open %s: %s", k->path, path, strerror(errno));
-    }
-    struct stat st;
-    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    bool regular;
+    int fd = text_open_nonblocking(path, &regular);
+    if (fd < 0)
+        return err_set_keys(err, TFM_ERR_IO, ERR_KEYS(k->path), "%s: cannot open %s: %s", k->path,
+                            path, strerror(errno));
     close(fd);
-    if (!regular) return err_set(err, TFM_ERR_IO, "%s: %s: not a regular file", k->path, path);
+    if (!regular)
+        return err_set_keys(err, TFM_ERR_IO, ERR_KEYS(k->path), "%s: %s: not a regular file",
+                            k->path, path);
     return TFM_OK;
 }
 
 /* ---- parse, load, check ---- */
 
+/* The rules between keys. Each error names its keys (ERR_KEYS, the one it
+ * starts with first), so that config_load_overrides can blame a --set. */
 static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
 {
+    const TfmStatus bad = TFM_ERR_CONFIG;
     if (cfg->model.d_model % cfg->model.heads != 0)
-        return err_set(err, TFM_ERR_CONFIG, "model.heads: %d heads do not divide model.d_model %d",
-                       cfg->model.heads, cfg->model.d_model);
-    /* pruning would delete the checkpoints the average needs */
+        return err_set_keys(err, bad, ERR_KEYS("model.heads", "model.d_model"),
+                            "model.heads: %d heads do not divide model.d_model %d",
+                            cfg->model.heads, cfg->model.d_model);
     /* linear attention has no probability matrix to drop out of */
     if (cfg->model.attention == ATTN_LINEAR && cfg->model.attn_dropout > 0)
-        return err_set(err, TFM_ERR_CONFIG, "model.attn_dropout: %g needs model.attention "
-                       "\"softmax\" (linear attention has no attention weights to drop); use 0",
-                       cfg->model.attn_dropout);
+        return err_set_keys(err, bad, ERR_KEYS("model.attn_dropout", "model.attention"),
+                            "model.attn_dropout: %g needs model.attention \"softmax\" (linear "
+                            "attention has no attention weights to drop); use 0",
+                            cfg->model.attn_dropout);
     const LrConfig *lr = &cfg->train.lr;
     bool decays = lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE;
     const char *decay_name = lr->schedule == LR_LINEAR ? "linear" : "cosine";
     if (decays && lr->horizon == LR_HORIZON_STEPS && cfg->train.max_steps <= lr->warmup)
-        return err_set(err, TFM_ERR_CONFIG, "train.lr.schedule: \"%s\" decays to lr.final at "
-                       "train.max_steps, which must be above lr.warmup (%d), got %ld",
-                       decay_name, lr->warmup, cfg->train.max_steps);
+        return err_set_keys(err, bad, ERR_KEYS("train.lr.schedule", "train.max_steps",
+                                               "train.lr.warmup", "train.lr.horizon"),
+                            "train.lr.schedule: \"%s\" decays to lr.final at train.max_steps, "
+                            "which must be above lr.warmup (%d), got %ld",
+                            decay_name, lr->warmup, cfg->train.max_steps);
     if (decays && lr->horizon == LR_HORIZON_TIME && cfg->train.max_time_s <= 0)
-        return err_set(err, TFM_ERR_CONFIG, "train.lr.horizon: \"time\" decays to lr.final at "
-                       "train.max_time_s, which is not set (give it in seconds, or use "
-                       "\"steps\")");
+        return err_set_keys(err, bad, ERR_KEYS("train.lr.horizon", "train.max_time_s",
+                                               "train.lr.schedule"),
+                            "train.lr.horizon: \"time\" decays to lr.final at train.max_time_s, "
+                            "which is not set (give it in seconds, or use \"steps\")");
     if (decays && lr->horizon == LR_HORIZON_TIME && cfg->train.max_steps > 0 &&
         cfg->train.max_steps <= lr->warmup)
-        return err_set(err, TFM_ERR_CONFIG, "train.lr.schedule: \"%s\" needs train.max_steps "
-                       "above lr.warmup (%d) or 0 (no step limit), got %ld",
-                       decay_name, lr->warmup, cfg->train.max_steps);
+        return err_set_keys(err, bad, ERR_KEYS("train.lr.schedule", "train.max_steps",
+                                               "train.lr.warmup", "train.lr.horizon"),
+                            "train.lr.schedule: \"%s\" needs train.max_steps above lr.warmup "
+                            "(%d) or 0 (no step limit), got %ld",
+                            decay_name, lr->warmup, cfg->train.max_steps);
     if ((lr->schedule == LR_LINEAR || lr->schedule == LR_COSINE) && lr->final > lr->peak)
-        return err_set(err, TFM_ERR_CONFIG, "train.lr.final: %g is above train.lr.peak %g",
-                       lr->final, lr->peak);
+        return err_set_keys(err, bad, ERR_KEYS("train.lr.final", "train.lr.peak",
+                                               "train.lr.schedule"),
+                            "train.lr.final: %g is above train.lr.peak %g", lr->final, lr->peak);
     if (cfg->train.parallel == PARALLEL_SENTENCES && cfg->train.precision == PRECISION_BF16)
-        return err_set(err, TFM_ERR_CONFIG, "train.parallel: \"sentences\" runs float32 products "
-                       "and cannot be combined with train.precision \"bf16\" (use \"products\" "
-                       "or \"auto\")");
+        return err_set_keys(err, bad, ERR_KEYS("train.parallel", "train.precision"),
+                            "train.parallel: \"sentences\" runs float32 products and cannot be "
+                            "combined with train.precision \"bf16\" (use \"products\" or "
+                            "\"auto\")");
+    /* pruning would delete the checkpoints the average needs */
     if (cfg->train.average_last > cfg->train.keep)
-        return err_set(err, TFM_ERR_CONFIG, "train.average_last: %d checkpoints to average need "
-                       "train.keep >= %d, got %d", cfg->train.average_last,
-                       cfg->train.average_last, cfg->train.keep);
+        return err_set_keys(err, bad, ERR_KEYS("train.average_last", "train.keep"),
+                            "train.average_last: %d checkpoints to average need train.keep >= "
+                            "%d, got %d", cfg->train.average_last, cfg->train.average_last,
+                            cfg->train.keep);
     return TFM_OK;
 }
 
 /* A user's decode.* within tfm translate's option ranges: beyond alpha 10
  * every score rounds to zero and n-best lists lose their order. Not asked of
- * the config inside a model (older models may hold more; translate clamps). */
-static TfmStatus check_decode(const TfmConfig *cfg, TfmErr *err)
+ * the config inside a model (older models may hold more; translate clamps).
+ * (config_schema.h) */
+TfmStatus config_check_decode(const TfmConfig *cfg, TfmErr *err)
 {
     const DecodeConfig *d = &cfg->decode;
     char got[32];
     if (d->alpha > DECODE_MAX_ALPHA || d->max_len_a > DECODE_MAX_LEN_A) {
         bool alpha = d->alpha > DECODE_MAX_ALPHA;
+        const char *key = alpha ? "decode.alpha" : "decode.max_len_a";
         config_fmt_float(got, sizeof got, alpha ? d->alpha : d->max_len_a);
-        return err_set(err, TFM_ERR_CONFIG, "decode.%s: expected a number in [0, %g], got %s",
-                       alpha ? "alpha" : "max_len_a", alpha ? DECODE_MAX_ALPHA : DECODE_MAX_LEN_A,
-                       got);
+        return err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS(key), "%s: expected a number in "
+                            "[0, %g], got %s", key, alpha ? DECODE_MAX_ALPHA : DECODE_MAX_LEN_A,
+                            got);
     }
     if (d->max_len_b > DECODE_MAX_LEN_B)
-        return err_set(err, TFM_ERR_CONFIG, "decode.max_len_b: expected an integer in [0, %d], "
-                       "got %d", DECODE_MAX_LEN_B, d->max_len_b);
+        return err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS("decode.max_len_b"),
+                            "decode.max_len_b: expected an integer in [0, %d], got %d",
+                            DECODE_MAX_LEN_B, d->max_len_b);
     return TFM_OK;
 }
 
-/* text[0..len) is the whole document (it may contain NUL bytes, which are
- * an error; text[len] must be '\0'). *cross (may be NULL) is set when the
- * error is one of check_cross's, about keys together. */
-static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const char *base_dir,
-                            bool check_files, const char *const *sets, int n_sets, bool *cross,
-                            TfmErr *err)
+TfmStatus config_parse_tree(TfmConfig *cfg, const cJSON *root, const char *base_dir,
+                            bool check_files, TfmErr *err)
 {
-    cJSON *root = NULL;
     TfmStatus st = TFM_OK;
     bool seen[N_KEYS] = {false};
     config_defaults(cfg);
@@ -537,25 +574,20 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
             st = err_set(err, TFM_ERR_NOMEM, "out of memory");
             goto fail;
         }
-
-    if ((st = json_strict_parse(text, len, &root, err)) != TFM_OK) goto fail;
     if (!cJSON_IsObject(root)) {
         char got[96];
         describe_value(got, sizeof got, root);
         st = err_set(err, TFM_ERR_CONFIG, "expected a JSON object at the top level, got %s", got);
         goto fail;
     }
-    if (n_sets > 0 && (st = config_apply_overrides(cfg, root, sets, n_sets, err)) != TFM_OK) goto fail;
     if ((st = walk(cfg, root, "", seen, err)) != TFM_OK) goto fail;
     for (int i = 0; i < N_KEYS; i++)
         if ((config_schema[i].flags & F_REQUIRED) && !seen[i]) {
-            st = err_set(err, TFM_ERR_CONFIG, "%s: required key missing", config_schema[i].path);
+            st = err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS(config_schema[i].path),
+                              "%s: required key missing", config_schema[i].path);
             goto fail;
         }
-    if ((st = check_cross(cfg, err)) != TFM_OK) {
-        if (cross) *cross = true;
-        goto fail;
-    }
+    if ((st = check_cross(cfg, err)) != TFM_OK) goto fail;
     cfg->model.max_len = config_positions(cfg->data.max_len);
 
     for (int i = 0; i < N_KEYS; i++) {
@@ -569,10 +601,8 @@ static TfmStatus parse_text(TfmConfig *cfg, const char *text, size_t len, const 
         if (check_files && (k->flags & F_MUST_EXIST) && (st = check_input(k, *s, err)) != TFM_OK)
             goto fail;
     }
-    cJSON_Delete(root);
     return TFM_OK;
 fail:
-    cJSON_Delete(root);
     config_free(cfg);
     return st;
 }
@@ -580,136 +610,11 @@ fail:
 TfmStatus config_parse(TfmConfig *cfg, const char *json, const char *base_dir,
                        bool check_files, TfmErr *err)
 {
-    return parse_text(cfg, json, strlen(json), base_dir, check_files, NULL, 0, NULL, err);
-}
-
-/* Reads at most CONFIG_MAX_FILE bytes plus a terminating NUL. */
-static TfmStatus read_file(const char *path, char **out, size_t *out_len, TfmErr *err)
-{
-    size_t cap = 4096, len = 0;
-    char *buf = NULL;
-    TfmStatus st = TFM_ERR_NOMEM;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return err_set(err, TFM_ERR_IO, "cannot open: %s", strerror(errno));
-    if (!(buf = xmalloc(cap, err))) goto fail;
-    for (;;) {
-        if (len > CONFIG_MAX_FILE) {
-            st = err_set(err, TFM_ERR_CONFIG, "file too large (a config is at most %d bytes)",
-                         CONFIG_MAX_FILE);
-            goto fail;
-        }
-        if (len + 1 == cap) {
-            char *nb = xrealloc(buf, cap * 2, err);
-            if (!nb) goto fail;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            st = err_set(err, TFM_ERR_IO, "cannot read: %s", strerror(errno));
-            goto fail;
-        }
-        if (r == 0) break;
-        len += (size_t)r;
-    }
-    close(fd);
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return TFM_OK;
-fail:
-    close(fd);
-    free(buf);
-    return st;
-}
-
-TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
-{
-    return config_load_overrides(cfg, path, NULL, 0, err);
-}
-
-/* The length of the key of a --set ("train.lr.peak=0.1": 13). */
-static size_t set_key_len(const char *set)
-{
-    const char *eq = strchr(set, '=');
-    return eq ? (size_t)(eq - set) : strlen(set);
-}
-
-/* Whether an error message starts with "KEY:" for a KEY some --set gave:
- * a check of the whole config (the decode limits, lr.final against
- * lr.peak) then blames the command line, not the file. */
-static bool names_a_set_key(const char *msg, const char *const *sets, int n_sets)
-{
-    for (int i = 0; i < n_sets; i++) {
-        const size_t n = set_key_len(sets[i]);
-        if (n > 0 && strncmp(msg, sets[i], n) == 0 && msg[n] == ':') return true;
-    }
-    return false;
-}
-
-static bool key_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
-}
-
-/* The --set whose key a whole-config check's message names further on, as a
- * whole word, in full or without its section ("lr.warmup" for
- * train.lr.warmup): the file's key the message starts with clashes with it.
- * NULL if none. */
-static const char *set_named_later(const char *msg, const char *const *sets, int n_sets)
-{
-    for (int i = n_sets - 1; i >= 0; i--) {     /* the last --set of a key is the one in effect */
-        const size_t n = set_key_len(sets[i]);
-        if (n == 0) continue;
-        const char *dot = memchr(sets[i], '.', n);
-        /* the short form only where it keeps a dot: "lr.warmup", not "seed" */
-        const char *shorter = dot && memchr(dot + 1, '.', n - (size_t)(dot + 1 - sets[i])) ? dot + 1 : NULL;
-        const char *forms[2] = {sets[i], shorter};
-        for (int f = 0; f < 2 && forms[f]; f++) {
-            const size_t len = n - (size_t)(forms[f] - sets[i]);
-            for (const char *p = msg; *p; p++)
-                if (strncmp(p, forms[f], len) == 0 && (p == msg || !key_char(p[-1])) &&
-                    !key_char(p[len]))
-                    return sets[i];
-        }
-    }
-    return NULL;
-}
-
-TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
-                                int n_sets, TfmErr *err)
-{
-    char *text = NULL, *dir = NULL;
-    size_t len = 0;
-    TfmStatus st;
-    bool cross = false;            /* the error is about keys together */
-    memset(cfg, 0, sizeof *cfg);   /* the contract: nothing to free on error */
-    if ((st = read_file(path, &text, &len, err)) != TFM_OK) goto fail;
-    /* Data paths are relative to the config's folder; "x.json" has none. */
-    const char *slash = strrchr(path, '/');
-    if (slash) {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        if (!(dir = xmalloc(n + 1, err))) { st = TFM_ERR_NOMEM; goto fail; }
-        memcpy(dir, path, n);
-        dir[n] = '\0';
-    }
-    st = parse_text(cfg, text, len, dir, true, sets, n_sets, &cross, err);
-    if (st == TFM_OK && (st = check_decode(cfg, err)) != TFM_OK) {
-        cross = true;
-        config_free(cfg);
-    }
-fail:
-    /* an error in a --set is the command line's, not the file's */
-    if (st != TFM_OK && strncmp(err->msg, "--set", 5) != 0) {
-        const char *other = NULL;
-        if (names_a_set_key(err->msg, sets, n_sets)) err_prefix(err, "--set ");
-        else if (cross && (other = set_named_later(err->msg, sets, n_sets)) != NULL)
-            err_prefix(err, "%s with --set %s: ", path, other);
-        else err_prefix(err, "%s: ", path);
-    }
-    free(text);
-    free(dir);
+    cJSON *root = NULL;
+    TfmStatus st = json_strict_parse(json, strlen(json), &root, err);
+    if (st == TFM_OK) st = config_parse_tree(cfg, root, base_dir, check_files, err);
+    else memset(cfg, 0, sizeof *cfg);     /* nothing to free */
+    cJSON_Delete(root);
     return st;
 }
 
@@ -760,5 +665,5 @@ TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
         }
     }
     TfmStatus st = check_cross(cfg, err);
-    return st == TFM_OK ? check_decode(cfg, err) : st;
+    return st == TFM_OK ? config_check_decode(cfg, err) : st;
 }

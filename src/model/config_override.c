@@ -1,5 +1,7 @@
-/* config_override: `tfm train --set KEY=VALUE` and the "did you mean"
- * hints for unknown keys; both work on config.c's schema table. */
+/* config_override: loading a config file, with `tfm train --set KEY=VALUE`
+ * overrides put into its JSON tree before config.c's checks, and the error
+ * prefixed with what it belongs to: the file, or the --set it names. It
+ * calls config.c, never the other way. */
 #include "model/config_schema.h"
 
 #include <errno.h>
@@ -11,33 +13,7 @@
 #include "base/text.h"
 #include "model/json_strict.h"
 
-/* ---- "did you mean" ---- */
-
-const char *config_suggest_key(const char *path)
-{
-    const char *leaf = strrchr(path, '.');
-    leaf = leaf ? leaf + 1 : path;
-    const char *best = NULL;
-    size_t best_d = 1 + strlen(leaf) / 4;   /* a typo or two, not a new word */
-    for (int i = 0; i < config_n_keys; i++) {
-        const char *kl = strrchr(config_schema[i].path, '.');
-        kl = kl ? kl + 1 : config_schema[i].path;
-        if (strcmp(kl, leaf) == 0) return config_schema[i].path;   /* the right key, another section */
-        size_t d = text_edit_distance(path, strlen(path), config_schema[i].path, strlen(config_schema[i].path));
-        if (d <= best_d && (!best || d < best_d)) {
-            best = config_schema[i].path;
-            best_d = d;
-        }
-    }
-    return best;
-}
-
-TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err)
-{
-    const char *hint = config_suggest_key(path);
-    if (hint) return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %s?)", shown, hint);
-    return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", shown);
-}
+enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text */
 
 /* ---- command-line overrides ---- */
 
@@ -73,8 +49,8 @@ static cJSON *override_value(const KeySpec *k, const char *value, TfmErr *err)
 
 /* Puts each "KEY=VALUE" of sets into the JSON tree (creating sections as
  * needed), after checking the key and the value as the file's would be
- * checked. Errors start "--set KEY: ". */
-TfmStatus config_apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
+ * checked (in cfg, a scratch copy). Errors start "--set KEY: ". */
+static TfmStatus apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
                                  TfmErr *err)
 {
     for (int s = 0; s < n_sets; s++) {
@@ -129,3 +105,86 @@ TfmStatus config_apply_overrides(TfmConfig *cfg, cJSON *root, const char *const 
     return TFM_OK;
 }
 
+
+/* The length of the key of a --set ("train.lr.peak=0.1": 13). */
+static size_t set_key_len(const char *set)
+{
+    const char *eq = strchr(set, '=');
+    return eq ? (size_t)(eq - set) : strlen(set);
+}
+
+/* The last --set of key (the one in effect), or NULL. */
+static const char *set_of(const char *key, const char *const *sets, int n_sets)
+{
+    for (int i = n_sets - 1; i >= 0; i--) {
+        const size_t n = set_key_len(sets[i]);
+        if (n == strlen(key) && strncmp(sets[i], key, n) == 0) return sets[i];
+    }
+    return NULL;
+}
+
+/* Prefixes an error of the file's checks with what it belongs to, by the
+ * keys it names (err->keys, never its wording): "--set " when the key it
+ * is about came from the command line; "FILE with --set K=V: " when it is
+ * about keys together and one of the others did; else "FILE: ". */
+static void blame(TfmErr *err, const char *path, const char *const *sets, int n_sets)
+{
+    if (err->n_keys > 0 && set_of(err->keys[0], sets, n_sets)) {
+        err_prefix(err, "--set ");
+        return;
+    }
+    for (int i = 1; i < err->n_keys; i++) {
+        const char *other = set_of(err->keys[i], sets, n_sets);
+        if (other) {
+            err_prefix(err, "%s with --set %s: ", path, other);
+            return;
+        }
+    }
+    err_prefix(err, "%s: ", path);
+}
+
+TfmStatus config_load(TfmConfig *cfg, const char *path, TfmErr *err)
+{
+    return config_load_overrides(cfg, path, NULL, 0, err);
+}
+
+TfmStatus config_load_overrides(TfmConfig *cfg, const char *path, const char *const *sets,
+                                int n_sets, TfmErr *err)
+{
+    char *text = NULL, *dir = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    TfmStatus st;
+    memset(cfg, 0, sizeof *cfg);   /* the contract: nothing to free on error */
+    /* errors of reading name the file already */
+    if ((st = text_read_file(path, CONFIG_MAX_FILE, "a config", NULL, &text, &len, err)) != TFM_OK)
+        goto done;
+    /* Data paths are relative to the config's folder; "x.json" has none. */
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (!(dir = xmalloc(n + 1, err))) { st = TFM_ERR_NOMEM; goto done; }
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    if ((st = json_strict_parse(text, len, &root, err)) != TFM_OK) {
+        err_prefix(err, "%s: ", path);
+        goto done;
+    }
+    /* an error in a --set is the command line's: it says so itself */
+    if (n_sets > 0) {
+        TfmConfig scratch;
+        config_defaults(&scratch);
+        st = apply_overrides(&scratch, root, sets, n_sets, err);
+        config_free(&scratch);
+        if (st != TFM_OK) goto done;
+    }
+    st = config_parse_tree(cfg, root, dir, true, err);
+    if (st == TFM_OK && (st = config_check_decode(cfg, err)) != TFM_OK) config_free(cfg);
+    if (st != TFM_OK) blame(err, path, sets, n_sets);
+done:
+    cJSON_Delete(root);
+    free(text);
+    free(dir);
+    return st;
+}

@@ -1,7 +1,7 @@
 /* config_schema: what the config parser (config.c) shares with its
- * command-line side (config_override.c: `tfm train --set` and the "did you
- * mean" hints) and its writer (config_write.c): the schema table, its
- * one-value setter and the number format. Private to model/config*.c. */
+ * loader (config_override.c: the file and `tfm train --set`) and its writer
+ * (config_write.c): the schema table, its one-value setter, the parse of a
+ * JSON tree and the number format. Private to model/config*.c (and tests). */
 #ifndef TFM_CONFIG_SCHEMA_H
 #define TFM_CONFIG_SCHEMA_H
 
@@ -62,9 +62,12 @@ void config_fmt_float(char *buf, size_t n, float v);
 
 /* "SHOWN: unknown key", with " (did you mean K?)" when a key is close. */
 TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err);
-/* Puts each "KEY=VALUE" of sets into the JSON tree, checked; errors start
- * "--set KEY: ". */
-TfmStatus config_apply_overrides(TfmConfig *cfg, cJSON *root, const char *const *sets, int n_sets,
-                                 TfmErr *err);
+
+/* config_parse on a JSON tree already parsed (and changed by --set). Every
+ * error that is about keys names them in err->keys. */
+TfmStatus config_parse_tree(TfmConfig *cfg, const cJSON *root, const char *base_dir,
+                            bool check_files, TfmErr *err);
+/* decode.* within tfm translate's ranges, asked of a user's config only. */
+TfmStatus config_check_decode(const TfmConfig *cfg, TfmErr *err);
 
 #endif

@@ -70,7 +70,7 @@ TfmStatus pipeline_load(Pipeline *p, const PipelineSpec *s, TfmErr *err)
                        "$TFM_MODEL)", model, strerror(ENOENT));
     TfmStatus st = ckpt_load(model, &p->mf, false, err);
     if (st != TFM_OK) return st;
-    p->max_src = p->mf.model.cfg.max_len - 1;
+    p->max_src = config_max_sentence(p->mf.model.cfg.max_len);
     if ((st = choose_precision(p, s, err)) != TFM_OK) return st;
     const DecodeConfig *dc = &p->mf.cfg.decode;
     DecodeOptions *o = &p->dopt;
@@ -119,8 +119,8 @@ static TfmStatus start_ensemble(Pipeline *p, const PipelineSpec *s, int max_sent
         if (p->extra_mf[i].model.cfg.max_len != p->mf.model.cfg.max_len) {
             st = err_set(err, TFM_ERR_FORMAT, "%s: data.max_len %d differs from %s's %d (an "
                          "ensemble needs one length limit)", path,
-                         p->extra_mf[i].model.cfg.max_len - 2, s->models[0],
-                         p->mf.model.cfg.max_len - 2);
+                         config_data_max_len(p->extra_mf[i].model.cfg.max_len), s->models[0],
+                         config_data_max_len(p->mf.model.cfg.max_len));
             break;
         }
         use_int8(&p->extra_mf[i].model, s->precision);

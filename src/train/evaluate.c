@@ -174,9 +174,7 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     char **paths = xcalloc((size_t)k, sizeof(char *), err);
     TfmStatus st = paths ? TFM_OK : TFM_ERR_NOMEM;
     for (int i = 0; st == TFM_OK && i < k; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "ckpt.%ld.tfm", steps[n - k + i]);
-        if (!(paths[i] = path_join(dir, name, err))) st = TFM_ERR_NOMEM;
+        if (!(paths[i] = run_dir_checkpoint_path(dir, steps[n - k + i], err))) st = TFM_ERR_NOMEM;
     }
     ModelFile avg;
     if (st == TFM_OK && (st = average_models((const char *const *)paths, k, &avg, err)) == TFM_OK) {

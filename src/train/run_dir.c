@@ -124,6 +124,32 @@ static TfmStatus lock_out_dir(const char *dir, int *fd_out, TfmErr *err)
     return st;
 }
 
+/* The one spelling of a numbered checkpoint's name: ckpt.STEP.tfm. */
+static const char CKPT_HEAD[] = "ckpt.", CKPT_TAIL[] = ".tfm";
+
+char *run_dir_checkpoint_path(const char *dir, long step, TfmErr *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%ld%s", CKPT_HEAD, step, CKPT_TAIL);
+    return path_join(dir, name, err);
+}
+
+/* Whether name[0..len) is ckpt.STEP.tfm (STEP in digits); *step is STEP. */
+static bool checkpoint_step(const char *name, size_t len, long *step)
+{
+    const size_t head = sizeof CKPT_HEAD - 1, tail = sizeof CKPT_TAIL - 1;
+    if (len <= head + tail || len > head + tail + 18 || memcmp(name, CKPT_HEAD, head) != 0 ||
+        memcmp(name + len - tail, CKPT_TAIL, tail) != 0)
+        return false;
+    long s = 0;
+    for (size_t i = head; i < len - tail; i++) {
+        if (name[i] < '0' || name[i] > '9') return false;
+        s = s * 10 + (name[i] - '0');
+    }
+    *step = s;
+    return true;
+}
+
 /* True for the names of files tfm writes in out_dir: last.tfm, best.tfm,
  * average.tfm, ema.tfm, vocab.txt, ckpt.STEP.tfm. */
 static bool is_own_file(const char *name, size_t len)
@@ -132,11 +158,8 @@ static bool is_own_file(const char *name, size_t len)
                                         "vocab.txt"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (len == strlen(fixed[i]) && memcmp(name, fixed[i], len) == 0) return true;
-    if (len < 10 || memcmp(name, "ckpt.", 5) != 0 || memcmp(name + len - 4, ".tfm", 4) != 0)
-        return false;
-    for (size_t i = 5; i < len - 4; i++)
-        if (name[i] < '0' || name[i] > '9') return false;
-    return true;
+    long step;
+    return checkpoint_step(name, len, &step);
 }
 
 /* Names tfm train writes or removes in out_dir: its own files, their temps,
@@ -279,10 +302,8 @@ static TfmStatus check_no_orphan_checkpoints(const char *dir, TfmErr *err)
     if (!d) return TFM_OK;
     struct dirent *e;
     long n = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        n += is_own_file(e->d_name, len) && strncmp(e->d_name, "ckpt.", 5) == 0;
-    }
+    long step;
+    while ((e = readdir(d))) n += checkpoint_step(e->d_name, strlen(e->d_name), &step);
     closedir(d);
     if (n == 0) return TFM_OK;
     return err_set(err, TFM_ERR_IO, "%s: holds %ld numbered checkpoint%s of an earlier run but no "
@@ -301,12 +322,8 @@ int run_dir_list_checkpoints(const char *dir, long *steps)
     if (!d) return 0;
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < RUN_DIR_MAX_CHECKPOINTS) {
-        long s;
-        char tail[8];
-        if (sscanf(e->d_name, "ckpt.%ld.%7s", &s, tail) == 2 && strcmp(tail, "tfm") == 0)
-            steps[n++] = s;
-    }
+    while ((e = readdir(d)) && n < RUN_DIR_MAX_CHECKPOINTS)
+        if (checkpoint_step(e->d_name, strlen(e->d_name), &steps[n])) n++;
     closedir(d);
     qsort(steps, (size_t)n, sizeof *steps, compare_steps);
     return n;
@@ -317,9 +334,9 @@ void run_dir_prune_checkpoints(const char *dir, int keep)
     long steps[RUN_DIR_MAX_CHECKPOINTS];
     int n = run_dir_list_checkpoints(dir, steps);
     for (int i = 0; i + keep < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/ckpt.%ld.tfm", dir, steps[i]);
-        unlink(path);
+        char *path = run_dir_checkpoint_path(dir, steps[i], NULL);
+        if (path) unlink(path);
+        free(path);
     }
 }
 

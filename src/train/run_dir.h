@@ -42,6 +42,10 @@ void run_dir_close(RunDir *rd);
 
 bool run_dir_file_exists(const char *path);
 
+/* dir/ckpt.STEP.tfm, the numbered checkpoint of step (malloc'd; NULL with
+ * TFM_ERR_NOMEM set). */
+char *run_dir_checkpoint_path(const char *dir, long step, TfmErr *err);
+
 /* The steps of dir's numbered checkpoints, ascending, at most
  * RUN_DIR_MAX_CHECKPOINTS of them (steps holds that many); returns the count. */
 int run_dir_list_checkpoints(const char *dir, long *steps);

@@ -134,11 +134,9 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
 {
     ModelFile mf;
     TfmStatus st = ckpt_load(t->run.last_path, &mf, true, err);
-    if (st == TFM_ERR_FORMAT) {
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof err->msg - n, "; copy a ckpt.STEP.tfm of %s over it to "
-                 "resume from there, or start over with --restart", t->cfg->train.out_dir);
-    }
+    if (st == TFM_ERR_FORMAT)
+        err_suffix(err, "; copy a ckpt.STEP.tfm of %s over it to resume from there, or start "
+                   "over with --restart", t->cfg->train.out_dir);
     if (st != TFM_OK) return st;
     if (!mf.has_train_state) {
         ckpt_free(&mf);
@@ -323,9 +321,8 @@ static TfmStatus save_last(Trainer *t, TfmErr *err)
     if (st != TFM_OK) return st;
     /* The numbered copy is a hard link: last.tfm is replaced by rename, so
      * the link keeps this content. */
-    char name[64], *numbered;
-    snprintf(name, sizeof name, "ckpt.%ld.tfm", t->ts.step);
-    if (!(numbered = path_join(t->cfg->train.out_dir, name, err))) return TFM_ERR_NOMEM;
+    char *numbered = run_dir_checkpoint_path(t->cfg->train.out_dir, t->ts.step, err);
+    if (!numbered) return TFM_ERR_NOMEM;
     unlink(numbered);
     if (link(t->run.last_path, numbered) != 0) st = ckpt_copy(t->run.last_path, numbered, err);
     free(numbered);
