@@ -449,7 +449,7 @@ TEST(model_dropout_deterministic)
     model_free(&m0);
 }
 
-/* train.dropout_warmup's lever: dropout_factor s makes the three dropouts s
+/* train.dropout_warmup's lever: StepSettings.dropout_factor s makes the three dropouts s
  * times the model's, bit for bit the same as a model configured with those
  * probabilities (loss and gradients); 0 is evaluation's loss. */
 TEST(model_dropout_factor)
@@ -462,7 +462,6 @@ TEST(model_dropout_factor)
     Rng rng;
     rng_seed(&rng, 8);
     CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    CHECK(m.dropout_factor == 1.0f);
     model_init_weights(&m, &rng);
     CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
     cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = cfg.word_dropout = 0.5f * 0.3f;
@@ -474,8 +473,8 @@ TEST(model_dropout_factor)
     Rng r1, r2;
     rng_seed(&r1, 99);
     r2 = r1;
-    m.dropout_factor = 0.5f;
-    CHECK(model_forward(&m, &bt, 0.1f, &r1, &a, &err) == TFM_OK);
+    StepSettings s = {0.1f, 0.5f, 0.0f};
+    CHECK(model_forward_step(&m, &bt, &s, &r1, &a, &err) == TFM_OK);
     model_backward(&m, &bt);
     memcpy(g1, m.grads, m.n_params * sizeof *g1);
     CHECK(model_forward(&half, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
@@ -484,8 +483,8 @@ TEST(model_dropout_factor)
     CHECK(memcmp(g1, half.grads, m.n_params * sizeof *g1) == 0);
     CHECK(model_forward(&m, &bt, 0.1f, NULL, &e, &err) == TFM_OK);
     CHECK(e.loss != a.loss);       /* the scaled dropout did drop */
-    m.dropout_factor = 0.0f;
-    CHECK(model_forward(&m, &bt, 0.1f, &r1, &z, &err) == TFM_OK);
+    s.dropout_factor = 0.0f;
+    CHECK(model_forward_step(&m, &bt, &s, &r1, &z, &err) == TFM_OK);
     CHECK(z.loss == e.loss && z.nll == e.nll);
     free(g1);
     model_free(&m);
@@ -824,4 +823,35 @@ TEST(model_bench_step)
            tb * 1e3, tsum / reps * 1e3, flops / 1e9, flops / 1e9 / (tf + tb),
            (real_src + st.n_tokens) / (tf + tb));
     model_free(&m);
+}
+
+/* One rule for "matrix or vector": the layout's kind. Every tensor of rows 1
+ * is a gain or bias (spared from weight decay's "matrices" scope) and starts
+ * at 1 or 0; every other tensor is drawn at random. */
+TEST(model_tensor_kinds)
+{
+    for (int rms = 0; rms < 2; rms++) {
+        ModelConfig cfg = tiny_cfg(rms ? NORM_PRE : NORM_POST, rms == 0);
+        cfg.norm_type = rms ? NORM_RMS : NORM_LAYER;
+        Model m;
+        TfmErr err;
+        Rng rng;
+        rng_seed(&rng, 5);
+        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
+        model_init_weights(&m, &rng);
+        int vectors = 0;
+        for (int i = 0; i < m.n_tensors; i++) {
+            const TensorInfo *ti = &m.tensors[i];
+            const float *p = m.params + ti->offset;
+            const float start = ti->kind == TENSOR_GAIN ? 1.0f : 0.0f;
+            bool constant = true;
+            for (int j = 0; j < ti->rows * ti->cols; j++) constant = constant && p[j] == start;
+            if (tensor_is_vector(ti) != (ti->rows == 1) || tensor_is_vector(ti) != constant)
+                test_fail(__FILE__, __LINE__, "%s: kind %d, %d x %d", ti->name, (int)ti->kind,
+                          ti->rows, ti->cols);
+            vectors += tensor_is_vector(ti);
+        }
+        CHECK(vectors > 0);
+        model_free(&m);
+    }
 }

@@ -181,6 +181,7 @@ typedef struct {
     Model m;
     Batch b;
     Rng drop;       /* copied before every forward: the same masks each time */
+    StepSettings s;
 } RdCtx;
 
 static double rd_obj(void *p)
@@ -189,7 +190,7 @@ static double rd_obj(void *p)
     LossStats st;
     Rng r = g->drop;
     TfmErr err;
-    if (model_forward(&g->m, &g->b, 0.1f, &r, &st, &err) != TFM_OK) return NAN;
+    if (model_forward_step(&g->m, &g->b, &g->s, &r, &st, &err) != TFM_OK) return NAN;
     return st.loss / (double)st.n_tokens;
 }
 
@@ -202,7 +203,7 @@ TEST(rdrop_model_gradcheck)
     blas_set_threads(1);
     RdCtx *g = calloc(1, sizeof *g);
     rd_model(&g->m, 0.2f, 64);
-    g->m.rdrop = 2.0f;
+    g->s = (StepSettings){0.1f, 1.0f, 2.0f};
     g->b = fixed_batch();
     rng_seed(&g->drop, 5);
     const double f0 = rd_obj(g);
@@ -245,16 +246,15 @@ TEST(rdrop_without_dropout_is_the_plain_loss)
     Model a, r;
     rd_model(&a, 0.2f, 64);
     rd_model(&r, 0.2f, 64);
-    a.dropout_factor = r.dropout_factor = 0;
-    r.rdrop = 5.0f;
+    StepSettings sa_set = {0.1f, 0.0f, 0.0f}, sr_set = {0.1f, 0.0f, 5.0f};
     Batch b = fixed_batch();
     LossStats sa, sr;
     TfmErr err;
     Rng d1, d2;
     rng_seed(&d1, 3);
     rng_seed(&d2, 3);
-    CHECK(model_forward(&a, &b, 0.1f, &d1, &sa, &err) == TFM_OK);
-    CHECK(model_forward(&r, &b, 0.1f, &d2, &sr, &err) == TFM_OK);
+    CHECK(model_forward_step(&a, &b, &sa_set, &d1, &sa, &err) == TFM_OK);
+    CHECK(model_forward_step(&r, &b, &sr_set, &d2, &sr, &err) == TFM_OK);
     CHECK_EQ_INT(sr.n_tokens, sa.n_tokens);
     CHECK_EQ_INT(sr.n_correct, sa.n_correct);
     CHECK_NEAR(sr.loss, sa.loss, 1e-5 * sa.loss);
@@ -269,18 +269,18 @@ TEST(rdrop_without_dropout_is_the_plain_loss)
     CHECK(big > 1e-3);
     CHECK(worst < 1e-5 * big);
     /* evaluation (no dropout Rng) never repeats the batch */
-    CHECK(model_forward(&r, &b, 0.1f, NULL, &sr, &err) == TFM_OK);
-    CHECK(model_forward(&a, &b, 0.1f, NULL, &sa, &err) == TFM_OK);
+    CHECK(model_forward_step(&r, &b, &sr_set, NULL, &sr, &err) == TFM_OK);
+    CHECK(model_forward_step(&a, &b, &sa_set, NULL, &sa, &err) == TFM_OK);
     CHECK(sr.loss == sa.loss);
     /* masks on (the same in both runs): a KL term on top */
-    a.dropout_factor = r.dropout_factor = 1;
+    sr_set.dropout_factor = 1;
     LossStats s0;
     Rng d3;
     rng_seed(&d1, 4);
     rng_seed(&d3, 4);
-    CHECK(model_forward(&r, &b, 0.1f, &d1, &sr, &err) == TFM_OK);
-    r.rdrop = 1e-30f;           /* on, with a KL term too small to count */
-    CHECK(model_forward(&r, &b, 0.1f, &d3, &s0, &err) == TFM_OK);
+    CHECK(model_forward_step(&r, &b, &sr_set, &d1, &sr, &err) == TFM_OK);
+    sr_set.rdrop = 1e-30f;      /* on, with a KL term too small to count */
+    CHECK(model_forward_step(&r, &b, &sr_set, &d3, &s0, &err) == TFM_OK);
     CHECK(sr.loss > s0.loss + 1e-3);
     CHECK(s0.nll == sr.nll);
     model_free(&a);
@@ -299,9 +299,9 @@ TEST(rdrop_refuses_a_batch_that_fits_once)
     Rng d;
     rng_seed(&d, 1);
     CHECK(model_forward(&m, &b, 0.1f, &d, &st, &err) == TFM_OK);
-    m.rdrop = 1.0f;
-    CHECK(model_forward(&m, &b, 0.1f, &d, &st, &err) == TFM_ERR_FORMAT);
+    const StepSettings twice = {0.1f, 1.0f, 1.0f};
+    CHECK(model_forward_step(&m, &b, &twice, &d, &st, &err) == TFM_ERR_FORMAT);
     CHECK(strstr(err.msg, "train.rdrop") != NULL);
-    CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_OK);   /* evaluation fits */
+    CHECK(model_forward_step(&m, &b, &twice, NULL, &st, &err) == TFM_OK);   /* evaluation fits */
     model_free(&m);
 }

@@ -300,15 +300,23 @@ static Batch repeat_batch(ModelWork *w, const Batch *b)
     return r;
 }
 
-TfmStatus model_forward(Model *m, const Batch *given, float label_smoothing,
+TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
                         Rng *dropout_rng, LossStats *out, TfmErr *err)
 {
+    const StepSettings s = {label_smoothing, 1.0f, 0.0f};
+    return model_forward_step(m, b, &s, dropout_rng, out, err);
+}
+
+TfmStatus model_forward_step(Model *m, const Batch *given, const StepSettings *s,
+                             Rng *dropout_rng, LossStats *out, TfmErr *err)
+{
+    const float label_smoothing = s->label_smoothing;
     ModelWork *w = m->work;
     const ModelConfig *c = &m->cfg;
     const int D = c->d_model, V = c->vocab_size;
     *out = (LossStats){0};
     if (!w) return err_set(err, TFM_ERR_FORMAT, "model has no training workspace");
-    const int rdrop = dropout_rng && m->rdrop > 0;
+    const int rdrop = dropout_rng && s->rdrop > 0;
     const long copies = rdrop ? 2 : 1;
     const Batch *g = given;
     if (g->n <= 0 || g->src_len <= 0 || g->tgt_len <= 0 || g->src_len > w->max_len ||
@@ -327,7 +335,7 @@ TfmStatus model_forward(Model *m, const Batch *given, float label_smoothing,
     const Batch *b = &w->fwd;
     const long Nt = (long)b->n * b->tgt_len;
 
-    const float scale = dropout_rng ? m->dropout_factor : 0.0f;
+    const float scale = dropout_rng ? s->dropout_factor : 0.0f;
     w->p_drop = scale * c->dropout;
     w->p_att = scale * c->attn_dropout;
     w->p_relu = scale * c->relu_dropout;
@@ -371,7 +379,7 @@ TfmStatus model_forward(Model *m, const Batch *given, float label_smoothing,
         const int pairs = M / 2;
         const long norm = b->loss_tokens > 0 ? b->loss_tokens : pairs;
         out->n_tokens = pairs;
-        loss_xent_rdrop(w->logits, w->targets, pairs, Vo, label_smoothing, m->rdrop,
+        loss_xent_rdrop(w->logits, w->targets, pairs, Vo, label_smoothing, s->rdrop,
                         1.0f / (float)norm, w->diff_scratch, w->diff_slices, w->row_loss,
                         &out->loss, &out->nll, &out->n_correct);
         return TFM_OK;

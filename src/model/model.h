@@ -46,11 +46,24 @@ typedef struct {
     long loss_tokens;
 } Batch;
 
+/* What a tensor is, set by the layout (params.c): the one rule for how it
+ * starts (model_init_weights) and whether weight decay's "matrices" scope
+ * spares it (tensor_is_vector). */
+typedef enum { TENSOR_EMBEDDING, TENSOR_MATRIX, TENSOR_GAIN, TENSOR_BIAS } TensorKind;
+
 typedef struct {
     char name[48];
     size_t offset;      /* into params/grads, in floats */
     int rows, cols;     /* a vector has rows == 1 */
+    TensorKind kind;
 } TensorInfo;
+
+/* A norm's gain or a bias: no weight decay under train.weight_decay_scope
+ * "matrices". */
+static inline bool tensor_is_vector(const TensorInfo *t)
+{
+    return t->kind == TENSOR_GAIN || t->kind == TENSOR_BIAS;
+}
 
 typedef struct {
     double loss;        /* label-smoothed cross-entropy, summed over non-pad targets */
@@ -78,15 +91,6 @@ typedef struct {
      * of target tokens, and the output projection (V, D); all three are the
      * same matrix when cfg.share_embeddings. */
     const float *emb_src, *emb_tgt, *out_proj;
-    /* Training's dropouts are cfg's four probabilities times this (1 from
-     * model_init; the trainer lowers it early in a run, train.dropout_warmup). */
-    float dropout_factor;
-    /* R-Drop (train.rdrop; 0 from model_init): when > 0, a training forward
-     * (one given a dropout Rng) runs every sentence of the batch twice, under
-     * two dropout masks, and the loss adds this weight times the two
-     * predictions' symmetric KL divergence (loss_xent_rdrop). The workspace
-     * must then hold twice the batch. */
-    float rdrop;
     /* The output vocabulary (model_set_output_vocab): the logits are those
      * of out_ids[0..n_out), ascending; out_pos[id] is id's column, or -1.
      * NULL / 0 when every piece is an output (model.output_vocab "all"). */
@@ -140,10 +144,29 @@ TfmStatus model_init_replica(Model *r, const Model *m, int max_tokens, int max_l
  * grads not included. No allocation; +inf when the sizes overflow. */
 double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len);
 
-/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout); else
- * the dropouts are cfg's probabilities times m->dropout_factor.
+/* What a training step asks of the forward pass besides the batch: the
+ * trainer's settings, not the model's. */
+typedef struct {
+    float label_smoothing;
+    /* the dropouts are cfg's four probabilities times this (1: all of them;
+     * lower early in a run, train.dropout_warmup) */
+    float dropout_factor;
+    /* R-Drop (train.rdrop; 0: off): when > 0, a training forward (one given
+     * a dropout Rng) runs every sentence of the batch twice, under two
+     * dropout masks, and the loss adds this weight times the two
+     * predictions' symmetric KL divergence (loss_xent_rdrop). The workspace
+     * must then hold twice the batch. */
+    float rdrop;
+} StepSettings;
+
+/* Forward pass and loss. dropout_rng NULL: evaluation (no dropout, no
+ * R-Drop); else the dropouts and R-Drop as s says.
  * Errors: TFM_ERR_FORMAT for a batch that does not fit the workspace or has
  * out-of-range ids. */
+TfmStatus model_forward_step(Model *m, const Batch *b, const StepSettings *s, Rng *dropout_rng,
+                             LossStats *out, TfmErr *err);
+
+/* model_forward_step with label_smoothing, the full dropouts and no R-Drop. */
 TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
                         Rng *dropout_rng, LossStats *out, TfmErr *err);
 

@@ -55,7 +55,7 @@ struct ModelWork {
     float *datt;                /* (n, H, Tq, Tk); softmax attention only */
     float *lin_scratch;         /* linear attention: lin_slices slices */
     int lin_slices;
-    /* R-Drop (Model.rdrop): the batch twice over, sentences n..2n-1
+    /* R-Drop (StepSettings.rdrop): the batch twice over, sentences n..2n-1
      * repeating 0..n-1; diff_scratch: loss_xent_rdrop's rows */
     int *rep_tok;               /* (3 max_tokens): src, tgt_in, tgt_out */
     float *diff_scratch;        /* (diff_slices, V) */

@@ -39,7 +39,7 @@ typedef struct {
     int overflow;
 } Builder;
 
-static size_t add_tensor(Builder *b, int rows, int cols, const char *prefix,
+static size_t add_tensor(Builder *b, TensorKind kind, int rows, int cols, const char *prefix,
                          const char *suffix)
 {
     size_t off = b->off, cnt;
@@ -51,6 +51,7 @@ static size_t add_tensor(Builder *b, int rows, int cols, const char *prefix,
         t->offset = off;
         t->rows = rows;
         t->cols = cols;
+        t->kind = kind;
     }
     b->n++;
     b->off += cnt;
@@ -61,28 +62,28 @@ static size_t add_tensor(Builder *b, int rows, int cols, const char *prefix,
  * so w and b address (3D, D) and (3D) blocks. */
 static void add_attn(Builder *b, AttnP *a, const char *pre, int d)
 {
-    a->w = add_tensor(b, d, d, pre, "wq");
-    add_tensor(b, d, d, pre, "wk");
-    add_tensor(b, d, d, pre, "wv");
-    a->b = add_tensor(b, 1, d, pre, "bq");
-    add_tensor(b, 1, d, pre, "bk");
-    add_tensor(b, 1, d, pre, "bv");
-    a->wo = add_tensor(b, d, d, pre, "wo");
-    a->bo = add_tensor(b, 1, d, pre, "bo");
+    a->w = add_tensor(b, TENSOR_MATRIX, d, d, pre, "wq");
+    add_tensor(b, TENSOR_MATRIX, d, d, pre, "wk");
+    add_tensor(b, TENSOR_MATRIX, d, d, pre, "wv");
+    a->b = add_tensor(b, TENSOR_BIAS, 1, d, pre, "bq");
+    add_tensor(b, TENSOR_BIAS, 1, d, pre, "bk");
+    add_tensor(b, TENSOR_BIAS, 1, d, pre, "bv");
+    a->wo = add_tensor(b, TENSOR_MATRIX, d, d, pre, "wo");
+    a->bo = add_tensor(b, TENSOR_BIAS, 1, d, pre, "bo");
 }
 
 static void add_ln(Builder *b, LnP *l, const char *pre, int d, NormType t)
 {
-    l->g = add_tensor(b, 1, d, pre, "g");
-    l->b = t == NORM_RMS ? NO_PARAM : add_tensor(b, 1, d, pre, "b");
+    l->g = add_tensor(b, TENSOR_GAIN, 1, d, pre, "g");
+    l->b = t == NORM_RMS ? NO_PARAM : add_tensor(b, TENSOR_BIAS, 1, d, pre, "b");
 }
 
 static void add_ffn(Builder *b, FfnP *f, const char *pre, int d, int ff)
 {
-    f->w1 = add_tensor(b, ff, d, pre, "w1");
-    f->b1 = add_tensor(b, 1, ff, pre, "b1");
-    f->w2 = add_tensor(b, d, ff, pre, "w2");
-    f->b2 = add_tensor(b, 1, d, pre, "b2");
+    f->w1 = add_tensor(b, TENSOR_MATRIX, ff, d, pre, "w1");
+    f->b1 = add_tensor(b, TENSOR_BIAS, 1, ff, pre, "b1");
+    f->w2 = add_tensor(b, TENSOR_MATRIX, d, ff, pre, "w2");
+    f->b2 = add_tensor(b, TENSOR_BIAS, 1, d, pre, "b2");
 }
 
 /* Walks the layout of cfg; fills lay's offsets (lay->enc/dec may be NULL)
@@ -96,11 +97,12 @@ static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
     const int d = c->d_model, V = c->vocab_size;
     if (!lay) lay = &tmp;
     if (c->share_embeddings) {
-        lay->emb_src = lay->emb_tgt = lay->out_proj = add_tensor(b, V, d, "emb.shared", "");
+        lay->emb_src = lay->emb_tgt = lay->out_proj =
+            add_tensor(b, TENSOR_EMBEDDING, V, d, "emb.shared", "");
     } else {
-        lay->emb_src = add_tensor(b, V, d, "emb.src", "");
-        lay->emb_tgt = add_tensor(b, V, d, "emb.tgt", "");
-        lay->out_proj = add_tensor(b, V, d, "out.proj", "");
+        lay->emb_src = add_tensor(b, TENSOR_EMBEDDING, V, d, "emb.src", "");
+        lay->emb_tgt = add_tensor(b, TENSOR_EMBEDDING, V, d, "emb.tgt", "");
+        lay->out_proj = add_tensor(b, TENSOR_EMBEDDING, V, d, "out.proj", "");
     }
     for (int i = 0; i < c->enc_layers; i++) {
         EncP *e = lay->enc ? &lay->enc[i] : &ep;
@@ -180,7 +182,6 @@ TfmStatus model_init(Model *m, const ModelConfig *cfg, TfmErr *err)
 {
     *m = (Model){0};
     m->cfg = *cfg;
-    m->dropout_factor = 1.0f;
     const ModelConfig *c = &m->cfg;
     if (c->d_model <= 0 || c->heads <= 0 || c->d_model % c->heads != 0 || c->d_ff <= 0 ||
         c->enc_layers <= 0 || c->dec_layers <= 0 || c->vocab_size <= 4 || c->max_len <= 0)
@@ -231,17 +232,21 @@ void model_init_weights(Model *m, Rng *rng)
         const TensorInfo *ti = &m->tensors[t];
         float *p = m->params + ti->offset;
         const size_t cnt = (size_t)ti->rows * (size_t)ti->cols;
-        const char *last = strrchr(ti->name, '.');
-        last = last ? last + 1 : ti->name;
-        if (strncmp(ti->name, "emb.", 4) == 0 || strcmp(ti->name, "out.proj") == 0) {
+        switch (ti->kind) {
+        case TENSOR_EMBEDDING:
             for (size_t i = 0; i < cnt; i++) p[i] = (float)(emb_std * rng_normal(rng));
-        } else if (last[0] == 'w') {
+            break;
+        case TENSOR_MATRIX: {
             const float lim = (float)sqrt(6.0 / (ti->rows + ti->cols));
             for (size_t i = 0; i < cnt; i++) p[i] = (2.0f * rng_uniform(rng) - 1.0f) * lim;
-        } else if (last[0] == 'g') {
+            break;
+        }
+        case TENSOR_GAIN:
             for (size_t i = 0; i < cnt; i++) p[i] = 1.0f;
-        } else {
+            break;
+        case TENSOR_BIAS:
             memset(p, 0, cnt * sizeof *p);
+            break;
         }
     }
 }

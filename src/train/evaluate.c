@@ -1,14 +1,18 @@
 /* evaluate: validation during training — the loss on the validation set,
  * greedy-decoding BLEU (train.valid_bleu), keeping best.tfm, early-stopping
- * counts, and the final checkpoint average (train.average_last). */
+ * counts — and the end of a run: the moving average (train.ema) or the
+ * checkpoint average (train.average_last), the summary, the hand-over. */
 #include "train/trainer.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "base/path.h"
+#include "base/clock.h"
+#include "dist/dist.h"
 #include "text/bleu.h"
 #include "model/average.h"
 #include "train/run_dir.h"
@@ -124,15 +128,6 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
     return TFM_OK;
 }
 
-TrainState trainer_model_state(const Trainer *t)
-{
-    TrainState ts = t->ts;
-    ts.elapsed_s = ts.log_step_s = ts.warmup_end_s = 0;
-    ts.log_loss = ts.log_nll = 0;
-    ts.log_tokens = ts.log_real_tokens = 0;
-    return ts;
-}
-
 /* Validates the weights now in t->model, logs them as ev says, and puts
  * " bleu B" (with train.valid_bleu) or "" in bleu for the note. */
 static TfmStatus validate_final(Trainer *t, ProgressEvent *ev, char bleu[32], TfmErr *err)
@@ -194,4 +189,103 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "
                   "ppl %.2f%s", k, steps[n - k], steps[n - 1], ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
+}
+
+/* Which limit ended the run, for the summary. */
+static const char *stop_reason(const Trainer *t, char *buf, size_t n)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    if (tc->max_steps > 0 && t->ts.step >= tc->max_steps)
+        snprintf(buf, n, "train.max_steps (%ld) reached", tc->max_steps);
+    else if (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs)
+        snprintf(buf, n, "train.max_epochs (%ld) reached", tc->max_epochs);
+    else if (tc->patience > 0 && t->ts.bad_validations >= tc->patience)
+        snprintf(buf, n, "no better validation in train.patience (%d) validations", tc->patience);
+    else if (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s)
+        snprintf(buf, n, "train.max_time_s (%g s) reached", tc->max_time_s);
+    else
+        snprintf(buf, n, "stopped");
+    return buf;
+}
+
+/* The end of a run in a few lines: why it stopped, the best validation,
+ * the time, where the model goes. */
+static void summarize(Trainer *t)
+{
+    char why[128], best[160] = "no validation";
+    const TrainConfig *tc = &t->cfg->train;
+    if (t->ts.has_best) {
+        ModelFile mf;
+        TfmErr ignored = {0};
+        long step = -1;
+        if (ckpt_load(t->run.best_path, &mf, false, &ignored) == TFM_OK) {
+            if (mf.has_step) step = mf.ts.step;
+            ckpt_free(&mf);
+        }
+        if (tc->valid_bleu)
+            snprintf(best, sizeof best, "best validation at step %ld: BLEU %.2f", step,
+                     -t->ts.best_metric);
+        else
+            snprintf(best, sizeof best, "best validation at step %ld: loss %.4f ppl %.2f", step,
+                     t->ts.best_metric, exp(t->ts.best_metric));
+    }
+    double s = trainer_elapsed(t);
+    progress_note(&t->prog, "%s %s at step %ld (epoch %ld) after %ldh%02ldm%02lds of training",
+                  t->changed ? "finished:" : "this run had already finished:",
+                  stop_reason(t, why, sizeof why), t->ts.step, t->ts.epoch + 1, (long)s / 3600,
+                  (long)s / 60 % 60, (long)s % 60);
+    if (dist_size() > 1)
+        progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums and "
+                      "broadcasts (%.1f%%; waiting for the slowest rank included)",
+                      dist_comm_seconds(), clock_now_s() - t->run_start,
+                      100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
+    progress_note(&t->prog, "%s; model: %s -> %s", best,
+                  tc->average_last > 0 ? "the average of the last checkpoints"
+                  : t->ema && !t->ema_unaveraged ? "ema.tfm (the moving average of the weights)"
+                                       : "best.tfm",
+                  tc->model);
+}
+
+/* The end of a finished run, on rank 0: the last validation and save if
+ * the last step had none, the model to hand over (best.tfm, ema.tfm, or the
+ * average of the last checkpoints, made again only when they changed), the
+ * summary, and the copy to train.model. */
+TfmStatus eval_hand_over(Trainer *t, TfmErr *err)
+{
+    const TrainConfig *tc = &t->cfg->train;
+    TfmStatus st;
+    if (!t->ts.validated && (st = eval_validate_and_log(t, err)) != TFM_OK) return st;
+    /* a rerun of a finished run only copies the model again */
+    if (t->changed && (st = trainer_save_last(t, err)) != TFM_OK) return st;
+    /* the model to hand over: best.tfm, ema.tfm, or the average of the
+     * last checkpoints (made again only when they changed) */
+    const char *final = t->run.best_path;
+    if (t->ema && t->ema_unaveraged)
+        progress_note(&t->prog, "train.ema: no step was averaged (%s had no moving average and "
+                      "no steps were left to train), so there is no ema.tfm", t->run.last_path);
+    else if (t->ema) {
+        if ((t->changed || !run_dir_file_exists(t->run.ema_path)) && (st = eval_ema(t, err)) != TFM_OK)
+            return st;
+        final = t->run.ema_path;
+    }
+    if (tc->average_last > 0) {
+        final = t->run.average_path;
+        if ((t->changed || !run_dir_file_exists(final)) && (st = eval_average_checkpoints(t, err)) != TFM_OK)
+            return st;
+    }
+    /* a signal during that validation or save: saved, so stop as promised;
+     * the rerun copies the model */
+    if (trainer_stop_signal(t)) {
+        err->signo = trainer_stop_signal(t);
+        return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
+                       "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
+    }
+    summarize(t);
+    if ((st = ckpt_copy(final, tc->model, err)) != TFM_OK &&
+        access(final, F_OK) != 0 && errno == ENOENT)
+        return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
+                       "copy it back, or train again with --restart", final,
+                       final == t->run.best_path ? "best" : final == t->run.ema_path
+                                                                  ? "moving-average" : "averaged");
+    return st;
 }

@@ -82,7 +82,7 @@ void parts_free(Trainer *t)
 /* Thread k's model. */
 static Model *part_model(Trainer *t, int k) { return k == 0 ? &t->model : &t->replicas[k - 1]; }
 
-TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float label_smoothing,
+TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, const StepSettings *s,
                                  LossStats *ls, TfmErr *err)
 {
     const int T = t->n_parts;
@@ -93,8 +93,6 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
         rng_fork(&base, (uint64_t)k, &run[k].rng);
         run[k].ls = (LossStats){0};
         run[k].st = TFM_OK;
-        part_model(t, k)->dropout_factor = t->model.dropout_factor;
-        part_model(t, k)->rdrop = t->model.rdrop;
     }
     (void)rng_u64(rng);
     /* counted once here rather than by every share */
@@ -112,7 +110,7 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float lab
             if (mine.n == 0) {
                 memset(m->grads, 0, m->n_params * sizeof *m->grads);
             } else {
-                run[k].st = model_forward(m, &mine, label_smoothing, &run[k].rng, &run[k].ls,
+                run[k].st = model_forward_step(m, &mine, s, &run[k].rng, &run[k].ls,
                                           &run[k].err);
                 if (run[k].st == TFM_OK) model_backward(m, &mine);
             }

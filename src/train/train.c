@@ -37,29 +37,6 @@ static long auto_log_every(double step_s)
     return every;
 }
 
-/* The signal number a caller asked the run to stop with, 0 if none. */
-static int stop_requested(const Trainer *t) { return t->opt->stop ? t->opt->stop->signo : 0; }
-
-double trainer_elapsed(const Trainer *t) { return t->ts.elapsed_s + clock_now_s() - t->run_start; }
-
-void trainer_mark_changed(Trainer *t)
-{
-    if (!t->changed && dist_rank() == 0) {
-        unlink(t->run.ema_path);
-        unlink(t->run.average_path);
-    }
-    t->changed = true;
-}
-
-/* The share of the time budget used since the warm-up ended, for the decay
- * of train.lr.horizon "time" (0 for horizon "steps" and during warm-up). */
-static double lr_time_done(const Trainer *t)
-{
-    const TrainConfig *tc = &t->cfg->train;
-    if (tc->lr.horizon != LR_HORIZON_TIME || t->ts.warmup_end_s <= 0) return 0;
-    double left = tc->max_time_s - t->ts.warmup_end_s;
-    return left > 0 ? (trainer_elapsed(t) - t->ts.warmup_end_s) / left : 1.0;
-}
 
 /* ---- set-up ---- */
 
@@ -115,15 +92,15 @@ static TfmStatus start_ema(Trainer *t, const float *saved, TfmErr *err)
     return TFM_OK;
 }
 
-/* train.weight_decay_scope "matrices": the vectors (rows == 1: biases and
- * the norms' gains and biases) get no weight decay. On every rank, after the
- * optimizer exists, so fresh and resumed runs alike. */
+/* train.weight_decay_scope "matrices": the vectors (tensor_is_vector: the
+ * biases and the norms' gains and biases) get no weight decay. On every
+ * rank, after the optimizer exists, so fresh and resumed runs alike. */
 static TfmStatus spare_vectors_from_decay(Trainer *t, TfmErr *err)
 {
     if (t->cfg->train.weight_decay_scope != WD_SCOPE_MATRICES) return TFM_OK;
     for (int i = 0; i < t->model.n_tensors; i++) {
         const TensorInfo *ti = &t->model.tensors[i];
-        if (ti->rows != 1) continue;
+        if (!tensor_is_vector(ti)) continue;
         TfmStatus st = adam_spare_from_decay(&t->adam, ti->offset, (size_t)ti->cols, err);
         if (st != TFM_OK) return st;
     }
@@ -299,37 +276,6 @@ static TfmStatus load_data(Trainer *t, TfmErr *err)
 
 /* ---- evaluation and saving ---- */
 
-void trainer_fill_event(const Trainer *t, ProgressEvent *ev)
-{
-    ev->step = t->ts.step;
-    ev->epoch = t->ts.epoch + 1;
-    ev->train_loss = ev->train_nll = ev->valid_loss = ev->valid_ppl = ev->valid_bleu = NAN;
-    ev->tok_per_s = ev->eta_s = NAN;
-    ev->averaged = 0;
-    ev->ema = false;
-    ev->lr = lr_at(&t->cfg->train.lr, t->model.cfg.d_model, t->ts.step > 0 ? t->ts.step : 1,
-                   t->cfg->train.max_steps, lr_time_done(t));
-    ev->elapsed_s = trainer_elapsed(t);
-}
-
-static TfmStatus save_last(Trainer *t, TfmErr *err)
-{
-    TrainState ts = t->ts;
-    ts.elapsed_s = trainer_elapsed(t);
-    TfmStatus st = ckpt_save(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, t->ema, &ts,
-                             err);
-    if (st != TFM_OK) return st;
-    /* The numbered copy is a hard link: last.tfm is replaced by rename, so
-     * the link keeps this content. */
-    char *numbered = run_dir_checkpoint_path(t->cfg->train.out_dir, t->ts.step, err);
-    if (!numbered) return TFM_ERR_NOMEM;
-    unlink(numbered);
-    if (link(t->run.last_path, numbered) != 0) st = ckpt_copy(t->run.last_path, numbered, err);
-    free(numbered);
-    if (st == TFM_OK) run_dir_prune_checkpoints(t->cfg->train.out_dir, t->cfg->train.keep);
-    return st;
-}
-
 /* ---- the loop ---- */
 
 static double eta(const Trainer *t, double step_s)
@@ -353,61 +299,6 @@ static bool limit_reached(const Trainer *t)
            (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs) ||
            (tc->patience > 0 && t->ts.bad_validations >= tc->patience) ||
            (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s);
-}
-
-/* Which limit ended the run, for the summary. */
-static const char *stop_reason(const Trainer *t, char *buf, size_t n)
-{
-    const TrainConfig *tc = &t->cfg->train;
-    if (tc->max_steps > 0 && t->ts.step >= tc->max_steps)
-        snprintf(buf, n, "train.max_steps (%ld) reached", tc->max_steps);
-    else if (tc->max_epochs > 0 && t->ts.epoch >= tc->max_epochs)
-        snprintf(buf, n, "train.max_epochs (%ld) reached", tc->max_epochs);
-    else if (tc->patience > 0 && t->ts.bad_validations >= tc->patience)
-        snprintf(buf, n, "no better validation in train.patience (%d) validations", tc->patience);
-    else if (tc->max_time_s > 0 && trainer_elapsed(t) >= tc->max_time_s)
-        snprintf(buf, n, "train.max_time_s (%g s) reached", tc->max_time_s);
-    else
-        snprintf(buf, n, "stopped");
-    return buf;
-}
-
-/* The end of a run in a few lines: why it stopped, the best validation,
- * the time, where the model goes. */
-static void summarize(Trainer *t)
-{
-    char why[128], best[160] = "no validation";
-    const TrainConfig *tc = &t->cfg->train;
-    if (t->ts.has_best) {
-        ModelFile mf;
-        TfmErr ignored = {0};
-        long step = -1;
-        if (ckpt_load(t->run.best_path, &mf, false, &ignored) == TFM_OK) {
-            if (mf.has_step) step = mf.ts.step;
-            ckpt_free(&mf);
-        }
-        if (tc->valid_bleu)
-            snprintf(best, sizeof best, "best validation at step %ld: BLEU %.2f", step,
-                     -t->ts.best_metric);
-        else
-            snprintf(best, sizeof best, "best validation at step %ld: loss %.4f ppl %.2f", step,
-                     t->ts.best_metric, exp(t->ts.best_metric));
-    }
-    double s = trainer_elapsed(t);
-    progress_note(&t->prog, "%s %s at step %ld (epoch %ld) after %ldh%02ldm%02lds of training",
-                  t->changed ? "finished:" : "this run had already finished:",
-                  stop_reason(t, why, sizeof why), t->ts.step, t->ts.epoch + 1, (long)s / 3600,
-                  (long)s / 60 % 60, (long)s % 60);
-    if (dist_size() > 1)
-        progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums and "
-                      "broadcasts (%.1f%%; waiting for the slowest rank included)",
-                      dist_comm_seconds(), clock_now_s() - t->run_start,
-                      100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
-    progress_note(&t->prog, "%s; model: %s -> %s", best,
-                  tc->average_last > 0 ? "the average of the last checkpoints"
-                  : t->ema && !t->ema_unaveraged ? "ema.tfm (the moving average of the weights)"
-                                       : "best.tfm",
-                  tc->model);
 }
 
 /* What a numeric stop leaves behind: say "last.tfm keeps ..." only when
@@ -456,19 +347,19 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
         rng_fork(&t->ts.dropout_rng, (uint64_t)dist_rank(), &rank_rng);
         dropout_rng = &rank_rng;
     }
-    t->model.dropout_factor = dropout_factor_at(tc, next);
+    const StepSettings settings = {tc->label_smoothing, dropout_factor_at(tc, next), tc->rdrop};
     /* train.parallel "sentences": the threads' passes, gradients summed */
     const bool parts = t->n_parts > 1;
     if (parts) {
-        TfmStatus st = parts_forward_backward(t, &mine, dropout_rng, tc->label_smoothing, &ls, err);
+        TfmStatus st = parts_forward_backward(t, &mine, dropout_rng, &settings, &ls, err);
         if (st != TFM_OK) return st;
     } else if (mine.n > 0) {
-        TfmStatus st = model_forward(&t->model, &mine, tc->label_smoothing, dropout_rng, &ls, err);
+        TfmStatus st = model_forward_step(&t->model, &mine, &settings, dropout_rng, &ls, err);
         if (st != TFM_OK) return st;
     }
     /* rank 0's clock sets the time share of the rate for every rank (each
      * rank's own would differ a little, and so would the weights) */
-    double sums[4] = {ls.loss, ls.nll, (double)ls.n_tokens, dist_rank() == 0 ? lr_time_done(t) : 0};
+    double sums[4] = {ls.loss, ls.nll, (double)ls.n_tokens, dist_rank() == 0 ? trainer_lr_time_done(t) : 0};
     dist_sum_doubles(sums, 4);
     ls.loss = sums[0];
     ls.nll = sums[1];
@@ -565,7 +456,7 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     for (;;) {
         /* one decision for every rank of a job: rank 0's limits (time,
          * patience), any rank's signal */
-        long agreed[2] = {dist_rank() == 0 && limit_reached(t), stop_requested(t)};
+        long agreed[2] = {dist_rank() == 0 && limit_reached(t), trainer_stop_signal(t)};
         dist_max_longs(agreed, 2);
         if (agreed[1] && t->opt->stop) t->opt->stop->signo = (int)agreed[1];
         if (agreed[0] || agreed[1]) break;
@@ -606,58 +497,25 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
             }
         }
         if (tc->save_every > 0 && t->ts.step % tc->save_every == 0 &&
-            (st = save_last(t, err)) != TFM_OK)
+            (st = trainer_save_last(t, err)) != TFM_OK)
             return st;
     }
     if (!dp_weights_agree(t))
         progress_note(&t->prog, "warning: the ranks' weights differ at step %ld (a bug in tfm; "
                       "the model saved is rank 0's)", t->ts.step);
-    if (stop_requested(t)) {
+    if (trainer_stop_signal(t)) {
         if (lead) {
-            progress_note(&t->prog, "signal %d: saving %s", stop_requested(t), t->run.last_path);
-            if ((st = save_last(t, err)) != TFM_OK) return st;
+            progress_note(&t->prog, "signal %d: saving %s", trainer_stop_signal(t), t->run.last_path);
+            if ((st = trainer_save_last(t, err)) != TFM_OK) return st;
         }
-        err->signo = stop_requested(t);
+        err->signo = trainer_stop_signal(t);
         err->collective = true;
         err->quiet = !lead;
         return err_set(err, TFM_INTERRUPTED, "interrupted at step %ld; run the same command "
                        "to resume", t->ts.step);
     }
     if (!lead) return TFM_OK;
-    if (!t->ts.validated && (st = eval_validate_and_log(t, err)) != TFM_OK) return st;
-    /* a rerun of a finished run only copies the model again */
-    if (t->changed && (st = save_last(t, err)) != TFM_OK) return st;
-    /* the model to hand over: best.tfm, ema.tfm, or the average of the
-     * last checkpoints (made again only when they changed) */
-    const char *final = t->run.best_path;
-    if (t->ema && t->ema_unaveraged)
-        progress_note(&t->prog, "train.ema: no step was averaged (%s had no moving average and "
-                      "no steps were left to train), so there is no ema.tfm", t->run.last_path);
-    else if (t->ema) {
-        if ((t->changed || !run_dir_file_exists(t->run.ema_path)) && (st = eval_ema(t, err)) != TFM_OK)
-            return st;
-        final = t->run.ema_path;
-    }
-    if (tc->average_last > 0) {
-        final = t->run.average_path;
-        if ((t->changed || !run_dir_file_exists(final)) && (st = eval_average_checkpoints(t, err)) != TFM_OK)
-            return st;
-    }
-    /* a signal during that validation or save: saved, so stop as promised;
-     * the rerun copies the model */
-    if (stop_requested(t)) {
-        err->signo = stop_requested(t);
-        return err_set(err, TFM_INTERRUPTED, "interrupted after the last step (%ld), which is "
-                       "saved; run the same command to copy the model to %s", t->ts.step, tc->model);
-    }
-    summarize(t);
-    if ((st = ckpt_copy(final, tc->model, err)) != TFM_OK &&
-        access(final, F_OK) != 0 && errno == ENOENT)
-        return err_set(err, st, "%s: missing: the %s model of this finished run is gone; "
-                       "copy it back, or train again with --restart", final,
-                       final == t->run.best_path ? "best" : final == t->run.ema_path
-                                                                  ? "moving-average" : "averaged");
-    return st;
+    return eval_hand_over(t, err);
 }
 
 TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
@@ -690,7 +548,6 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
                                             trainer_work_tokens(cfg, cfg->train.batch_tokens),
                                             config_row_len(cfg->data.max_len), err), err)) != TFM_OK)
         goto done;
-    t.model.rdrop = cfg->train.rdrop;   /* before parts_init: the replicas copy it */
     if ((st = dp_agree(parts_init(&t, err), err)) != TFM_OK) goto done;
     if (t.n_parts > 1)
         progress_note(&t.prog, "train.parallel sentences: %d threads, each on its share of "

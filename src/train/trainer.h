@@ -1,5 +1,7 @@
 /* trainer: the state of one `tfm train` run, shared by the files of
- * train/ (train.c: start-up, the loop, saving; evaluate.c: validation).
+ * train/: train.c (start-up and the loop), trainer.c (the helpers below on
+ * the Trainer), evaluate.c (validation and the end of the run),
+ * data_parallel.c (ranks) and sentence_parallel.c (threads' replicas).
  * Private to train/: callers use train.h. */
 #ifndef TFM_TRAINER_H
 #define TFM_TRAINER_H
@@ -41,8 +43,17 @@ typedef struct {
     int n_parts;
 } Trainer;
 
+/* ---- trainer.c ---- */
+
+/* The signal number a caller asked the run to stop with, 0 if none. */
+int trainer_stop_signal(const Trainer *t);
+
 /* Training time so far, this run's and earlier runs' (seconds). */
 double trainer_elapsed(const Trainer *t);
+
+/* The share of the time budget used since the warm-up ended, for the decay
+ * of train.lr.horizon "time" (0 for horizon "steps" and during warm-up). */
+double trainer_lr_time_done(const Trainer *t);
 
 /* Records that this run stepped or validated. The first time, on rank 0,
  * out_dir's end models (ema.tfm, average.tfm) are removed: they are of an
@@ -53,14 +64,25 @@ void trainer_mark_changed(Trainer *t);
 /* An event for progress_log with this step's fields set and the rest NaN. */
 void trainer_fill_event(const Trainer *t, ProgressEvent *ev);
 
-/* Validates (loss, and BLEU with train.valid_bleu), logs, keeps best.tfm and
- * counts validations without improvement (evaluate.c). */
-TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err);
-
 /* The state saved with a model (best.tfm, ema.tfm): the step, for `tfm
  * info`, and no clock time, so that a rerun or a resumed run writes the
  * same bytes as an uninterrupted one. */
 TrainState trainer_model_state(const Trainer *t);
+
+/* Saves out_dir/last.tfm, links it as ckpt.STEP.tfm and prunes the
+ * numbered checkpoints to train.keep. */
+TfmStatus trainer_save_last(Trainer *t, TfmErr *err);
+
+/* ---- evaluate.c ---- */
+
+/* Validates (loss, and BLEU with train.valid_bleu), logs, keeps best.tfm and
+ * counts validations without improvement. */
+TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err);
+
+/* The end of a finished run (rank 0): the last step validated and saved,
+ * the model to hand over made (ema.tfm, average.tfm) when it changed, the
+ * summary, and the copy to train.model. */
+TfmStatus eval_hand_over(Trainer *t, TfmErr *err);
 
 /* train.ema: the moving average of the weights, written to out_dir/ema.tfm,
  * validated like a step and logged with "ema": true. It leaves the average
@@ -111,7 +133,7 @@ double parts_extra_bytes(const TfmConfig *cfg, const ModelConfig *mc);
  * batch), each thread on its share of the sentences with masks of its own
  * (streams forked from rng, which then advances once): t->model.grads gets
  * the sum of the threads' gradients, ls the sum of their losses. */
-TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, float label_smoothing,
+TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, const StepSettings *s,
                                  LossStats *ls, TfmErr *err);
 
 void parts_free(Trainer *t);
