@@ -4,8 +4,10 @@ PORTABLE ?= 0
 PREFIX   ?= /usr/local
 ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
 # The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
-# thread pool (two busy-waiting pools on 2 cores slow each other down).
-OMP_BLAS_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
+# thread pool (two busy-waiting pools on 2 cores slow each other down), in
+# this machine's multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu, ...).
+MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
+OMP_BLAS_DIR = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib libmicrohttpd 2>/dev/null)
 OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0
 PKG_LIBS     = $(shell pkg-config --libs libcjson zlib libmicrohttpd 2>/dev/null) \
@@ -15,7 +17,9 @@ CFLAGS  ?= -O2 -g
 # -fno-math-errno: sqrtf and friends never set errno here (no one reads it),
 # so loops that call them can be vectorized.
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(CFLAGS) $(ARCH) $(WARN) -fno-math-errno -fopenmp -MMD -MP $(PKG_CFLAGS) $(ALL_CFLAGS_MPI) $(EXTRA_CFLAGS)
-LDLIBS   = $(PKG_LIBS) -ldnnl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
+# oneDNN is not linked: nn/gemm_bf16.c loads it (dlopen) when bf16 is asked
+# for, so the binary runs without it in fp32. Its header is needed to build.
+LDLIBS   = $(PKG_LIBS) -ldl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
 
 BUILD   ?= build
 # One folder per layer (docs/architecture.md, "Source map"); includes name the folder:
@@ -41,27 +45,33 @@ BIN     ?= tfm
 # Build the binary (default).
 all: $(BIN)
 
-$(BIN): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/mpi-$(MPI).stamp | deps
+$(BIN): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/mpi-$(MPI).stamp
 	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 
 # Switching MPI=0/1 relinks (the object lists differ by one file).
 $(BUILD)/mpi-$(MPI).stamp:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi-*.stamp && touch $@
 
-$(BUILD)/%.o: src/%.c | deps
+$(BUILD)/%.o: src/%.c | $(BUILD)/libs-$(MPI).ok
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 
-$(BUILD)/tests/%.o: tests/%.c | deps
+$(BUILD)/tests/%.o: tests/%.c | $(BUILD)/libs-$(MPI).ok
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Install the Debian packages the build needs, when pkg-config does not find them.
+# Install the Debian packages the build needs, when pkg-config does not find
+# them (apt-get). Only this step, the demo and .ci/run install anything: a
+# plain build checks once and says what is missing.
 deps:
 	@sh scripts/deps.sh $(if $(filter 1,$(MPI)),mpi)
+
+$(BUILD)/libs-$(MPI).ok:
+	@sh scripts/deps.sh --check $(if $(filter 1,$(MPI)),mpi)
+	@mkdir -p $(BUILD) && touch $@
 
 # Unpack the shipped Multi30k data (data/*.gz) at first use.
 DATA = $(patsubst %.gz,%,$(wildcard data/*.gz))
@@ -109,7 +119,8 @@ print-ldlibs:
 	@echo $(LDLIBS)
 
 # Train configs/tiny.json on Multi30k and translate a few test sentences.
-demo: $(BIN) data
+demo: deps
+	$(MAKE) $(BIN) data
 	bash scripts/demo.sh
 
 # Speed benchmarks (minutes): see BENCHMARKS.md.

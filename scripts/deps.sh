@@ -1,13 +1,18 @@
 #!/bin/sh
-# deps.sh: installs the Debian packages tfm builds with, when they are missing.
-# Quiet and quick when everything is there. `deps.sh plot`: what
-# scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`: the
-# build's packages and Open MPI (make MPI=1); `deps.sh browser`: what
+# deps.sh: installs the Debian packages tfm builds with, when they are missing
+# (`make deps`). Quiet and quick when everything is there. `deps.sh plot`:
+# what scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`:
+# the build's packages and Open MPI (make MPI=1); `deps.sh browser`: what
 # tests/cli_browser.sh drives (chromium, node, and playwright-core from npm
 # into tests/browser/node_modules, without a browser download).
+# `deps.sh --check [mpi]`: installs nothing; names what is missing and exits
+# 1 (every build runs it once).
+check=""
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 missing=""
+multiarch=$(cc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
 if [ "${1:-}" = mpi ]; then
-    sh "$0" || exit 1                   # the build's own packages first
+    sh "$0" ${check:+--check} || exit 1     # the build's own packages first
     command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
     pkg-config --exists ompi-c || missing="$missing libopenmpi-dev"
 elif [ "${1:-}" = browser ]; then
@@ -22,10 +27,15 @@ else
     pkg-config --exists zlib || missing="$missing zlib1g-dev"
     pkg-config --exists libmicrohttpd || missing="$missing libmicrohttpd-dev"
     [ -e /usr/include/oneapi/dnnl/dnnl.h ] || missing="$missing libdnnl-dev"
-    [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || \
-        [ "$(uname -m)" != x86_64 ] || missing="$missing libopenblas0-openmp"
+    [ -e "/usr/lib/$multiarch/openblas-openmp/libopenblas.so.0" ] || \
+        missing="$missing libopenblas0-openmp"
     command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
     [ -n "$missing" ] && missing=" build-essential pkg-config$missing"
+fi
+if [ -n "$missing" ] && [ -n "$check" ]; then
+    echo "tfm needs these Debian packages to build:$missing" >&2
+    echo "install them with: make deps$([ "${1:-}" = mpi ] && echo " MPI=1")   (runs apt-get)" >&2
+    exit 1
 fi
 if [ -n "$missing" ]; then
     echo "deps: installing$missing" >&2

@@ -106,6 +106,15 @@ expect_exit 1 "bf16 refused without a bf16 unit" -- env ONEDNN_MAX_CPU_ISA=AVX2 
 expect_err_line "bf16 refusal names what is missing" \
     "tfm: train.precision: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither (use \"fp32\")"
 check "bf16 refusal leaves no folder" test ! -e nobf16
+# oneDNN is loaded only for bf16, not linked: without it fp32 runs and bf16
+# says what is missing (TFM_DNNL_LIB: a library file that is not there)
+check "oneDNN is not linked" not grep -q libdnnl <<<"$(ldd "$TFM")"
+expect_exit 0 "--version without oneDNN" -- env TFM_DNNL_LIB=/nonexistent/libdnnl.so "$TFM" --version
+check "--version says oneDNN is missing" grep -qx "bf16 products: none (oneDNN not installed)" "$T/out"
+expect_exit 1 "bf16 without oneDNN" -- env TFM_DNNL_LIB=/nonexistent/libdnnl.so "$TFM" train mini.json --set train.precision=bf16 --set train.out_dir=nodnnl
+expect_err_line "bf16 without oneDNN names it" \
+    "tfm: train.precision: bf16 runs on oneDNN (libdnnl.so.2), which is not installed (use \"fp32\", or install libdnnl: make deps)"
+(mkdir nodnnl_fp32 && cd nodnnl_fp32 && expect_exit 0 "fp32 training without oneDNN" -- env TFM_DNNL_LIB=/nonexistent/libdnnl.so "$TFM" train ../mini.json -q --set train.max_steps=2)
 # train.precision auto: bf16 only where its products measure faster; a CPU
 # without a bf16 unit trains in fp32, and the model records what ran.
 mkdir auto

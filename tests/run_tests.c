@@ -1,28 +1,43 @@
 /* run_tests: runs every registered TEST (or those whose name contains argv[1])
- * and ends with "N passed, N failed"; exits 1 on any failure. */
+ * and ends with "N passed, N failed"; exits 1 on any failure. A failed check
+ * ends its test (test_fail jumps back here); a crash is counted as a failure
+ * and the closing line is printed before the crash goes on to its usual
+ * handler (a core, or the sanitizer's report). */
 #include "test.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_TESTS 1024
+#include "base/err.h"
 
-static struct { const char *name, *file; TestFn fn; } tests[MAX_TESTS];
-static int n_tests;
-static int current_failures;
+typedef struct { const char *name, *file; TestFn fn; } Test;
+static Test *tests;
+static int n_tests, cap_tests;
+static bool registry_full;      /* a test could not be registered: refuse to run */
+static jmp_buf test_end;
+static bool in_test;
+static int passed, failed;
+static const char *running;     /* the test now running, for the crash report */
 
 void test_register(const char *name, const char *file, TestFn fn)
 {
-    if (n_tests < MAX_TESTS) {
-        tests[n_tests].name = name;
-        tests[n_tests].file = file;
-        tests[n_tests].fn = fn;
-        n_tests++;
+    if (n_tests == cap_tests) {
+        int cap = cap_tests ? 2 * cap_tests : 256;
+        Test *t = realloc(tests, sizeof *t * (size_t)cap);
+        if (!t) {
+            registry_full = true;
+            return;
+        }
+        tests = t;
+        cap_tests = cap;
     }
+    tests[n_tests++] = (Test){name, file, fn};
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...)
@@ -33,7 +48,25 @@ void test_fail(const char *file, int line, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    current_failures++;
+    if (in_test) longjmp(test_end, 1);
+    abort();   /* a check outside any test: nothing to go back to */
+}
+
+/* A crash in a test: it failed, and the summary line still comes last. */
+static struct sigaction old_actions[NSIG];
+static void on_crash(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    char line[256];
+    int n = snprintf(line, sizeof line, "FAIL %s (signal %d)\n", running ? running : "?", sig);
+    if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n);
+    n = snprintf(line, sizeof line, "%d passed, %d failed\n", passed, failed + 1);
+    if (n > 0) (void)!write(STDOUT_FILENO, line, (size_t)n);
+    /* back to the usual handler: a fault repeats into it on return (with
+     * its own context, for a sanitizer's report); a sent signal is sent
+     * again, and comes when this handler returns */
+    sigaction(sig, &old_actions[sig], NULL);
+    if (info->si_code <= 0) raise(sig);
 }
 
 const char *test_data_dir(void)
@@ -126,17 +159,35 @@ const char *test_write_file(const char *name, const char *text)
 int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
-    int passed = 0, failed = 0;
+    if (registry_full) {
+        fprintf(stderr, "run_tests: out of memory registering the tests; none run\n");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction sa = {0};
+        sa.sa_sigaction = on_crash;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, &old_actions[sigs[i]]);
+    }
+    fflush(stdout);
     for (int i = 0; i < n_tests; i++) {
         if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter))
             continue;
-        current_failures = 0;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        tests[i].fn();
+        running = tests[i].name;
+        volatile bool ok = true;       /* set after the jump back */
+        in_test = true;
+        if (setjmp(test_end) == 0) tests[i].fn();
+        else ok = false;
+        in_test = false;
+        err_fail_alloc_after(-1);      /* a test that ended early may leave it armed */
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-        if (current_failures) {
+        if (!ok) {
             failed++;
             fprintf(stderr, "FAIL %s (%s)\n", tests[i].name, tests[i].file);
         } else {

@@ -1,6 +1,8 @@
 /* test.h: a tiny test harness. TEST(name) defines a test that registers itself
- * (constructor attribute), so test files need no shared list. CHECK* record a
- * failure with file:line and keep going; run_tests prints "N passed, N failed". */
+ * (constructor attribute), so test files need no shared list. A failed CHECK*
+ * (or test_fail) prints file:line and ends its test there, so a failed set-up
+ * cannot run on into a crash; run_tests prints "N passed, N failed" last,
+ * after a crash too. */
 #ifndef TFM_TEST_H
 #define TFM_TEST_H
 
@@ -9,7 +11,8 @@
 
 typedef void (*TestFn)(void);
 void test_register(const char *name, const char *file, TestFn fn);
-void test_fail(const char *file, int line, const char *fmt, ...)
+/* Reports a failure and ends the running test (it does not return). */
+_Noreturn void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Folder of committed fixtures (tests/data), and the shared folder (../shared). */
 const char *test_data_dir(void);

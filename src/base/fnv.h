@@ -16,4 +16,12 @@ static inline uint64_t fnv1a64(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+/* A byte string's hash for a power-of-two hash table: FNV-1a with its high
+ * bits folded down, since the table keeps only the low ones. */
+static inline uint64_t fnv_hash_bytes(const void *p, size_t n)
+{
+    const uint64_t h = fnv1a64(FNV1A64_START, p, n);
+    return h ^ (h >> 29);
+}
+
 #endif

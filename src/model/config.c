@@ -58,7 +58,8 @@ static const char *const wd_scope_names[] = {"all", "matrices", NULL};
 #define ENUM_(p, f, names, d)   ENUM_F(p, f, names, d, 0)
 #define STR_(p, f, d, flags)    {p, K_STR, OFF(f), 0, 0, false, false, 0, d, NULL, flags}
 
-/* The schema, in the order config_to_json writes it. Defaults: SPEC.md. */
+/* The schema, in the order config_to_json writes it. The keys, their
+ * defaults and meaning: docs/config.md. */
 const KeySpec config_schema[] = {
     STR_("data.train_src", data.train_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.train_tgt", data.train_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),

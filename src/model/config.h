@@ -1,4 +1,4 @@
-/* config: the training config (JSON, see SPEC.md) as one typed struct.
+/* config: the training config (JSON, docs/config.md) as one typed struct.
  * Parsing checks every key: unknown keys, wrong types and out-of-range values
  * are errors that name the JSON path. Defaults are the paper's base model. */
 #ifndef TFM_CONFIG_H

@@ -5,8 +5,8 @@
  * `grads`, same layout), carved into named row-major tensors listed in
  * `tensors` with stable names (e.g. "enc.0.self.wq", "dec.1.cross.wo",
  * "emb.shared"). Weights are (out, in) as in PyTorch. The full order (fixed:
- * the PyTorch reference and checkpoints rely on it) is written at the top of
- * model.c; q/k/v weights of a layer are contiguous so one (3D, D) gemm
+ * the PyTorch reference and checkpoints rely on it) is built by params.c
+ * (build_layout); q/k/v weights of a layer are contiguous so one (3D, D) gemm
  * projects all three (cross-attention: k/v as one (2D, D) block).
  * Activations live in a workspace sized once by model_alloc_training for the
  * largest batch. The kernels (layers.h) are reusable for incremental decoding:

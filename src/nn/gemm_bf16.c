@@ -1,6 +1,7 @@
 /* gemm_bf16: bfloat16 products over oneDNN's matmul (see gemm_bf16.h). */
 #include "nn/gemm_bf16.h"
 
+#include <dlfcn.h>
 #include <dnnl.h>
 #include <math.h>
 #include <omp.h>
@@ -8,7 +9,66 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BF16_SLOTS = 8 };        /* two inputs for each of up to four products */
+enum { BF16_SLOTS = 8 };
+
+/* oneDNN is loaded when bf16 is first asked about (dlopen), not linked: the
+ * binary starts, and runs in fp32, on a machine without it, and says what
+ * is missing when bf16 is asked for. TFM_DNNL_LIB names another file to
+ * load (the tests: one that is not there). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const char DNNL_SONAME[] = "libdnnl.so." STR(DNNL_VERSION_MAJOR);
+#define DNNL_FUNCTIONS(X) \
+    X(engine_create) \
+    X(engine_destroy) \
+    X(get_effective_cpu_isa) \
+    X(matmul_desc_init) \
+    X(memory_create) \
+    X(memory_desc_init_by_tag) \
+    X(memory_destroy) \
+    X(post_ops_append_sum) \
+    X(post_ops_create) \
+    X(post_ops_destroy) \
+    X(primitive_attr_create) \
+    X(primitive_attr_destroy) \
+    X(primitive_attr_set_post_ops) \
+    X(primitive_create) \
+    X(primitive_desc_create) \
+    X(primitive_desc_destroy) \
+    X(primitive_destroy) \
+    X(primitive_execute) \
+    X(stream_create) \
+    X(stream_destroy) \
+    X(stream_wait) \
+    X(version)
+static struct {
+    int state;                    /* 0: not tried, 1: loaded, -1: missing */
+#define FIELD(name) __typeof__(dnnl_##name) *name;
+    DNNL_FUNCTIONS(FIELD)
+#undef FIELD
+} D;
+
+static bool load_symbol(void *lib, const char *name, void *field)
+{
+    void *sym = dlsym(lib, name);
+    memcpy(field, &sym, sizeof sym);    /* a function pointer, as POSIX has it */
+    return sym != NULL;
+}
+
+static bool dnnl_loaded(void)
+{
+    if (D.state == 0) {
+        const char *file = getenv("TFM_DNNL_LIB");
+        void *lib = dlopen(file && *file ? file : DNNL_SONAME, RTLD_NOW | RTLD_LOCAL);
+        bool ok = lib != NULL;
+#define LOAD(name) ok = ok && load_symbol(lib, "dnnl_" #name, &D.name);
+        DNNL_FUNCTIONS(LOAD)
+#undef LOAD
+        D.state = ok ? 1 : -1;
+    }
+    return D.state > 0;
+}
+        /* two inputs for each of up to four products */
 
 /* oneDNN state, made at first use. One primitive per (A transposed, B
  * transposed, C = or +=) takes every shape at run time
@@ -64,7 +124,8 @@ float bf16_to_float(uint16_t h)
  * refuses instead. */
 static int isa_level(void)
 {
-    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (!dnnl_loaded()) return 0;
+    const dnnl_cpu_isa_t isa = D.get_effective_cpu_isa();
     if ((isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx) return 2;
     if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16) return 1;
     return 0;
@@ -81,7 +142,8 @@ bool bf16_available(void) { return isa_level() > 0; }
 const char *bf16_library_version(void)
 {
     static char text[32];
-    const dnnl_version_t *v = dnnl_version();
+    if (!dnnl_loaded()) return "not installed";
+    const dnnl_version_t *v = D.version();
     snprintf(text, sizeof text, "%d.%d.%d", v->major, v->minor, v->patch);
     return text;
 }
@@ -89,6 +151,10 @@ const char *bf16_library_version(void)
 TfmStatus bf16_require(const char *what, TfmErr *err)
 {
     if (bf16_available()) return TFM_OK;
+    if (!dnnl_loaded())
+        return err_set(err, TFM_ERR_CONFIG, "%s: bf16 runs on oneDNN (%s), which is not "
+                       "installed (use \"fp32\", or install libdnnl: make deps)", what,
+                       DNNL_SONAME);
     return err_set(err, TFM_ERR_CONFIG,
                    "%s: bf16 needs a CPU with AVX512-BF16 or AMX, and this one has neither "
                    "(use \"fp32\")", what);
@@ -98,7 +164,7 @@ TfmStatus bf16_require(const char *what, TfmErr *err)
 static bool desc(dnnl_memory_desc_t *d, dnnl_data_type_t type, long rows, long cols,
                  int transposed)
 {
-    return dnnl_memory_desc_init_by_tag(d, 2, (dnnl_dims_t){rows, cols}, type,
+    return D.memory_desc_init_by_tag(d, 2, (dnnl_dims_t){rows, cols}, type,
                                         transposed ? dnnl_ba : dnnl_ab) == dnnl_success;
 }
 
@@ -112,20 +178,20 @@ static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate)
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t p = NULL;
     if (!desc(&a, dnnl_bf16, any, any, trans_a) || !desc(&b, dnnl_bf16, any, any, trans_b) ||
-        !desc(&c, dnnl_f32, any, any, 0) || dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) ||
-        dnnl_primitive_attr_create(&attr))
+        !desc(&c, dnnl_f32, any, any, 0) || D.matmul_desc_init(&md, &a, &b, NULL, &c) ||
+        D.primitive_attr_create(&attr))
         goto done;
     if (accumulate) {
-        if (dnnl_post_ops_create(&ops) || dnnl_post_ops_append_sum(ops, 1.0f) ||
-            dnnl_primitive_attr_set_post_ops(attr, ops))
+        if (D.post_ops_create(&ops) || D.post_ops_append_sum(ops, 1.0f) ||
+            D.primitive_attr_set_post_ops(attr, ops))
             goto done;
     }
-    if (dnnl_primitive_desc_create(&pd, &md, attr, S.engine, NULL) == dnnl_success)
-        if (dnnl_primitive_create(&p, pd) != dnnl_success) p = NULL;
+    if (D.primitive_desc_create(&pd, &md, attr, S.engine, NULL) == dnnl_success)
+        if (D.primitive_create(&p, pd) != dnnl_success) p = NULL;
 done:
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (ops) dnnl_post_ops_destroy(ops);
-    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (pd) D.primitive_desc_destroy(pd);
+    if (ops) D.post_ops_destroy(ops);
+    if (attr) D.primitive_attr_destroy(attr);
     return p;
 }
 
@@ -133,7 +199,7 @@ static void destroy_primitives(void)
 {
     for (int i = 0; i < 8; i++) {
         dnnl_primitive_t *p = &S.prim[i >> 2][(i >> 1) & 1][i & 1];
-        if (*p) dnnl_primitive_destroy(*p);
+        if (*p) D.primitive_destroy(*p);
         *p = NULL;
     }
 }
@@ -149,8 +215,8 @@ static bool ready(void)
     if (S.state == 0) {
         S.state = -1;
         if (!bf16_available()) return false;
-        if (dnnl_engine_create(&S.engine, dnnl_cpu, 0) != dnnl_success) return false;
-        if (dnnl_stream_create(&S.stream, S.engine, dnnl_stream_default_flags) != dnnl_success)
+        if (D.engine_create(&S.engine, dnnl_cpu, 0) != dnnl_success) return false;
+        if (D.stream_create(&S.stream, S.engine, dnnl_stream_default_flags) != dnnl_success)
             return false;
     }
     destroy_primitives();
@@ -166,8 +232,8 @@ static bool ready(void)
 void bf16_release(void)
 {
     destroy_primitives();
-    if (S.stream) dnnl_stream_destroy(S.stream);
-    if (S.engine) dnnl_engine_destroy(S.engine);
+    if (S.stream) D.stream_destroy(S.stream);
+    if (S.engine) D.engine_destroy(S.engine);
     for (int i = 0; i < BF16_SLOTS; i++) free(S.slot[i].data);
     memset(&S, 0, sizeof S);
 }
@@ -213,7 +279,7 @@ static bool memory(dnnl_memory_t *mem, dnnl_data_type_t type, long rows, long co
 {
     dnnl_memory_desc_t d;
     return desc(&d, type, rows, cols, transposed) &&
-           dnnl_memory_create(mem, &d, S.engine, data) == dnnl_success;
+           D.memory_create(mem, &d, S.engine, data) == dnnl_success;
 }
 
 static bool run_one(const GemmArgs *g)
@@ -242,12 +308,12 @@ static bool run_one(const GemmArgs *g)
     if (ok) {
         const dnnl_exec_arg_t args[] = {
             {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        ok = dnnl_primitive_execute(S.prim[g->trans_a != 0][g->trans_b != 0][acc], S.stream, 3, args) == dnnl_success &&
-             dnnl_stream_wait(S.stream) == dnnl_success;
+        ok = D.primitive_execute(S.prim[g->trans_a != 0][g->trans_b != 0][acc], S.stream, 3, args) == dnnl_success &&
+             D.stream_wait(S.stream) == dnnl_success;
     }
-    if (ma) dnnl_memory_destroy(ma);
-    if (mb) dnnl_memory_destroy(mb);
-    if (mc) dnnl_memory_destroy(mc);
+    if (ma) D.memory_destroy(ma);
+    if (mb) D.memory_destroy(mb);
+    if (mc) D.memory_destroy(mc);
     return ok;
 }
 

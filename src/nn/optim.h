@@ -1,5 +1,5 @@
 /* optim: Adam with bias correction and decoupled weight decay, the learning
- * rate schedules of SPEC.md, global-norm gradient clipping and the moving
+ * rate schedules of train.lr (docs/config.md), global-norm gradient clipping and the moving
  * average of the weights (train.ema). Flat loops
  * over the parameter array; the moments are owned here and saved in checkpoints. */
 #ifndef TFM_OPTIM_H
@@ -21,7 +21,7 @@ typedef enum {
  * whichever of train.max_steps and train.max_time_s comes first. */
 typedef enum { LR_HORIZON_STEPS = 0, LR_HORIZON_TIME = 1 } LrHorizon;
 
-/* A learning rate schedule (train.lr.* in a config, SPEC.md). */
+/* A learning rate schedule (train.lr.* in a config, docs/config.md). */
 typedef struct {
     LrSchedule schedule;
     int warmup;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "text/bleu_tokenize.h"
+#include "text/metric_text.h"
 #include "base/fnv.h"
 #include "base/version.h"
 
@@ -33,12 +34,7 @@ typedef struct {
 struct BleuScorer {
     BleuOptions opt;
     BleuTok tok;                    /* tokenizer scratch: the last line's tokens */
-    /* Token interning, shared by all segments: string -> id. */
-    BleuBuf strs;
-    BleuSpan *str;                  /* id -> bytes in strs */
-    size_t n_strs, cap_strs;
-    uint32_t *islots;               /* id + 1, 0 = empty; power-of-two size */
-    size_t islot_cap;
+    WordIds tokens;                 /* token -> id, shared by all segments */
     /* Token ids of the current segment: references, then the hypothesis. */
     uint32_t *ids;
     size_t n_ids, cap_ids;
@@ -51,54 +47,12 @@ struct BleuScorer {
 
 /* ---- token interning and n-gram table ---- */
 
-static uint64_t hash_bytes(const unsigned char *p, size_t n)
-{
-    const uint64_t h = fnv1a64(FNV1A64_START, p, n);
-    return h ^ (h >> 29);
-}
-
-static TfmStatus intern_rehash(BleuScorer *s, size_t cap, TfmErr *err)
-{
-    uint32_t *slots = xcalloc(cap, sizeof *slots, err);
-    if (!slots) return err->status;
-    for (size_t id = 0; id < s->n_strs; id++) {
-        size_t h = (size_t)hash_bytes(s->strs.p + s->str[id].off, s->str[id].len) & (cap - 1);
-        while (slots[h]) h = (h + 1) & (cap - 1);
-        slots[h] = (uint32_t)id + 1;
-    }
-    free(s->islots);
-    s->islots = slots;
-    s->islot_cap = cap;
-    return TFM_OK;
-}
-
 /* Id of token p[0..n); a new id when `add`, else NO_ID if unseen. */
 static TfmStatus intern(BleuScorer *s, const unsigned char *p, size_t n, int add,
                         uint32_t *id, TfmErr *err)
 {
-    if ((s->n_strs + 1) * 2 > s->islot_cap &&
-        intern_rehash(s, s->islot_cap ? s->islot_cap * 2 : 1024, err))
-        return err->status;
-    size_t mask = s->islot_cap - 1, h = (size_t)hash_bytes(p, n) & mask;
-    for (; s->islots[h]; h = (h + 1) & mask) {
-        uint32_t k = s->islots[h] - 1;
-        if (s->str[k].len == n && memcmp(s->strs.p + s->str[k].off, p, n) == 0) {
-            *id = k;
-            return TFM_OK;
-        }
-    }
-    if (!add) { *id = NO_ID; return TFM_OK; }
-    if (s->n_strs >= NO_ID - 1) return err_set(err, TFM_ERR_NOMEM, "bleu: too many distinct tokens");
-    if (xgrow((void **)&s->str, &s->cap_strs, s->n_strs + 1, sizeof *s->str, err))
-        return err->status;
-    if (s->strs.n + n < s->strs.n) return err_set(err, TFM_ERR_NOMEM, "bleu: input too large");
-    if (xgrow((void **)&s->strs.p, &s->strs.cap, s->strs.n + n, 1, err)) return err->status;
-    memcpy(s->strs.p + s->strs.n, p, n);
-    s->str[s->n_strs].off = s->strs.n;
-    s->str[s->n_strs].len = n;
-    s->strs.n += n;
-    s->islots[h] = (uint32_t)s->n_strs + 1;
-    *id = (uint32_t)s->n_strs++;
+    if (add) return wordids_get(&s->tokens, p, n, id, err);
+    if (!wordids_find(&s->tokens, p, n, id)) *id = NO_ID;
     return TFM_OK;
 }
 
@@ -204,9 +158,7 @@ void bleu_scorer_free(BleuScorer *s)
 {
     if (!s) return;
     bleu_tok_free(&s->tok);
-    free(s->strs.p);
-    free(s->str);
-    free(s->islots);
+    wordids_free(&s->tokens);
     free(s->ids);
     free(s->ref_start);
     free(s->tab);

@@ -84,18 +84,12 @@ void mtext_free(MText *t)
 
 /* ---- word ids ---- */
 
-static uint64_t hash_bytes(const unsigned char *p, size_t n)
-{
-    const uint64_t h = fnv1a64(FNV1A64_START, p, n);
-    return h ^ (h >> 29);
-}
-
 void wordids_reset(WordIds *w)
 {
     w->n_bytes = 0;
     w->n_word = 0;
     if (++w->gen == 0) {            /* wrapped: old generations would look live */
-        if (w->slot_gen) memset(w->slot_gen, 0, w->n_slots * sizeof *w->slot_gen);
+        if (w->slot) memset(w->slot, 0, w->n_slots * sizeof *w->slot);
         w->gen = 1;
     }
 }
@@ -103,45 +97,37 @@ void wordids_reset(WordIds *w)
 /* Rebuilds the slot table with n_slots slots from the current words. */
 static TfmStatus rehash(WordIds *w, size_t n_slots, TfmErr *err)
 {
-    uint32_t *g = xcalloc(n_slots, sizeof *g, err);
-    uint32_t *ids = g ? xcalloc(n_slots, sizeof *ids, err) : NULL;
-    if (!ids) { free(g); return err->status; }
+    uint64_t *slot = xcalloc(n_slots, sizeof *slot, err);
+    if (!slot) return err->status;
     if (w->gen == 0) w->gen = 1;
     for (size_t id = 0; id < w->n_word; id++) {
-        size_t h = (size_t)hash_bytes(w->bytes + w->word[id].off, w->word[id].len) & (n_slots - 1);
-        while (g[h] == w->gen) h = (h + 1) & (n_slots - 1);
-        g[h] = w->gen;
-        ids[h] = (uint32_t)id;
+        size_t h = (size_t)fnv_hash_bytes(w->bytes + w->word[id].off, w->word[id].len) & (n_slots - 1);
+        while (wordids_live(w, slot[h])) h = (h + 1) & (n_slots - 1);
+        slot[h] = (uint64_t)w->gen << 32 | id;
     }
-    free(w->slot_gen);
-    free(w->slot_id);
-    w->slot_gen = g;
-    w->slot_id = ids;
+    free(w->slot);
+    w->slot = slot;
     w->n_slots = n_slots;
     return TFM_OK;
 }
 
-TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err)
+TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err)
 {
     if ((w->n_word + 1) * 2 > w->n_slots && rehash(w, w->n_slots ? w->n_slots * 2 : 256, err))
         return err->status;
-    size_t mask = w->n_slots - 1, h = (size_t)hash_bytes(p, n) & mask;
-    for (; w->slot_gen[h] == w->gen; h = (h + 1) & mask) {
-        const MTextSpan *s = &w->word[w->slot_id[h]];
-        if (s->len == n && memcmp(w->bytes + s->off, p, n) == 0) {
-            *id = w->slot_id[h];
-            return TFM_OK;
-        }
+    size_t h = wordids_probe(w, p, n);
+    if (wordids_live(w, w->slot[h])) {
+        *id = (uint32_t)w->slot[h];
+        return TFM_OK;
     }
-    if (w->n_word >= UINT32_MAX - 1) return err_set(err, TFM_ERR_NOMEM, "too many words in one line");
+    if (w->n_word >= UINT32_MAX - 1) return err_set(err, TFM_ERR_NOMEM, "too many distinct words");
     if (xgrow((void **)&w->word, &w->cap_word, w->n_word + 1, sizeof *w->word, err) ||
         xgrow((void **)&w->bytes, &w->cap_bytes, w->n_bytes + n + 1, 1, err))
         return err->status;
     memcpy(w->bytes + w->n_bytes, p, n);
     w->word[w->n_word] = (MTextSpan){w->n_bytes, n};
     w->n_bytes += n;
-    w->slot_gen[h] = w->gen;
-    w->slot_id[h] = (uint32_t)w->n_word;
+    w->slot[h] = (uint64_t)w->gen << 32 | w->n_word;
     *id = (uint32_t)w->n_word++;
     return TFM_OK;
 }
@@ -150,7 +136,6 @@ void wordids_free(WordIds *w)
 {
     free(w->bytes);
     free(w->word);
-    free(w->slot_gen);
-    free(w->slot_id);
+    free(w->slot);
     *w = (WordIds){0};
 }

@@ -14,8 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/err.h"
+#include "base/fnv.h"
 
 typedef struct { size_t off, len; } MTextSpan;
 
@@ -45,13 +47,15 @@ TfmStatus mtext_split(MText *t, TfmErr *err);
 
 void mtext_free(MText *t);
 
-/* Word -> id map that is emptied in O(1) at each new segment. */
+/* Word -> id map, ids 0, 1, 2, ... in the order words are first seen: the
+ * token table of BLEU (over a whole corpus), chrF and TER (emptied in O(1)
+ * at each new segment). */
 typedef struct {
     unsigned char *bytes;           /* the words of this segment, back to back */
     size_t n_bytes, cap_bytes;
     MTextSpan *word;                /* id -> bytes */
     size_t n_word, cap_word;
-    uint32_t *slot_gen, *slot_id;   /* open addressing; live when gen matches */
+    uint64_t *slot;                 /* open addressing: gen << 32 | id, live when gen matches */
     size_t n_slots;
     uint32_t gen;
 } WordIds;
@@ -59,8 +63,48 @@ typedef struct {
 /* Forgets every word (ids restart at 0). */
 void wordids_reset(WordIds *w);
 
-/* The id of word p[0..n), a new one if unseen in this segment. */
-TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err);
+/* The id of word p[0..n), a new one if unseen since the last reset (the
+ * lookup is inline: it is the metrics' inner loop). */
+static inline TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id,
+                                    TfmErr *err);
+
+/* Whether word p[0..n) has an id (then *id), without adding it. */
+static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t n, uint32_t *id);
+
+/* wordids_get's slow path: grows the table, adds the word (metric_text.c). */
+TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err);
+
+static inline bool wordids_live(const WordIds *w, uint64_t slot)
+{
+    return (uint32_t)(slot >> 32) == w->gen;
+}
+
+/* The slot of word p[0..n): its own, or the free one where it belongs. */
+static inline size_t wordids_probe(const WordIds *w, const unsigned char *p, size_t n)
+{
+    size_t mask = w->n_slots - 1, h = (size_t)fnv_hash_bytes(p, n) & mask;
+    for (; wordids_live(w, w->slot[h]); h = (h + 1) & mask) {
+        const MTextSpan *s = &w->word[(uint32_t)w->slot[h]];
+        if (s->len == n && memcmp(w->bytes + s->off, p, n) == 0) break;
+    }
+    return h;
+}
+
+static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t n, uint32_t *id)
+{
+    if (w->n_slots == 0) return false;
+    const uint64_t slot = w->slot[wordids_probe(w, p, n)];
+    if (!wordids_live(w, slot)) return false;
+    *id = (uint32_t)slot;
+    return true;
+}
+
+static inline TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id,
+                                    TfmErr *err)
+{
+    if ((w->n_word + 1) * 2 <= w->n_slots && wordids_find(w, p, n, id)) return TFM_OK;
+    return wordids_add(w, p, n, id, err);
+}
 
 void wordids_free(WordIds *w);
 
