@@ -86,24 +86,21 @@ void mtext_free(MText *t)
 
 void wordids_reset(WordIds *w)
 {
+    for (size_t id = 0; id < w->n_word; id++) w->slot[w->home[id]] = 0;
     w->n_bytes = 0;
     w->n_word = 0;
-    if (++w->gen == 0) {            /* wrapped: old generations would look live */
-        if (w->slot) memset(w->slot, 0, w->n_slots * sizeof *w->slot);
-        w->gen = 1;
-    }
 }
 
 /* Rebuilds the slot table with n_slots slots from the current words. */
 static TfmStatus rehash(WordIds *w, size_t n_slots, TfmErr *err)
 {
-    uint64_t *slot = xcalloc(n_slots, sizeof *slot, err);
+    uint32_t *slot = xcalloc(n_slots, sizeof *slot, err);
     if (!slot) return err->status;
-    if (w->gen == 0) w->gen = 1;
     for (size_t id = 0; id < w->n_word; id++) {
         size_t h = (size_t)fnv_hash_bytes(w->bytes + w->word[id].off, w->word[id].len) & (n_slots - 1);
-        while (wordids_live(w, slot[h])) h = (h + 1) & (n_slots - 1);
-        slot[h] = (uint64_t)w->gen << 32 | id;
+        while (slot[h]) h = (h + 1) & (n_slots - 1);
+        slot[h] = (uint32_t)id + 1;
+        w->home[id] = (uint32_t)h;
     }
     free(w->slot);
     w->slot = slot;
@@ -115,19 +112,21 @@ TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id
 {
     if ((w->n_word + 1) * 2 > w->n_slots && rehash(w, w->n_slots ? w->n_slots * 2 : 256, err))
         return err->status;
+    if (w->n_slots > UINT32_MAX) return err_set(err, TFM_ERR_NOMEM, "too many distinct words");
     size_t h = wordids_probe(w, p, n);
-    if (wordids_live(w, w->slot[h])) {
-        *id = (uint32_t)w->slot[h];
+    if (w->slot[h]) {
+        *id = w->slot[h] - 1;
         return TFM_OK;
     }
-    if (w->n_word >= UINT32_MAX - 1) return err_set(err, TFM_ERR_NOMEM, "too many distinct words");
     if (xgrow((void **)&w->word, &w->cap_word, w->n_word + 1, sizeof *w->word, err) ||
+        xgrow((void **)&w->home, &w->cap_home, w->n_word + 1, sizeof *w->home, err) ||
         xgrow((void **)&w->bytes, &w->cap_bytes, w->n_bytes + n + 1, 1, err))
         return err->status;
     memcpy(w->bytes + w->n_bytes, p, n);
     w->word[w->n_word] = (MTextSpan){w->n_bytes, n};
+    w->home[w->n_word] = (uint32_t)h;
     w->n_bytes += n;
-    w->slot[h] = (uint64_t)w->gen << 32 | w->n_word;
+    w->slot[h] = (uint32_t)w->n_word + 1;
     *id = (uint32_t)w->n_word++;
     return TFM_OK;
 }
@@ -136,6 +135,7 @@ void wordids_free(WordIds *w)
 {
     free(w->bytes);
     free(w->word);
+    free(w->home);
     free(w->slot);
     *w = (WordIds){0};
 }

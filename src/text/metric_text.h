@@ -48,16 +48,18 @@ TfmStatus mtext_split(MText *t, TfmErr *err);
 void mtext_free(MText *t);
 
 /* Word -> id map, ids 0, 1, 2, ... in the order words are first seen: the
- * token table of BLEU (over a whole corpus), chrF and TER (emptied in O(1)
- * at each new segment). */
+ * one string table of text/'s metrics, BLEU's tokens (over a whole corpus),
+ * chrF's and TER's words (emptied at each new segment, in the time of the
+ * words it held). Slots of 4 bytes: the table is the metrics' inner loop,
+ * and its misses are what it costs. */
 typedef struct {
-    unsigned char *bytes;           /* the words of this segment, back to back */
+    unsigned char *bytes;           /* the words since the last reset, back to back */
     size_t n_bytes, cap_bytes;
     MTextSpan *word;                /* id -> bytes */
-    size_t n_word, cap_word;
-    uint64_t *slot;                 /* open addressing: gen << 32 | id, live when gen matches */
+    uint32_t *home;                 /* id -> its slot, for the reset */
+    size_t n_word, cap_word, cap_home;
+    uint32_t *slot;                 /* open addressing: id + 1, 0 = empty */
     size_t n_slots;
-    uint32_t gen;
 } WordIds;
 
 /* Forgets every word (ids restart at 0). */
@@ -74,17 +76,12 @@ static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t
 /* wordids_get's slow path: grows the table, adds the word (metric_text.c). */
 TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err);
 
-static inline bool wordids_live(const WordIds *w, uint64_t slot)
-{
-    return (uint32_t)(slot >> 32) == w->gen;
-}
-
 /* The slot of word p[0..n): its own, or the free one where it belongs. */
 static inline size_t wordids_probe(const WordIds *w, const unsigned char *p, size_t n)
 {
     size_t mask = w->n_slots - 1, h = (size_t)fnv_hash_bytes(p, n) & mask;
-    for (; wordids_live(w, w->slot[h]); h = (h + 1) & mask) {
-        const MTextSpan *s = &w->word[(uint32_t)w->slot[h]];
+    for (; w->slot[h]; h = (h + 1) & mask) {
+        const MTextSpan *s = &w->word[w->slot[h] - 1];
         if (s->len == n && memcmp(w->bytes + s->off, p, n) == 0) break;
     }
     return h;
@@ -93,9 +90,9 @@ static inline size_t wordids_probe(const WordIds *w, const unsigned char *p, siz
 static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t n, uint32_t *id)
 {
     if (w->n_slots == 0) return false;
-    const uint64_t slot = w->slot[wordids_probe(w, p, n)];
-    if (!wordids_live(w, slot)) return false;
-    *id = (uint32_t)slot;
+    const uint32_t slot = w->slot[wordids_probe(w, p, n)];
+    if (!slot) return false;
+    *id = slot - 1;
     return true;
 }
 
