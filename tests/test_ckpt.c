@@ -69,6 +69,8 @@ static int fixture_init(Fixture *f)
     f->ts.log_tokens = 9;
     f->ts.log_real_tokens = 11;
     f->ts.warmup_end_s = 4.75;
+    f->ts.chunk = 2;
+    f->ts.init_sum = 0x1234567890abcdefULL;
     return 1;
 }
 
@@ -131,6 +133,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
     CHECK(mf.ts.log_loss == 40.5 && mf.ts.log_nll == 30.25 && mf.ts.log_step_s == 1.5);
     CHECK(mf.ts.log_tokens == 9 && mf.ts.log_real_tokens == 11);
     CHECK(mf.ts.warmup_end_s == 4.75);
+    CHECK(mf.ts.chunk == 2 && mf.ts.init_sum == 0x1234567890abcdefULL);
     CHECK_EQ_INT(mf.adam.step, 17);
     CHECK(memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
     CHECK(memcmp(mf.adam.v, f.adam.v, f.adam.n * sizeof(float)) == 0);
@@ -362,13 +365,14 @@ TEST(test_ckpt_refuses_extra_payload)
     free(bad);
     /* docs/model-format.md: elapsed seconds at byte 72 of TRST, then the log
      * sums (f64 loss, nll, seconds, u64 tokens, real tokens) to byte 120,
-     * then the warm-up's end to byte 128 */
+     * then the warm-up's end to byte 128, the chunk and train.init's
+     * checksum to byte 144 */
     size_t trst = find_section(buf, len, "TRST");
     size_t trst_len = trst ? (size_t)get_le64((unsigned char *)buf + trst - 8) : 0;
-    CHECK_EQ_INT(trst_len, 128);
+    CHECK_EQ_INT(trst_len, 144);
     const double bad_f64[] = {NAN, -1.0, INFINITY};
     const size_t f64_at[] = {72, 96, 120};  /* elapsed, the log's seconds, warm-up end */
-    for (int k = 0; trst_len == 128 && k < 3; k++)
+    for (int k = 0; trst_len == 144 && k < 3; k++)
         for (int i = 0; i < 3; i++)
             expect_trst_refused(buf, len, trst + f64_at[k], &bad_f64[i], 8);
     /* flags other than has-best (1) and validated (2), a dropout rng of all
@@ -441,22 +445,23 @@ TEST(test_ckpt_refuses_non_finite_training_state)
     fixture_free(&f);
 }
 
-/* Files written before the log sums joined TRST (80 bytes), and before the
- * warm-up's end did (120 bytes), still load, with what they lack at zero. */
+/* Files written before the log sums joined TRST (80 bytes), before the
+ * warm-up's end did (120 bytes), and before the chunk and train.init's
+ * checksum did (128 bytes), still load, with what they lack at zero. */
 TEST(test_ckpt_reads_older_trainer_states)
 {
     Fixture f;
     paths_init();
     if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
-    const size_t old_sizes[] = {80, 120};
-    for (int k = 0; k < 2; k++) {
-        size_t len, keep = old_sizes[k], cut = 128 - keep;
+    const size_t old_sizes[] = {80, 120, 128};
+    for (int k = 0; k < 3; k++) {
+        size_t len, keep = old_sizes[k], cut = 144 - keep;
         char *buf = saved_bytes(&f, true, &len);
         size_t at = buf ? find_section(buf, len, "TRST") : 0;
-        CHECK(at && get_le64((unsigned char *)buf + at - 8) == 128);
+        CHECK(at && get_le64((unsigned char *)buf + at - 8) == 144);
         if (!at) { free(buf); continue; }
         /* cut the end of TRST's payload, as the old writer did */
-        memmove(buf + at + keep, buf + at + 128, len - at - 128);
+        memmove(buf + at + keep, buf + at + 144, len - at - 144);
         len -= cut;
         for (int i = 0; i < 8; i++) buf[at - 8 + i] = (char)((uint64_t)keep >> (8 * i));
         rechecksum(buf, len);
@@ -468,7 +473,8 @@ TEST(test_ckpt_reads_older_trainer_states)
         CHECK(mf.ts.has_best && mf.ts.validated);
         if (keep == 80) CHECK(mf.ts.log_loss == 0 && mf.ts.log_tokens == 0 && mf.ts.log_step_s == 0);
         else CHECK(mf.ts.log_loss == 40.5 && mf.ts.log_real_tokens == 11);
-        CHECK(mf.ts.warmup_end_s == 0);
+        CHECK(keep == 128 ? mf.ts.warmup_end_s == f.ts.warmup_end_s : mf.ts.warmup_end_s == 0);
+        CHECK(mf.ts.chunk == 0 && mf.ts.init_sum == 0);
         ckpt_free(&mf);
         free(buf);
     }

@@ -69,6 +69,9 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
         else
             printf("best valid:  loss %.4f, ppl %.2f\n", mf.ts.best_metric, exp(mf.ts.best_metric));
     }
+    if (mf.cfg.train.init)
+        printf("init:        %s (checksum %016llx; train.init, fine-tuned from it)\n",
+               mf.cfg.train.init, mf.has_step ? (unsigned long long)mf.ts.init_sum : 0ULL);
     if (mf.model.int8)
         printf("precision:   int8 (weights quantized by tfm quantize; tfm translate uses int8 "
                "unless --precision)\n");

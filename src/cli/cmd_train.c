@@ -197,6 +197,11 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         config_free(&cfg);
         goto done;
     }
+    if ((st = train_adopt_init(&cfg, err)) != TFM_OK) {
+        err_prefix(err, "%s: ", argv[optind]);
+        config_free(&cfg);
+        goto done;
+    }
     if (dry_run) {
         char *json = config_to_json(&cfg);
         if (!json) st = err_set(err, TFM_ERR_NOMEM, "out of memory");

@@ -7,6 +7,7 @@
  *     "EMAW" the weights' moving average (checkpoints with train.ema)
  *     "QTEN" int8 models only (format version 2): the matrices as int8 with
  *            a scale per row; TENS then holds the other tensors
+ *     "DATA" the fingerprint of the run's data files (checkpoints; text)
  *     "END " u64 FNV-1a-64 of every byte before this section
  * Readers check the checksum before parsing anything else. */
 #include "model/ckpt.h"
@@ -34,7 +35,8 @@ enum { FORMAT_VERSION = 1, FORMAT_VERSION_INT8 = 2, HEADER_SIZE = 16, SECTION_HE
 enum {
     TRST_SIZE_V1 = 8 * 3 + 8 * 4 + 8 + 4 + 4 + 8,
     TRST_SIZE_V2 = TRST_SIZE_V1 + 8 * 5,     /* + the log sums */
-    TRST_SIZE = TRST_SIZE_V2 + 8             /* + the warm-up's end */
+    TRST_SIZE_V3 = TRST_SIZE_V2 + 8,         /* + the warm-up's end */
+    TRST_SIZE = TRST_SIZE_V3 + 16            /* + the chunk, train.init's checksum */
 };
 enum { TRST_HAS_BEST = 1, TRST_VALIDATED = 2 };
 
@@ -140,6 +142,13 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
                     const Model *model, const Adam *adam, const float *ema,
                     const TrainState *ts, TfmErr *err)
 {
+    return ckpt_save_run(path, cfg, bpe, model, adam, ema, ts, NULL, err);
+}
+
+TfmStatus ckpt_save_run(const char *path, const TfmConfig *cfg, const Bpe *bpe,
+                        const Model *model, const Adam *adam, const float *ema,
+                        const TrainState *ts, const char *data_print, TfmErr *err)
+{
     /* the architecture is the model's own: a caller's config that said
      * otherwise must not end up in the file above these weights */
     TfmConfig as_is = *cfg;
@@ -214,6 +223,12 @@ TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
         put_u64(&w, (uint64_t)ts->log_tokens);
         put_u64(&w, (uint64_t)ts->log_real_tokens);
         put_f64(&w, ts->warmup_end_s);
+        put_u64(&w, (uint64_t)ts->chunk);
+        put_u64(&w, ts->init_sum);
+    }
+    if (data_print) {
+        put_section(&w, "DATA", strlen(data_print));
+        put(&w, data_print, strlen(data_print));
     }
     uint64_t sum = w.hash;
     put_section(&w, "END ", 8);
@@ -329,8 +344,9 @@ static TfmStatus read_model_file(const char *path, unsigned char **out, size_t *
 
 /* Finds the sections; checks the checksum. */
 typedef struct {
-    Reader conf, vocb, tens, adam, trst, ema, outv, qten;
-    bool has_adam, has_trst, has_ema, has_outv, has_qten;
+    Reader conf, vocb, tens, adam, trst, ema, outv, qten, data;
+    bool has_adam, has_trst, has_ema, has_outv, has_qten, has_data;
+    uint64_t checksum;
 } Sections;
 
 static TfmStatus split_sections(const unsigned char *buf, size_t len, const char *path,
@@ -358,6 +374,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
                 return err_set(err, TFM_ERR_FORMAT, "%s: checksum mismatch (corrupted file)", path);
             if (r.pos != r.len)
                 return err_set(err, TFM_ERR_FORMAT, "%s: unexpected data after the end", path);
+            s->checksum = stored;
             seen_end = true;
             continue;
         }
@@ -371,6 +388,7 @@ static TfmStatus split_sections(const unsigned char *buf, size_t len, const char
         else if (memcmp(tag, "EMAW", 4) == 0) { dst = &s->ema; seen = &s->has_ema; }
         else if (memcmp(tag, "OUTV", 4) == 0) { dst = &s->outv; seen = &s->has_outv; }
         else if (memcmp(tag, "QTEN", 4) == 0) { dst = &s->qten; seen = &s->has_qten; }
+        else if (memcmp(tag, "DATA", 4) == 0) { dst = &s->data; seen = &s->has_data; }
         /* unknown sections are skipped: newer writers may add some */
         if (!dst) continue;
         /* two of one section: which one is meant is anyone's guess */
@@ -496,11 +514,15 @@ static TfmStatus read_trainer_state(const Sections *s, ModelFile *mf, const char
         ts->log_tokens = (long)get_u64(&tr);
         ts->log_real_tokens = (long)get_u64(&tr);
     }
-    if (tr.len >= TRST_SIZE) ts->warmup_end_s = get_f64(&tr);
+    if (tr.len >= TRST_SIZE_V3) ts->warmup_end_s = get_f64(&tr);
+    if (tr.len >= TRST_SIZE) {
+        ts->chunk = (long)get_u64(&tr);
+        ts->init_sum = get_u64(&tr);
+    }
     bool rng_zero = !(ts->dropout_rng.s[0] | ts->dropout_rng.s[1] | ts->dropout_rng.s[2] |
                       ts->dropout_rng.s[3]);    /* xoshiro would stay at zero */
     if (tr.short_read || tr.pos != tr.len || ts->step < 0 || ts->epoch < 0 ||
-        ts->batch_in_epoch < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
+        ts->batch_in_epoch < 0 || ts->chunk < 0 || ts->bad_validations < 0 || !isfinite(ts->elapsed_s) ||
         ts->elapsed_s < 0 || (flags & ~(uint32_t)(TRST_HAS_BEST | TRST_VALIDATED)) || rng_zero ||
         !isfinite(ts->log_loss) || !isfinite(ts->log_nll) || !isfinite(ts->log_step_s) ||
         ts->log_step_s < 0 || ts->log_tokens < 0 || ts->log_real_tokens < 0 ||
@@ -609,6 +631,12 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     if ((st = read_all_tensors(&s, &mf->model, path, err)) != TFM_OK) goto fail;
     if ((st = read_output_vocab(&s, &mf->model, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
+    mf->checksum = s.checksum;
+    if (s.has_data) {
+        if (!(mf->data_print = xmalloc(s.data.len + 1, err))) { st = TFM_ERR_NOMEM; goto fail; }
+        memcpy(mf->data_print, s.data.p, s.data.len);
+        mf->data_print[s.data.len] = '\0';
+    }
     if (s.has_trst && s.has_adam) {
         mf->has_train_state = true;
         mf->has_ema = s.has_ema;
@@ -631,6 +659,7 @@ void ckpt_free(ModelFile *mf)
     model_free(&mf->model);
     adam_free(&mf->adam);
     free(mf->ema);
+    free(mf->data_print);
     memset(mf, 0, sizeof *mf);
 }
 

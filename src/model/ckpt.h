@@ -7,6 +7,7 @@
 #define TFM_CKPT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "text/bpe.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -31,6 +32,9 @@ typedef struct {
     long log_tokens, log_real_tokens;
     double warmup_end_s;    /* training time when the warm-up ended (0: not yet);
                                where train.lr.horizon "time" starts the decay */
+    long chunk;             /* the epoch's chunk of data.shuffle_buffer pairs being
+                               trained on; batch_in_epoch counts within it */
+    uint64_t init_sum;      /* train.init: the checksum of the model started from; 0: none */
 } TrainState;
 
 /* Everything a model file holds. */
@@ -44,6 +48,8 @@ typedef struct {
     bool has_ema;           /* a checkpoint with train.ema's moving average */
     float *ema;             /* that average, loaded with adam; else NULL */
     TrainState ts;          /* valid when has_step */
+    uint64_t checksum;      /* the file's own checksum (END section) */
+    char *data_print;       /* checkpoints: what the run's data files were (DATA), or NULL */
 } ModelFile;
 
 /* Writes cfg (its architecture keys, config_arch_diff's, taken from the
@@ -54,6 +60,12 @@ typedef struct {
 TfmStatus ckpt_save(const char *path, const TfmConfig *cfg, const Bpe *bpe,
                     const Model *model, const Adam *adam, const float *ema,
                     const TrainState *ts, TfmErr *err);
+
+/* ckpt_save with the fingerprint of the run's data files (text the trainer
+ * makes and compares; NULL: none), for the checkpoints a run resumes from. */
+TfmStatus ckpt_save_run(const char *path, const TfmConfig *cfg, const Bpe *bpe,
+                        const Model *model, const Adam *adam, const float *ema,
+                        const TrainState *ts, const char *data_print, TfmErr *err);
 
 /* Reads a model file into out (which the caller frees with ckpt_free).
  * want_train_state: also load Adam moments (they are skipped otherwise).

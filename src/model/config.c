@@ -118,6 +118,7 @@ const KeySpec config_schema[] = {
     LONG_("train.log_every", train.log_every, 0, 0),
     ENUM_("train.precision", train.precision, precision_names, 0),
     STR_("train.model", train.model, "model.tfm", 0),
+    {"train.init", K_STR_NULL, OFF(train.init), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
     INT_("train.threads", train.threads, 0, 1024, 0),
     ENUM_("train.parallel", train.parallel, parallel_names, PARALLEL_PRODUCTS),
 
@@ -130,6 +131,7 @@ const KeySpec config_schema[] = {
 };
 const int config_n_keys = sizeof config_schema / sizeof *config_schema;
 enum { N_KEYS = sizeof config_schema / sizeof *config_schema };
+_Static_assert((int)N_KEYS <= (int)CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
 
 static void *field(TfmConfig *cfg, const KeySpec *k) { return (char *)cfg + k->offset; }
 static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
@@ -582,6 +584,7 @@ TfmStatus config_parse_tree(TfmConfig *cfg, const cJSON *root, const char *base_
         goto fail;
     }
     if ((st = walk(cfg, root, "", seen, err)) != TFM_OK) goto fail;
+    memcpy(cfg->given, seen, sizeof seen);
     for (int i = 0; i < N_KEYS; i++)
         if ((config_schema[i].flags & F_REQUIRED) && !seen[i]) {
             st = err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS(config_schema[i].path),

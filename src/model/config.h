@@ -76,6 +76,7 @@ typedef struct {
     bool valid_bleu;
     int patience;
     char *out_dir, *model;  /* owned */
+    char *init;             /* train.init: a model to start from (fine-tuning), or NULL */
     int keep;
     int average_last;       /* 0: train.model is ema.tfm with train.ema, else best.tfm */
     float ema;              /* decay of the weights' moving average; 0: none */
@@ -103,11 +104,17 @@ typedef struct {
     int max_len_b;
 } DecodeConfig;
 
+/* More than the schema's keys (config.c checks). */
+enum { CONFIG_MAX_KEYS = 96 };
+
 typedef struct {
     DataConfig data;
     ModelConfig model;
     TrainConfig train;
     DecodeConfig decode;
+    /* given[i]: schema key i was in the file or a --set (not a default);
+     * train.init keeps the model's values of the keys not given */
+    bool given[CONFIG_MAX_KEYS];
 } TfmConfig;
 
 /* Fills every field with its default (strings: out_dir "checkpoints",
@@ -168,6 +175,13 @@ char *config_to_json(const TfmConfig *cfg);
  * how many differ. A resume refuses a config that differs from its
  * checkpoint's in any of them. */
 int config_arch_diff(const TfmConfig *a, const TfmConfig *b, char *buf, size_t n);
+
+/* train.init: makes cfg's architecture keys (config_arch_diff's) those of
+ * from, the config of the model it starts from, named from_name. One that
+ * cfg gives (in the file or a --set) with another value is TFM_ERR_CONFIG
+ * "model.d_model: 512, the model of train.init M has 256 (...)". */
+TfmStatus config_adopt_model(TfmConfig *cfg, const TfmConfig *from, const char *from_name,
+                             TfmErr *err);
 
 /* Frees the owned strings; the struct may be reused after config_defaults. */
 void config_free(TfmConfig *cfg);

@@ -109,6 +109,21 @@ TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err)
     return TFM_OK;
 }
 
+TfmStatus progress_log_init(Progress *p, const char *path, uint64_t checksum, TfmErr *err)
+{
+    if (!p->log) return TFM_OK;
+    fprintf(p->log, "{\"step\": 0, \"epoch\": 1, \"init\": \"");
+    for (const char *c = path; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(p->log, "\\%c", *c);
+        else if ((unsigned char)*c < 0x20) fprintf(p->log, "\\u%04x", (unsigned char)*c);
+        else fputc(*c, p->log);
+    }
+    fprintf(p->log, "\", \"init_checksum\": \"%016llx\"}\n", (unsigned long long)checksum);
+    if (fflush(p->log) != 0 || ferror(p->log))
+        return err_set(err, TFM_ERR_IO, "%s: write failed: %s", p->log_path, strerror(errno));
+    return TFM_OK;
+}
+
 static void format_eta(char *buf, size_t n, double s)
 {
     if (isnan(s) || s < 0) { snprintf(buf, n, "?"); return; }

@@ -5,6 +5,7 @@
 #define TFM_PROGRESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "base/err.h"
 
@@ -40,6 +41,10 @@ void progress_close(Progress *p);
 
 /* Appends ev to log.jsonl. Errors: TFM_ERR_IO naming the file. */
 TfmStatus progress_log(Progress *p, const ProgressEvent *ev, TfmErr *err);
+
+/* Records in log.jsonl the model a run starts from (train.init): its path
+ * and checksum, as a line of step 0. */
+TfmStatus progress_log_init(Progress *p, const char *path, uint64_t checksum, TfmErr *err);
 
 /* Shows a training update: the live line on a terminal (at most every 0.1
  * s), else a plain line when forced (or every few seconds unless by_step). */

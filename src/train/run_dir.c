@@ -194,7 +194,8 @@ static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, const char *co
     const struct { const char *path, *key; } inputs[] = {
         {cfg->data.train_src, "data.train_src"}, {cfg->data.train_tgt, "data.train_tgt"},
         {cfg->data.valid_src, "data.valid_src"}, {cfg->data.valid_tgt, "data.valid_tgt"},
-        {cfg->data.vocab, "data.vocab"}, {config_path, "the config file"},
+        {cfg->data.vocab, "data.vocab"}, {cfg->train.init, "train.init"},
+        {config_path, "the config file"},
     };
     static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt", "log.jsonl"};
     struct stat out_dir;

@@ -19,6 +19,7 @@
 #include "base/path.h"
 #include "base/sysmem.h"
 #include "dist/dist.h"
+#include "train/data_print.h"
 
 /* train.log_every 0: after AUTO_LOG_PROBE steps, pick a round number of
  * steps that takes about AUTO_LOG_S seconds. */
@@ -65,7 +66,7 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
  * allocations: `copies` float arrays of the parameters' size (params, grads,
  * Adam's m and v: 4; fewer when some are already held) plus the activation
  * workspace for the largest batch, and the threads' replicas. */
-static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
+TfmStatus trainer_check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
 {
     size_t n = model_param_count(mc);
     double need = n ? (double)copies * n * sizeof(float) : INFINITY;
@@ -83,7 +84,7 @@ static TfmStatus check_memory(const Trainer *t, const ModelConfig *mc, int copie
 
 /* train.ema's average, on rank 0 (which saves it): a checkpoint's, or the
  * weights'. */
-static TfmStatus start_ema(Trainer *t, const float *saved, TfmErr *err)
+TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err)
 {
     if (t->cfg->train.ema <= 0) return TFM_OK;
     const size_t bytes = sizeof(float) * t->model.n_params;
@@ -146,6 +147,12 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
         ckpt_free(&mf);
         return st2;
     }
+    /* the data position and the best model mean something only on the same data */
+    if (mf.data_print && (st = data_print_compare(mf.data_print, t->data_print, t->run.last_path,
+                                                  err)) != TFM_OK) {
+        ckpt_free(&mf);
+        return st;
+    }
     /* take ownership of the pieces */
     t->bpe = mf.bpe;
     mf.bpe = NULL;
@@ -159,16 +166,24 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
     t->adam.eps = ac.eps;
     t->adam.weight_decay = ac.weight_decay;
     t->ts = mf.ts;
+    /* a run whose best.tfm is gone (removed, or last.tfm copied alone into
+     * a new out_dir) would end with no model: its next validation is the best */
+    if (t->ts.has_best && !run_dir_file_exists(t->run.best_path)) {
+        progress_note(&t->prog, "%s is missing: the next validation's model becomes the best",
+                      t->run.best_path);
+        t->ts.has_best = false;
+        t->ts.validated = false;
+    }
     if (t->cfg->train.ema > 0 && !mf.ema) {
         progress_note(&t->prog, "train.ema: %s has no moving average; it starts from the "
                       "weights of step %ld", t->run.last_path, t->ts.step);
         t->ema_unaveraged = true;
     }
-    st = start_ema(t, mf.ema, err);
+    st = trainer_start_ema(t, mf.ema, err);
     ckpt_free(&mf);
     if (st != TFM_OK) return st;
     /* params and Adam's moments are loaded; grads and activations are to come */
-    if ((st = check_memory(t, &t->model.cfg, 1, err)) != TFM_OK) return st;
+    if ((st = trainer_check_memory(t, &t->model.cfg, 1, err)) != TFM_OK) return st;
     progress_note(&t->prog, "resuming from %s at step %ld (epoch %ld)", t->run.last_path,
                   t->ts.step, t->ts.epoch + 1);
     return TFM_OK;
@@ -176,12 +191,13 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
 
 static TfmStatus fresh_start(Trainer *t, TfmErr *err)
 {
+    if (t->cfg->train.init) return finetune_start(t, err);
     TfmStatus st = get_vocabulary(t, err);
     if (st != TFM_OK) return st;
     ModelConfig mc = t->cfg->model;
     mc.vocab_size = bpe_vocab_size(t->bpe);
     mc.max_len = config_positions(t->cfg->data.max_len);
-    if ((st = check_memory(t, &mc, 4 + (t->cfg->train.ema > 0), err)) != TFM_OK) return st;
+    if ((st = trainer_check_memory(t, &mc, 4 + (t->cfg->train.ema > 0), err)) != TFM_OK) return st;
     if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
     Rng init_rng;
     rng_seed(&init_rng, t->cfg->train.seed);
@@ -190,7 +206,7 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     if ((st = adam_init(&t->adam, t->model.n_params, &ac, err)) != TFM_OK) return st;
     memset(&t->ts, 0, sizeof t->ts);
     rng_seed(&t->ts.dropout_rng, t->cfg->train.seed ^ 0xd209u);
-    return start_ema(t, NULL, err);
+    return trainer_start_ema(t, NULL, err);
 }
 
 /* Says why: the keys that skipped the pairs are what the user can change. */
@@ -453,6 +469,11 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     int probed = 0;
     t->log_every = tc->log_every;
     t->prog.by_step = true;
+    /* train.init: the model as it came, validated, is the best until beaten
+     * (and the loss a fine-tuning run starts from) */
+    if (lead && tc->init && t->ts.step == 0 && !t->ts.validated &&
+        (st = eval_validate_and_log(t, err)) != TFM_OK)
+        return st;
     for (;;) {
         /* one decision for every rank of a job: rank 0's limits (time,
          * patience), any rank's signal */
@@ -534,8 +555,10 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
         if ((st = run_dir_open(&t.run, cfg, opt->config_path, opt->restart, err)) != TFM_OK)
             return dp_share_start(&t, st, err);
         resuming = t.run.resuming;
+        if (!(t.data_print = data_print_make(cfg, err))) st = err->status;
         /* a fresh run starts a fresh log; a resumed one continues it */
-        st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err);
+        if (st == TFM_OK)
+            st = progress_open(&t.prog, cfg->train.out_dir, !resuming, opt->quiet, err);
         if (st == TFM_OK) st = resuming ? resume(&t, err) : fresh_start(&t, err);
         if (st == TFM_OK && resuming) st = progress_trim(&t.prog, t.ts.step, err);
     } else {
@@ -580,6 +603,7 @@ done:
     model_free(&t.model);
     adam_free(&t.adam);
     free(t.ema);
+    free(t.data_print);
     if (t.bpe) bpe_free(t.bpe);
     run_dir_close(&t.run);
     return st;

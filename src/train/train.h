@@ -28,6 +28,12 @@ typedef struct {
     void *after_step_ctx;
 } TrainOptions;
 
+/* train.init: gives cfg the architecture of the model it names (a key the
+ * config sets otherwise is an error naming it and both values); nothing to
+ * do without train.init. Before --dry-run and the run. Errors start
+ * "train.init: " or name the key. */
+TfmStatus train_adopt_init(TfmConfig *cfg, TfmErr *err);
+
 /* Trains per cfg (threads already set). On success the model path
  * (cfg->train.model) holds the best model. Returns TFM_INTERRUPTED with
  * err->signo after a signal, once last.tfm is saved; TFM_ERR_NUMERIC when a

@@ -58,8 +58,8 @@ TfmStatus trainer_save_last(Trainer *t, TfmErr *err)
 {
     TrainState ts = t->ts;
     ts.elapsed_s = trainer_elapsed(t);
-    TfmStatus st = ckpt_save(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, t->ema, &ts,
-                             err);
+    TfmStatus st = ckpt_save_run(t->run.last_path, t->cfg, t->bpe, &t->model, &t->adam, t->ema,
+                                 &ts, t->data_print, err);
     if (st != TFM_OK) return st;
     /* The numbered copy is a hard link: last.tfm is replaced by rename, so
      * the link keeps this content. */

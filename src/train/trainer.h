@@ -41,6 +41,7 @@ typedef struct {
     Model *replicas;
     struct PartRun *part_runs;  /* n_parts of them (sentence_parallel.c) */
     int n_parts;
+    char *data_print;           /* rank 0: the fingerprint of the data files (data_print.h) */
 } Trainer;
 
 /* ---- trainer.c ---- */
@@ -60,6 +61,19 @@ double trainer_lr_time_done(const Trainer *t);
  * earlier end, and a run that fails before it makes them again must not have
  * its rerun hand the old ones over. */
 void trainer_mark_changed(Trainer *t);
+
+/* Refuses a model and batch size this machine cannot train, before the big
+ * allocations (`copies` float arrays of the parameters' size, and the
+ * activations). */
+TfmStatus trainer_check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err);
+
+/* train.ema's average on rank 0: saved's copy, or the weights' when NULL. */
+TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err);
+
+/* train.init: a fresh run that starts from a trained model's weights,
+ * vocabulary and output pieces, with a fresh optimizer at step 0
+ * (finetune.c). */
+TfmStatus finetune_start(Trainer *t, TfmErr *err);
 
 /* An event for progress_log with this step's fields set and the rest NaN. */
 void trainer_fill_event(const Trainer *t, ProgressEvent *ev);
