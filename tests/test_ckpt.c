@@ -26,8 +26,11 @@ static int fixture_init(Fixture *f)
 {
     memset(f, 0, sizeof *f);
     config_defaults(&f->cfg);
-    f->cfg.data.train_src = strdup("train.de");
-    f->cfg.data.train_tgt = strdup("train.en");
+    f->cfg.data.train_src.v = calloc(1, sizeof(char *));
+    f->cfg.data.train_tgt.v = calloc(1, sizeof(char *));
+    f->cfg.data.train_src.v[0] = strdup("train.de");
+    f->cfg.data.train_tgt.v[0] = strdup("train.en");
+    f->cfg.data.train_src.n = f->cfg.data.train_tgt.n = 1;
     f->cfg.data.valid_src = strdup("valid.de");
     f->cfg.data.valid_tgt = strdup("valid.en");
     f->cfg.data.max_len = 20;

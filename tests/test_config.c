@@ -79,7 +79,7 @@ TEST(config_defaults_match_spec)
 {
     TfmConfig c;
     config_defaults(&c);
-    CHECK(c.data.train_src == NULL && c.data.valid_tgt == NULL && c.data.vocab == NULL);
+    CHECK(c.data.train_src.n == 0 && c.data.valid_tgt == NULL && c.data.vocab == NULL);
     CHECK_EQ_INT(c.data.vocab_size, 8000);
     CHECK_EQ_INT(c.data.max_len, 128);
     CHECK_EQ_INT(c.model.d_model, 512);
@@ -122,8 +122,16 @@ TEST(config_defaults_match_spec)
 /* Every field, compared one by one (not through the schema table under test). */
 static void check_same(const TfmConfig *a, const TfmConfig *b)
 {
-    CHECK_STR(a->data.train_src, b->data.train_src);
-    CHECK_STR(a->data.train_tgt, b->data.train_tgt);
+    CHECK_EQ_INT(a->data.train_src.n, b->data.train_src.n);
+    CHECK_EQ_INT(a->data.train_tgt.n, b->data.train_tgt.n);
+    for (int i = 0; i < a->data.train_src.n && i < b->data.train_src.n; i++)
+        CHECK_STR(a->data.train_src.v[i], b->data.train_src.v[i]);
+    for (int i = 0; i < a->data.train_tgt.n && i < b->data.train_tgt.n; i++)
+        CHECK_STR(a->data.train_tgt.v[i], b->data.train_tgt.v[i]);
+    CHECK_EQ_INT(a->data.train_weights.n, b->data.train_weights.n);
+    for (int i = 0; i < a->data.train_weights.n && i < b->data.train_weights.n; i++)
+        CHECK(a->data.train_weights.v[i] == b->data.train_weights.v[i]);
+    CHECK(a->data.shuffle_buffer == b->data.shuffle_buffer && a->data.bpe_sample == b->data.bpe_sample);
     CHECK_STR(a->data.valid_src, b->data.valid_src);
     CHECK_STR(a->data.valid_tgt, b->data.valid_tgt);
     CHECK((a->data.vocab == NULL) == (b->data.vocab == NULL));
@@ -197,8 +205,8 @@ TEST(config_full_round_trip)
     TfmConfig a, b;
     CHECK_EQ_INT(config_parse(&a, full_json, NULL, false, &err), TFM_OK);
     if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
-    CHECK_STR(a.data.train_src, "/abs/tr\"ain.de");
-    CHECK_STR(a.data.train_tgt, "/abs/train\n.en");
+    CHECK_STR(a.data.train_src.v[0], "/abs/tr\"ain.de");
+    CHECK_STR(a.data.train_tgt.v[0], "/abs/train\n.en");
     CHECK_STR(a.data.valid_src, "rel/val.de");
     CHECK_EQ_INT(a.data.vocab_size, 261);
     CHECK_EQ_INT(a.model.max_len, 79);
@@ -391,11 +399,11 @@ static const BadCase bad_cases[] = {
      TFM_ERR_CONFIG},
     {"{" DATA_PLUS("\"vocab\": 5") "}", "data.vocab: expected null or a non-empty string, got 5",
      TFM_ERR_CONFIG},
-    {"{\"data\": {\"train_src\": null}}", "data.train_src: expected a non-empty string, got null",
+    {"{\"data\": {\"train_src\": null}}", "data.train_src: expected a non-empty string or a list of them, got null",
      TFM_ERR_CONFIG},
     {"{\"data\": {\"train_src\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\", \"train_src\": 1}}",
      "data.train_src: duplicate key", TFM_ERR_CONFIG},
-    {"{\"data\": {\"train_src\": {\"x\": 1}}}", "data.train_src: expected a non-empty string, got an object",
+    {"{\"data\": {\"train_src\": {\"x\": 1}}}", "data.train_src: expected a non-empty string or a list of them, got an object",
      TFM_ERR_CONFIG},
     {"{\"data\": {\"train_src\": \"a\", \"train_tgt\": \"b\", \"valid_src\": \"c\"}}",
      "data.valid_tgt: required key missing", TFM_ERR_CONFIG},
@@ -529,9 +537,9 @@ TEST(config_paths_resolve_against_config_folder)
     TfmConfig c;
     CHECK_EQ_INT(config_load(&c, path, &err), TFM_OK);
     if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
-    CHECK_STR(c.data.train_src, abs_src);                /* absolute: kept */
+    CHECK_STR(c.data.train_src.v[0], abs_src);                /* absolute: kept */
     snprintf(want, sizeof want, "%s/sub/../train.en", dir);
-    CHECK_STR(c.data.train_tgt, want);
+    CHECK_STR(c.data.train_tgt.v[0], want);
     snprintf(want, sizeof want, "%s/sub/./../val.en", dir);
     CHECK_STR(c.data.valid_tgt, want);
     snprintf(want, sizeof want, "%s/sub/vocab.txt", dir);
@@ -554,7 +562,7 @@ TEST(config_paths_resolve_against_config_folder)
     /* A base folder of "/" and one with a trailing slash. */
     const char *rel = "{\"data\": {\"train_src\": \"a\", \"train_tgt\": \"b\", \"valid_src\": \"c\", \"valid_tgt\": \"d\"}}";
     CHECK_EQ_INT(config_parse(&c, rel, "/", false, &err), TFM_OK);
-    CHECK_STR(c.data.train_src, "/a");
+    CHECK_STR(c.data.train_src.v[0], "/a");
     config_free(&c);
     CHECK_EQ_INT(config_parse(&c, rel, "x/y/", false, &err), TFM_OK);
     CHECK_STR(c.data.valid_tgt, "x/y/d");
@@ -595,14 +603,16 @@ TEST(config_base_json_is_the_paper_model)
     TfmConfig c, d;
     CHECK_EQ_INT(config_parse(&c, text, "configs", false, &err), TFM_OK);
     if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
-    CHECK_STR(c.data.train_src, "configs/../data/train.de.gz");
-    CHECK_STR(c.data.train_tgt, "configs/../data/train.en.gz");
+    CHECK_STR(c.data.train_src.v[0], "configs/../data/train.de.gz");
+    CHECK_STR(c.data.train_tgt.v[0], "configs/../data/train.en.gz");
     CHECK_STR(c.data.valid_src, "configs/../data/val.de.gz");
     CHECK_STR(c.data.valid_tgt, "configs/../data/val.en.gz");
     /* Everything but the data paths is the SPEC default. */
     config_defaults(&d);
-    d.data.train_src = strdup(c.data.train_src);
-    d.data.train_tgt = strdup(c.data.train_tgt);
+    d.data.train_src = (PathList){calloc(1, sizeof(char *)), 1};
+    d.data.train_tgt = (PathList){calloc(1, sizeof(char *)), 1};
+    d.data.train_src.v[0] = strdup(c.data.train_src.v[0]);
+    d.data.train_tgt.v[0] = strdup(c.data.train_tgt.v[0]);
     d.data.valid_src = strdup(c.data.valid_src);
     d.data.valid_tgt = strdup(c.data.valid_tgt);
     check_same(&c, &d);

@@ -61,8 +61,9 @@ static const char *const wd_scope_names[] = {"all", "matrices", NULL};
 /* The schema, in the order config_to_json writes it. The keys, their
  * defaults and meaning: docs/config.md. */
 const KeySpec config_schema[] = {
-    STR_("data.train_src", data.train_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
-    STR_("data.train_tgt", data.train_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
+    {"data.train_src", K_PATHS, OFF(data.train_src), 0, 0, false, false, 0, NULL, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST},
+    {"data.train_tgt", K_PATHS, OFF(data.train_tgt), 0, 0, false, false, 0, NULL, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST},
+    {"data.train_weights", K_NUMS, OFF(data.train_weights), 0, 1e9, true, false, 0, NULL, NULL, 0},
     STR_("data.valid_src", data.valid_src, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     STR_("data.valid_tgt", data.valid_tgt, NULL, F_REQUIRED | F_INPUT | F_MUST_EXIST),
     {"data.vocab", K_STR_NULL, OFF(data.vocab), 0, 0, false, false, 0, NULL, NULL, F_INPUT | F_MUST_EXIST},
@@ -70,6 +71,8 @@ const KeySpec config_schema[] = {
     INT_("data.vocab_size", data.vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB, 8000),
     INT_F("data.max_len", data.max_len, 1, 65536, 128, F_ARCH),     /* the positions */
     PROB_("data.bpe_dropout", data.bpe_dropout, 0.0),
+    {"data.shuffle_buffer", K_LONG, OFF(data.shuffle_buffer), 1, JMAX, false, false, 1000000, NULL, NULL, 0},
+    {"data.bpe_sample", K_LONG, OFF(data.bpe_sample), 0, JMAX, false, false, 2000000, NULL, NULL, 0},
 
     /* every model.* key is F_ARCH (test_config.c holds new ones to it) */
     INT_F("model.d_model", model.d_model, 1, 65536, 512, F_ARCH),
@@ -244,6 +247,8 @@ static void describe_key(char *buf, size_t n, const KeySpec *k)
     case K_BOOL: snprintf(buf, n, "true or false"); break;
     case K_STR: snprintf(buf, n, "a non-empty string"); break;
     case K_STR_NULL: snprintf(buf, n, "null or a non-empty string"); break;
+    case K_PATHS: snprintf(buf, n, "a non-empty string or a list of them"); break;
+    case K_NUMS: snprintf(buf, n, "null or a list of positive numbers"); break;
     case K_ENUM: {
         size_t o = (size_t)snprintf(buf, n, "one of ");
         for (int i = 0; k->names[i] && o < n; i++)
@@ -289,6 +294,7 @@ void config_defaults(TfmConfig *cfg)
         case K_FLOAT: *(float *)f = (float)k->def; break;
         case K_DOUBLE: *(double *)f = k->def; break;
         case K_BOOL: *(bool *)f = k->def != 0; break;
+        case K_PATHS: case K_NUMS: break;      /* none (zeroed) */
         case K_STR: case K_STR_NULL: {
             char *s = k->def_str ? xmalloc(strlen(k->def_str) + 1, NULL) : NULL;
             if (s) strcpy(s, k->def_str);
@@ -305,14 +311,83 @@ void config_free(TfmConfig *cfg)
 {
     if (!cfg) return;
     for (int i = 0; i < N_KEYS; i++) {
-        if (config_schema[i].type != K_STR && config_schema[i].type != K_STR_NULL) continue;
-        char **s = field(cfg, &config_schema[i]);
-        free(*s);
-        *s = NULL;
+        const KeyType t = config_schema[i].type;
+        if (t == K_PATHS) {
+            PathList *l = field(cfg, &config_schema[i]);
+            for (int j = 0; j < l->n; j++) free(l->v[j]);
+            free(l->v);
+            *l = (PathList){0};
+        } else if (t == K_NUMS) {
+            NumList *l = field(cfg, &config_schema[i]);
+            free(l->v);
+            *l = (NumList){0};
+        } else if (t == K_STR || t == K_STR_NULL) {
+            char **s = field(cfg, &config_schema[i]);
+            free(*s);
+            *s = NULL;
+        }
     }
 }
 
 /* ---- one value ---- */
+
+/* A PathList from a string or a non-empty array of non-empty strings. */
+static TfmStatus set_paths(PathList *l, const KeySpec *k, const cJSON *v, const char *got,
+                           TfmErr *err)
+{
+    const bool one = cJSON_IsString(v);
+    const int n = one ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+    if (n == 0) return bad_value(k, cJSON_IsArray(v) ? "an empty list" : got, false, err);
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = one ? v : cJSON_GetArrayItem(v, i);
+        if (!cJSON_IsString(e) || !e->valuestring[0]) {
+            char what[96];
+            describe_value(what, sizeof what, e);
+            return err_set(err, TFM_ERR_CONFIG, "%s: expected a non-empty string or a list of "
+                           "them, got %s in the list", k->path, what);
+        }
+    }
+    PathList nl = {xcalloc((size_t)n, sizeof(char *), err), n};
+    if (!nl.v) return TFM_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        if (!(nl.v[i] = xstrdup((one ? v : cJSON_GetArrayItem(v, i))->valuestring, err))) {
+            for (int j = 0; j < i; j++) free(nl.v[j]);
+            free(nl.v);
+            return TFM_ERR_NOMEM;
+        }
+    for (int j = 0; j < l->n; j++) free(l->v[j]);
+    free(l->v);
+    *l = nl;
+    return TFM_OK;
+}
+
+/* A NumList from null or a non-empty array of numbers in k's range. */
+static TfmStatus set_nums(NumList *l, const KeySpec *k, const cJSON *v, const char *got,
+                          TfmErr *err)
+{
+    if (cJSON_IsNull(v)) {
+        free(l->v);
+        *l = (NumList){0};
+        return TFM_OK;
+    }
+    const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+    if (n == 0) return bad_value(k, cJSON_IsArray(v) ? "an empty list" : got, false, err);
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(v, i);
+        if (!cJSON_IsNumber(e) || !in_range(k, e->valuedouble)) {
+            char what[96];
+            describe_value(what, sizeof what, e);
+            return err_set(err, TFM_ERR_CONFIG, "%s: expected null or a list of positive "
+                           "numbers, got %s in the list", k->path, what);
+        }
+    }
+    double *nv = xmalloc(sizeof(double) * (size_t)n, err);
+    if (!nv) return TFM_ERR_NOMEM;
+    for (int i = 0; i < n; i++) nv[i] = cJSON_GetArrayItem(v, i)->valuedouble;
+    free(l->v);
+    *l = (NumList){nv, n};
+    return TFM_OK;
+}
 
 /* Stores JSON value v into the field of k, after checking type and range. */
 TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, TfmErr *err)
@@ -353,6 +428,8 @@ TfmStatus config_set_value(TfmConfig *cfg, const KeySpec *k, const cJSON *v, Tfm
                     return TFM_OK;
                 }
         return bad_value(k, got, false, err);
+    case K_PATHS: return set_paths(f, k, v, got, err);
+    case K_NUMS: return set_nums(f, k, v, got, err);
     case K_STR: case K_STR_NULL: {
         char **s = f;
         if (k->type == K_STR_NULL && cJSON_IsNull(v)) {
@@ -494,6 +571,17 @@ static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
 static TfmStatus check_cross(const TfmConfig *cfg, TfmErr *err)
 {
     const TfmStatus bad = TFM_ERR_CONFIG;
+    const DataConfig *d = &cfg->data;
+    if (d->train_src.n != d->train_tgt.n)
+        return err_set_keys(err, bad, ERR_KEYS("data.train_tgt", "data.train_src"),
+                            "data.train_tgt: %d file%s for the %d of data.train_src (pairs are "
+                            "by position)", d->train_tgt.n, d->train_tgt.n == 1 ? "" : "s",
+                            d->train_src.n);
+    if (d->train_weights.n > 0 && d->train_weights.n != d->train_src.n)
+        return err_set_keys(err, bad, ERR_KEYS("data.train_weights", "data.train_src"),
+                            "data.train_weights: %d weight%s for %d training corpus%s (one "
+                            "each)", d->train_weights.n, d->train_weights.n == 1 ? "" : "s",
+                            d->train_src.n, d->train_src.n == 1 ? "" : "es");
     if (cfg->model.d_model % cfg->model.heads != 0)
         return err_set_keys(err, bad, ERR_KEYS("model.heads", "model.d_model"),
                             "model.heads: %d heads do not divide model.d_model %d",
@@ -596,14 +684,19 @@ TfmStatus config_parse_tree(TfmConfig *cfg, const cJSON *root, const char *base_
 
     for (int i = 0; i < N_KEYS; i++) {
         const KeySpec *k = &config_schema[i];
-        char **s = field(cfg, k);
-        if (!(k->flags & F_INPUT) || !*s) continue;
-        char *resolved = path_join(base_dir, *s, err);
-        if (!resolved) { st = TFM_ERR_NOMEM; goto fail; }
-        free(*s);
-        *s = resolved;
-        if (check_files && (k->flags & F_MUST_EXIST) && (st = check_input(k, *s, err)) != TFM_OK)
-            goto fail;
+        if (!(k->flags & F_INPUT)) continue;
+        /* a string key is a list of one here */
+        PathList one = {field(cfg, k), 1}, *l = k->type == K_PATHS ? field(cfg, k) : &one;
+        for (int j = 0; j < l->n; j++) {
+            char **s = &l->v[j];
+            if (!*s) continue;
+            char *resolved = path_join(base_dir, *s, err);
+            if (!resolved) { st = TFM_ERR_NOMEM; goto fail; }
+            free(*s);
+            *s = resolved;
+            if (check_files && (k->flags & F_MUST_EXIST) && (st = check_input(k, *s, err)) != TFM_OK)
+                goto fail;
+        }
     }
     return TFM_OK;
 fail:
@@ -653,6 +746,22 @@ TfmStatus config_check(const TfmConfig *cfg, TfmErr *err)
         case K_STR_NULL: {
             const char *s = *(char *const *)f;
             if (s && !s[0]) return bad_value(k, "\"\"", false, err);
+            continue;
+        }
+        case K_PATHS: {
+            const PathList *l = f;
+            if (l->n == 0 && (k->flags & F_REQUIRED)) return bad_value(k, "null", false, err);
+            for (int j = 0; j < l->n; j++)
+                if (!l->v[j] || !l->v[j][0]) return bad_value(k, "\"\"", false, err);
+            continue;
+        }
+        case K_NUMS: {
+            const NumList *l = f;
+            for (int j = 0; j < l->n; j++)
+                if (!in_range(k, l->v[j])) {
+                    config_fmt_double(got, sizeof got, l->v[j]);
+                    return bad_value(k, got, false, err);
+                }
             continue;
         }
         default: continue;

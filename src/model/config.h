@@ -28,8 +28,17 @@ typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_AUTO = 2 } Prec
  * "auto" becomes one of the two at the start of a run */
 typedef enum { PARALLEL_PRODUCTS = 0, PARALLEL_SENTENCES = 1, PARALLEL_AUTO = 2 } Parallel;
 
+/* data.train_src / train_tgt: one path or a list of them (owned). */
+typedef struct { char **v; int n; } PathList;
+/* data.train_weights: NULL (n 0) or a number per training corpus. */
+typedef struct { double *v; int n; } NumList;
+
 typedef struct {
-    char *train_src, *train_tgt, *valid_src, *valid_tgt; /* resolved paths, owned */
+    PathList train_src, train_tgt;   /* resolved paths; pairs by position */
+    NumList train_weights;  /* sampling weights of the corpora, or none (n 0) */
+    char *valid_src, *valid_tgt;     /* resolved paths, owned */
+    long shuffle_buffer;    /* pairs read, shuffled and batched at a time */
+    long bpe_sample;        /* lines BPE learning reads (chosen from all files) */
     char *vocab;            /* NULL: learn one (saved as out_dir/vocab.txt); else an existing file */
     int vocab_size;         /* 8000; includes the 4 special tokens */
     int max_len;            /* 128; max BPE tokens per side, longer pairs skipped */

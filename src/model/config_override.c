@@ -25,10 +25,31 @@ enum { CONFIG_MAX_FILE = 1 << 20 };    /* a config is text */
 static cJSON *override_value(const KeySpec *k, const char *value, TfmErr *err)
 {
     cJSON *v = NULL;
-    bool str_key = k->type == K_STR || k->type == K_STR_NULL;
-    if (!str_key || strcmp(value, "null") == 0 || value[0] == '"') {
+    bool str_key = k->type == K_STR || k->type == K_STR_NULL || k->type == K_PATHS;
+    if (!str_key || strcmp(value, "null") == 0 || value[0] == '"' ||
+        (k->type == K_PATHS && value[0] == '[')) {
         TfmErr ignored = {0};
         if (json_strict_parse(value, strlen(value), &v, &ignored) != TFM_OK) v = NULL;
+    }
+    /* a list of paths: each relative one is relative to the current folder */
+    if (v && cJSON_IsArray(v) && (k->flags & F_INPUT)) {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd)) {
+            cJSON_Delete(v);
+            err_set(err, TFM_ERR_IO, "cannot read the current folder: %s", strerror(errno));
+            return NULL;
+        }
+        for (cJSON *e = v->child; e; e = e->next) {
+            if (!cJSON_IsString(e) || !e->valuestring[0] || e->valuestring[0] == '/') continue;
+            char *abs = path_join(cwd, e->valuestring, err);
+            if (!abs || !cJSON_SetValuestring(e, abs)) {
+                free(abs);
+                cJSON_Delete(v);
+                if (err->status == TFM_OK) err_set(err, TFM_ERR_NOMEM, "out of memory");
+                return NULL;
+            }
+            free(abs);
+        }
     }
     if (!v && (k->flags & F_INPUT) && value[0] && value[0] != '/') {
         char cwd[4096];

@@ -11,7 +11,10 @@
 
 #include "model/config.h"
 
-typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NULL, K_ENUM } KeyType;
+/* K_PATHS: a PathList, one string or an array of them; K_NUMS: a NumList,
+ * null or an array of positive numbers */
+typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_DOUBLE, K_BOOL, K_STR, K_STR_NULL, K_ENUM,
+               K_PATHS, K_NUMS } KeyType;
 
 enum {
     F_REQUIRED = 1,      /* missing key is an error */

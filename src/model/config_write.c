@@ -80,6 +80,24 @@ void config_value_text(char *buf, size_t n, const TfmConfig *cfg, const KeySpec 
         snprintf(buf, n, "%s", s ? s : "null");
         break;
     }
+    case K_PATHS: {     /* the first path, and how many more */
+        const PathList *l = f;
+        if (l->n <= 1) snprintf(buf, n, "%s", l->n ? l->v[0] : "null");
+        else snprintf(buf, n, "%s and %d more", l->v[0], l->n - 1);
+        break;
+    }
+    case K_NUMS: {
+        const NumList *l = f;
+        size_t o = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < l->n && o < n; i++) {
+            char num[40];
+            config_fmt_double(num, sizeof num, l->v[i]);
+            o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? "," : "", num);
+        }
+        if (l->n == 0) snprintf(buf, n, "null");
+        break;
+    }
     }
 }
 
@@ -104,6 +122,34 @@ static void write_value(Buf *b, const TfmConfig *cfg, const KeySpec *k)
         else buf_printf(b, "null");
         break;
     }
+    case K_PATHS: {     /* one file stays a string */
+        const PathList *l = f;
+        if (l->n == 0) buf_printf(b, "null");
+        else if (l->n == 1) buf_string(b, l->v[0]);
+        else {
+            buf_printf(b, "[");
+            for (int i = 0; i < l->n; i++) {
+                buf_printf(b, "%s", i ? ", " : "");
+                buf_string(b, l->v[i]);
+            }
+            buf_printf(b, "]");
+        }
+        break;
+    }
+    case K_NUMS: {
+        const NumList *l = f;
+        if (l->n == 0) {
+            buf_printf(b, "null");
+            break;
+        }
+        buf_printf(b, "[");
+        for (int i = 0; i < l->n; i++) {
+            config_fmt_double(num, sizeof num, l->v[i]);
+            buf_printf(b, "%s%s", i ? ", " : "", num);
+        }
+        buf_printf(b, "]");
+        break;
+    }
     }
 }
 
@@ -121,6 +167,17 @@ static bool same_value(const TfmConfig *a, const TfmConfig *b, const KeySpec *k)
     case K_STR: case K_STR_NULL: {
         const char *s = *(char *const *)x, *t = *(char *const *)y;
         return s == t || (s && t && strcmp(s, t) == 0);
+    }
+    case K_PATHS: {
+        const PathList *p = x, *q = y;
+        if (p->n != q->n) return false;
+        for (int i = 0; i < p->n; i++)
+            if (strcmp(p->v[i], q->v[i]) != 0) return false;
+        return true;
+    }
+    case K_NUMS: {
+        const NumList *p = x, *q = y;
+        return p->n == q->n && (p->n == 0 || memcmp(p->v, q->v, sizeof(double) * (size_t)p->n) == 0);
     }
     }
     return true;

@@ -50,6 +50,16 @@ typedef struct Bpe Bpe;
 TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
                     TfmErr *err);
 
+/* bpe_learn from a sample of about `sample` of the files' lines (0: every
+ * line): when they hold more, each line is in the sample or not by a hash
+ * of its file's index and its number, so the same files give the same
+ * sample, and learning reads (pretokenizes and counts) only those; the
+ * files are read once more before, to count their lines. lines_read and
+ * lines_total (may be NULL) get the lines learned from and the lines there
+ * are. Errors as bpe_learn's. */
+TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
+                           long sample, long *lines_read, long *lines_total, TfmErr *err);
+
 /* Writes the vocabulary file (docs/vocab-format.md) atomically: a temporary
  * file in the same folder, fsync, rename. TFM_ERR_IO on failure (path is
  * then untouched). */

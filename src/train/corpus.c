@@ -1,27 +1,18 @@
 /* corpus: loading, filtering and batching parallel text. */
 #include "train/corpus.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/rng.h"
 #include "base/text.h"
 
-/* Reads the rest of a file to learn its line count (after the other ended). */
-static long count_lines(LineReader *r, TfmErr *err)
-{
-    char *line;
-    size_t len;
-    int got;
-    while ((got = text_read_line(r, &line, &len, err)) == 1) {}
-    return got < 0 ? -1 : r->line_no;
-}
-
 typedef struct { int *ids; int n, cap; } IdBuf;
 
 /* sub: NULL, or the pieces the ids must be spelled in (targets of a model
  * with model.output_vocab "target") */
-static TfmStatus encode_line(const Bpe *bpe, const BpeSubset *sub, LineReader *r,
+static TfmStatus encode_line(const Bpe *bpe, const BpeSubset *sub, const LineReader *r,
                              const char *line, size_t len, IdBuf *out, TfmErr *err)
 {
     TfmStatus st = bpe_encode(bpe, line, len, &out->ids, &out->n, &out->cap, err);
@@ -77,52 +68,49 @@ static TfmStatus append_pair(Corpus *c, size_t *pair_cap, const IdBuf *s, const 
     return TFM_OK;
 }
 
-TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
-                      const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
-                      TfmErr *err)
+TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
+                            const BpeSubset *tgt_subset, int max_len, bool keep_text, TfmErr *err)
 {
     memset(c, 0, sizeof *c);
-    LineReader rs = {0}, rt = {0};
     IdBuf s = {0}, t = {0};
     size_t pair_cap = 0;
-    TfmStatus st;
-    if ((st = text_reader_open(&rs, src_path, err)) != TFM_OK) goto fail;
-    if ((st = text_reader_open(&rt, tgt_path, err)) != TFM_OK) goto fail;
-    for (;;) {
-        char *ls, *lt;
-        size_t ns, nt;
-        /* the two readers own separate buffers, so ls survives reading lt */
-        int gs = text_read_line(&rs, &ls, &ns, err);
-        int gt = gs < 0 ? 0 : text_read_line(&rt, &lt, &nt, err);
-        if (gs < 0 || gt < 0) { st = err->status; goto fail; }
-        if (gs != gt) {
-            long a = gs ? count_lines(&rs, err) : rs.line_no;
-            long b = gt ? count_lines(&rt, err) : rt.line_no;
-            if (a < 0 || b < 0) { st = err->status; goto fail; }
-            st = err_set(err, TFM_ERR_FORMAT, "%s has %ld lines, %s has %ld lines",
-                         src_path, a, tgt_path, b);
-            goto fail;
-        }
-        if (!gs) break;
+    TfmStatus st = TFM_OK;
+    while (c->n_lines < max_pairs) {
+        PairLine p;
+        int got = pair_stream_next(ps, &p, err);
+        if (got < 0) { st = err->status; goto fail; }
+        if (!got) break;
         c->n_lines++;
-        if ((st = encode_line(bpe, NULL, &rs, ls, ns, &s, err)) != TFM_OK) goto fail;
-        if ((st = encode_line(bpe, tgt_subset, &rt, lt, nt, &t, err)) != TFM_OK) goto fail;
+        if ((st = encode_line(bpe, NULL, p.rs, p.src, p.src_len, &s, err)) != TFM_OK) goto fail;
+        if ((st = encode_line(bpe, tgt_subset, p.rt, p.tgt, p.tgt_len, &t, err)) != TFM_OK) goto fail;
         if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
         if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
-        if (keep_text && (st = append_text(c, ls, ns, lt, nt, err)) != TFM_OK) goto fail;
+        if (keep_text && (st = append_text(c, p.src, p.src_len, p.tgt, p.tgt_len, err)) != TFM_OK)
+            goto fail;
         if ((st = append_pair(c, &pair_cap, &s, &t, err)) != TFM_OK) goto fail;
     }
-    text_reader_close(&rs);
-    text_reader_close(&rt);
     free(s.ids);
     free(t.ids);
     return TFM_OK;
 fail:
-    text_reader_close(&rs);
-    text_reader_close(&rt);
     free(s.ids);
     free(t.ids);
     corpus_free(c);
+    return st;
+}
+
+TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
+                      const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
+                      TfmErr *err)
+{
+    PairStream ps;
+    TfmStatus st = pair_stream_open(&ps, &src_path, &tgt_path, 1, NULL, 0, 0, err);
+    if (st != TFM_OK) {
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, err);
+    pair_stream_close(&ps);
     return st;
 }
 

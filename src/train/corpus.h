@@ -13,6 +13,7 @@
 #include "text/bpe_subset.h"
 #include "base/err.h"
 #include "model/model.h"
+#include "train/pair_stream.h"
 
 typedef struct {
     int *tokens;            /* every side's ids, back to back */
@@ -39,6 +40,10 @@ typedef struct {
 TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
                       const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
                       TfmErr *err);
+/* Reads, encodes and filters the next max_pairs pairs of ps (fewer at the
+ * end of its epoch) as corpus_load does; n_lines counts the pairs read. */
+TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
+                            const BpeSubset *tgt_subset, int max_len, bool keep_text, TfmErr *err);
 void corpus_free(Corpus *c);
 
 /* Encodes every pair again from its kept text with BPE-dropout p (the

@@ -68,19 +68,21 @@ static TfmStatus add_line(char **out, size_t *len, size_t *cap, const char *key,
 char *data_print_make(const TfmConfig *cfg, TfmErr *err)
 {
     const DataConfig *d = &cfg->data;
-    const struct { const char *key, *path; } files[] = {
-        {"data.train_src", d->train_src}, {"data.train_tgt", d->train_tgt},
-        {"data.valid_src", d->valid_src}, {"data.valid_tgt", d->valid_tgt},
-    };
     char *out = NULL;
     size_t len = 0, cap = 0;
     if (xgrow((void **)&out, &cap, 1, 1, err) != TFM_OK) return NULL;
     out[0] = '\0';
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
-        if (add_line(&out, &len, &cap, files[i].key, files[i].path, err) != TFM_OK) {
-            free(out);
-            return NULL;
-        }
+    TfmStatus st = TFM_OK;
+    for (int i = 0; st == TFM_OK && i < d->train_src.n; i++)
+        st = add_line(&out, &len, &cap, "data.train_src", d->train_src.v[i], err);
+    for (int i = 0; st == TFM_OK && i < d->train_tgt.n; i++)
+        st = add_line(&out, &len, &cap, "data.train_tgt", d->train_tgt.v[i], err);
+    if (st == TFM_OK) st = add_line(&out, &len, &cap, "data.valid_src", d->valid_src, err);
+    if (st == TFM_OK) st = add_line(&out, &len, &cap, "data.valid_tgt", d->valid_tgt, err);
+    if (st != TFM_OK) {
+        free(out);
+        return NULL;
+    }
     return out;
 }
 

@@ -191,19 +191,27 @@ static bool written_by_run(const char *path, const struct stat *dir)
 static TfmStatus check_outputs_spare_inputs(const TfmConfig *cfg, const char *config_path,
                                            TfmErr *err)
 {
-    const struct { const char *path, *key; } inputs[] = {
-        {cfg->data.train_src, "data.train_src"}, {cfg->data.train_tgt, "data.train_tgt"},
+    enum { FIXED_INPUTS = 5, MAX_INPUTS = 64 };
+    struct { const char *path, *key; } inputs[MAX_INPUTS] = {
         {cfg->data.valid_src, "data.valid_src"}, {cfg->data.valid_tgt, "data.valid_tgt"},
         {cfg->data.vocab, "data.vocab"}, {cfg->train.init, "train.init"},
         {config_path, "the config file"},
     };
+    size_t n_inputs = FIXED_INPUTS;
+    /* the training files (the first MAX_INPUTS of long lists: a clash is a slip) */
+    for (int i = 0; i < cfg->data.train_src.n && n_inputs + 2 <= MAX_INPUTS; i++) {
+        inputs[n_inputs].path = cfg->data.train_src.v[i];
+        inputs[n_inputs++].key = "data.train_src";
+        inputs[n_inputs].path = cfg->data.train_tgt.v[i];
+        inputs[n_inputs++].key = "data.train_tgt";
+    }
     static const char *const fixed[] = {"last.tfm", "best.tfm", "vocab.txt", "log.jsonl"};
     struct stat out_dir;
     const bool have_out_dir = stat(cfg->train.out_dir, &out_dir) == 0;
     if (have_out_dir && written_by_run(cfg->train.model, &out_dir))
         return err_set(err, TFM_ERR_CONFIG, "train.model: '%s' is a file that tfm train keeps in "
                        "train.out_dir; choose another name", cfg->train.model);
-    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+    for (size_t i = 0; i < n_inputs; i++) {
         const char *in = inputs[i].path;
         if (!in) continue;
         if (atomic_same_file(cfg->train.model, in))

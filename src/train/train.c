@@ -52,10 +52,27 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
     TfmStatus st = atomic_check_target(path, err);
     if (st == TFM_OK) st = atomic_check_own_kind(path, "tfm-bpe ", "tfm vocabulary", err);
     if (st == TFM_OK) {
-        const char *files[2] = {d->train_src, d->train_tgt};
-        progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
-                      d->vocab_size, d->train_src, d->train_tgt);
-        st = bpe_learn(&t->bpe, files, 2, d->vocab_size, err);
+        const int n = d->train_src.n;
+        const char **files = xcalloc(2 * (size_t)n, sizeof *files, err);
+        if (!files) st = TFM_ERR_NOMEM;
+        for (int i = 0; files && i < n; i++) {
+            files[2 * i] = d->train_src.v[i];
+            files[2 * i + 1] = d->train_tgt.v[i];
+        }
+        if (files && n == 1)
+            progress_note(&t->prog, "learning a %d-token BPE vocabulary from %s and %s",
+                          d->vocab_size, files[0], files[1]);
+        else if (files)
+            progress_note(&t->prog, "learning a %d-token BPE vocabulary from the %d training "
+                          "files", d->vocab_size, 2 * n);
+        long read = 0, total = 0;
+        if (files)
+            st = bpe_learn_sample(&t->bpe, files, 2 * n, d->vocab_size, d->bpe_sample, &read,
+                                  &total, err);
+        if (st == TFM_OK && read < total)
+            progress_note(&t->prog, "data.bpe_sample: learned from %ld of the %ld lines", read,
+                          total);
+        free(files);
     }
     if (st == TFM_OK) st = bpe_save(t->bpe, path, err);
     free(path);
@@ -209,87 +226,6 @@ static TfmStatus fresh_start(Trainer *t, TfmErr *err)
     return trainer_start_ema(t, NULL, err);
 }
 
-/* Says why: the keys that skipped the pairs are what the user can change. */
-static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
-                                 const char *what, const char *path, TfmErr *err)
-{
-    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
-                   "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
-                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long,
-                   cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
-}
-
-/* The subset the targets are spelled in: the model's output pieces. */
-static TfmStatus make_target_subset(Trainer *t, TfmErr *err)
-{
-    const Model *m = &t->model;
-    bool *in = xcalloc((size_t)m->cfg.vocab_size, sizeof(bool), err);
-    if (!in) return TFM_ERR_NOMEM;
-    for (int i = 0; i < m->n_out; i++) in[m->out_ids[i]] = true;
-    TfmStatus st = bpe_subset_new(&t->tgt_subset, t->bpe, in, err);
-    free(in);
-    return st;
-}
-
-/* model.output_vocab "target" on a fresh start: the output pieces are those
- * the training targets use, and the specials, bytes and marker. */
-static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
-{
-    const int V = t->model.cfg.vocab_size;
-    const Corpus *c = &t->train;
-    bool *in = xcalloc((size_t)V, sizeof(bool), err);
-    int *ids = xmalloc(sizeof(int) * (size_t)V, err);
-    TfmStatus st = TFM_ERR_NOMEM;
-    if (in && ids) {
-        for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
-        for (long i = 0; i < c->n_pairs; i++)
-            for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
-        int n = 0;
-        for (int id = 0; id < V; id++)
-            if (in[id]) ids[n++] = id;
-        st = model_set_output_vocab(&t->model, ids, n, err);
-        if (st == TFM_OK)
-            progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
-                          "of the %d pieces", n, V);
-    }
-    free(in);
-    free(ids);
-    return st;
-}
-
-static TfmStatus load_data(Trainer *t, TfmErr *err)
-{
-    const TfmConfig *cfg = t->cfg;
-    const bool restrict_out = cfg->model.output_vocab == OUTPUT_TARGET;
-    TfmStatus st;
-    /* a resumed model has its output pieces already */
-    if (restrict_out && t->model.out_ids && (st = make_target_subset(t, err)) != TFM_OK) return st;
-    if ((st = corpus_load(&t->train, cfg->data.train_src, cfg->data.train_tgt, t->bpe,
-                          t->tgt_subset, cfg->data.max_len, cfg->data.bpe_dropout > 0, err)))
-        return st;
-    if (restrict_out && !t->model.out_ids &&
-        ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK))
-        return st;
-    if ((st = corpus_load(&t->valid, cfg->data.valid_src, cfg->data.valid_tgt, t->bpe,
-                          t->tgt_subset, cfg->data.max_len, false, err)) != TFM_OK)
-        return st;
-    int budget = cfg->train.batch_tokens;
-    if ((st = batcher_init(&t->train_b, &t->train, budget, cfg->train.seed, true, err)) != TFM_OK ||
-        (st = batcher_init(&t->valid_b, &t->valid, budget, cfg->train.seed, false, err)) != TFM_OK)
-        return st;
-    progress_note(&t->prog, "train: %ld pairs of %ld lines (%ld empty, %ld over %d tokens, %ld over "
-                  "batch_tokens skipped); valid: %ld pairs",
-                  t->train.n_pairs, t->train.n_lines, t->train.skipped_empty,
-                  t->train.skipped_long, cfg->data.max_len, t->train_b.skipped_budget,
-                  t->valid.n_pairs);
-    if (t->train.n_pairs - t->train_b.skipped_budget <= 0)
-        return no_usable_pairs(&t->train, &t->train_b, cfg, "training", cfg->data.train_src, err);
-    if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
-        return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", cfg->data.valid_src, err);
-    batcher_plan_epoch(&t->valid_b, 0);
-    return TFM_OK;
-}
-
 /* ---- evaluation and saving ---- */
 
 /* ---- the loop ---- */
@@ -300,7 +236,7 @@ static double eta(const Trainer *t, double step_s)
     double best = INFINITY;
     if (tc->max_steps > 0) best = fmin(best, (tc->max_steps - t->ts.step) * step_s);
     if (tc->max_time_s > 0) best = fmin(best, tc->max_time_s - trainer_elapsed(t));
-    if (tc->max_epochs > 0 && t->train_b.n_batches > 0) {
+    if (tc->max_epochs > 0 && t->resident && t->train_b.n_batches > 0) {
         double left = (tc->max_epochs - t->ts.epoch) * (double)t->train_b.n_batches -
                       t->ts.batch_in_epoch;
         best = fmin(best, left * step_s);
@@ -448,18 +384,6 @@ static void announce_pace(Trainer *t, double step_s)
                   "(train.log_every)", step_s, 1000 * step_s, total, t->log_every);
 }
 
-/* BPE-dropout (data.bpe_dropout): each epoch trains on its own random
- * segmentation of the training text, a function of the seed and the epoch,
- * so a resumed run sees the same one. */
-static TfmStatus resegment_epoch(Trainer *t, TfmErr *err)
-{
-    const TfmConfig *cfg = t->cfg;
-    if (cfg->data.bpe_dropout <= 0) return TFM_OK;
-    uint64_t seed = cfg->train.seed ^ (0xb9e5d7ULL + (uint64_t)t->ts.epoch * 0xd1b54a32d192ed69ULL);
-    return corpus_resegment(&t->train, t->bpe, t->tgt_subset, cfg->data.bpe_dropout, seed,
-                            cfg->data.max_len, err);
-}
-
 static TfmStatus loop(Trainer *t, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
@@ -481,15 +405,9 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         dist_max_longs(agreed, 2);
         if (agreed[1] && t->opt->stop) t->opt->stop->signo = (int)agreed[1];
         if (agreed[0] || agreed[1]) break;
-        if (t->train_b.epoch != t->ts.epoch) {
-            if ((st = resegment_epoch(t, err)) != TFM_OK) return st;
-            batcher_plan_epoch(&t->train_b, t->ts.epoch);
-        }
-        if (t->ts.batch_in_epoch >= t->train_b.n_batches) {
-            t->ts.epoch++;
-            t->ts.batch_in_epoch = 0;
-            continue;
-        }
+        int ready = data_ready(t, err);
+        if (ready < 0) return err->status;
+        if (ready > 0) continue;    /* a new epoch: the limits first */
         Batch b;
         batcher_get(&t->train_b, t->ts.batch_in_epoch, &b);
         double t0 = clock_now_s();
@@ -566,7 +484,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     }
     if ((st = dp_share_start(&t, st, err)) != TFM_OK) goto done;
     if ((st = dp_agree(spare_vectors_from_decay(&t, err), err)) != TFM_OK) goto done;
-    if ((st = dp_agree(load_data(&t, err), err)) != TFM_OK) goto done;
+    if ((st = dp_agree(data_load(&t, err), err)) != TFM_OK) goto done;
     if ((st = dp_agree(model_alloc_training(&t.model,
                                             trainer_work_tokens(cfg, cfg->train.batch_tokens),
                                             config_row_len(cfg->data.max_len), err), err)) != TFM_OK)
@@ -594,6 +512,7 @@ done:
         !run_dir_file_exists(t.run.last_path))
         run_dir_abandon(&t.run);
     decoder_free(t.decoder);
+    data_close(&t);
     batcher_free(&t.train_b);
     batcher_free(&t.valid_b);
     corpus_free(&t.train);

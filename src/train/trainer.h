@@ -42,6 +42,14 @@ typedef struct {
     struct PartRun *part_runs;  /* n_parts of them (sentence_parallel.c) */
     int n_parts;
     char *data_print;           /* rank 0: the fingerprint of the data files (data_print.h) */
+    /* the training data in chunks (train_data.c): `train` holds chunk
+     * loaded_chunk of epoch loaded_epoch, read from `stream` */
+    PairStream stream;
+    bool stream_open;
+    long stream_epoch;          /* the epoch `stream` reads */
+    long loaded_epoch, loaded_chunk;
+    bool last_chunk;            /* `train` is its epoch's last chunk */
+    bool resident;              /* the epoch is one chunk, kept: read once */
 } Trainer;
 
 /* ---- trainer.c ---- */
@@ -74,6 +82,21 @@ TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err);
  * vocabulary and output pieces, with a fresh optimizer at step 0
  * (finetune.c). */
 TfmStatus finetune_start(Trainer *t, TfmErr *err);
+
+/* ---- the training data (train_data.c) ---- */
+
+/* Reads the chunk of the training data at t->ts's position (the first on a
+ * fresh start) and the validation set, and prepares their batchers (the
+ * output pieces too, for model.output_vocab "target"). */
+TfmStatus data_load(Trainer *t, TfmErr *err);
+
+/* Makes batch ts.batch_in_epoch of ts's (epoch, chunk) ready in train_b,
+ * reading the next chunk when one is used up: 0 when it is ready, 1 when
+ * ts moved on to a new epoch (the caller checks its limits first, then
+ * calls again), -1 on an error (a pair of files ending early, ...). */
+int data_ready(Trainer *t, TfmErr *err);
+
+void data_close(Trainer *t);
 
 /* An event for progress_log with this step's fields set and the rest NaN. */
 void trainer_fill_event(const Trainer *t, ProgressEvent *ev);

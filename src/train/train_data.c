@@ -1,0 +1,187 @@
+/* train_data: the training data of a run, in chunks of data.shuffle_buffer
+ * pairs. Each chunk is read (pair_stream.c), encoded, shuffled and batched
+ * by length within itself (corpus.c); an epoch is its chunks in order. When
+ * the whole epoch fits in one chunk (and no weights mix the corpora) it is
+ * read once and kept: "resident", training exactly as before chunks
+ * existed. Chunk k of an epoch is a function of the files, the seed, the
+ * epoch and k, so a checkpoint's (epoch, chunk, batch) is all a resumed run
+ * needs: it reads its way back to the chunk's first pair. Chunk 0 batches
+ * and shuffles as the resident corpus does, so a corpus that fits trains
+ * the same whatever the buffer. The validation set is read whole. */
+#include "train/trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Says why: the keys that skipped the pairs are what the user can change. */
+static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
+                                 const char *what, const char *path, TfmErr *err)
+{
+    return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
+                   "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
+                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long,
+                   cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
+}
+
+/* The subset the targets are spelled in: the model's output pieces. */
+static TfmStatus make_target_subset(Trainer *t, TfmErr *err)
+{
+    const Model *m = &t->model;
+    bool *in = xcalloc((size_t)m->cfg.vocab_size, sizeof(bool), err);
+    if (!in) return TFM_ERR_NOMEM;
+    for (int i = 0; i < m->n_out; i++) in[m->out_ids[i]] = true;
+    TfmStatus st = bpe_subset_new(&t->tgt_subset, t->bpe, in, err);
+    free(in);
+    return st;
+}
+
+/* model.output_vocab "target" on a fresh start: the output pieces are those
+ * the training targets of the first chunk use (all of them when the corpus
+ * fits in one), and the specials, bytes and marker. */
+static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
+{
+    const int V = t->model.cfg.vocab_size;
+    const Corpus *c = &t->train;
+    bool *in = xcalloc((size_t)V, sizeof(bool), err);
+    int *ids = xmalloc(sizeof(int) * (size_t)V, err);
+    TfmStatus st = TFM_ERR_NOMEM;
+    if (in && ids) {
+        for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
+        for (long i = 0; i < c->n_pairs; i++)
+            for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
+        int n = 0;
+        for (int id = 0; id < V; id++)
+            if (in[id]) ids[n++] = id;
+        st = model_set_output_vocab(&t->model, ids, n, err);
+        if (st == TFM_OK)
+            progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
+                          "of the %d pieces", n, V);
+    }
+    free(in);
+    free(ids);
+    return st;
+}
+
+/* The batching seed of chunk k: chunk 0's is the run's. */
+static uint64_t chunk_seed(const Trainer *t, long k)
+{
+    return t->cfg->train.seed ^ ((uint64_t)k * 0xc2b2ae3d27d4eb4fULL);
+}
+
+/* Reads chunk `chunk` of `epoch` into t->train and prepares its batcher
+ * (planned by data_ready). The stream goes on from where it is when that
+ * is the chunk's start, else it reads its way there from the epoch's. */
+static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    const DataConfig *d = &cfg->data;
+    const long B = d->shuffle_buffer;
+    TfmStatus st;
+    if (!t->stream_open || t->stream_epoch != epoch || t->stream.pairs != chunk * B) {
+        if (t->stream_open) pair_stream_close(&t->stream);
+        t->stream_open = false;
+        if ((st = pair_stream_open(&t->stream, (const char *const *)d->train_src.v,
+                                   (const char *const *)d->train_tgt.v, d->train_src.n,
+                                   d->train_weights.n ? d->train_weights.v : NULL,
+                                   cfg->train.seed, epoch, err)) != TFM_OK)
+            return st;
+        t->stream_open = true;
+        t->stream_epoch = epoch;
+        if (pair_stream_skip(&t->stream, chunk * B, err) < 0) return err->status;
+    }
+    batcher_free(&t->train_b);
+    corpus_free(&t->train);
+    t->loaded_epoch = t->loaded_chunk = -1;
+    if ((st = corpus_load_chunk(&t->train, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
+                                d->bpe_dropout > 0, err)) != TFM_OK ||
+        (st = batcher_init(&t->train_b, &t->train, cfg->train.batch_tokens,
+                           chunk_seed(t, chunk), true, err)) != TFM_OK)
+        return st;
+    t->loaded_epoch = epoch;
+    t->loaded_chunk = chunk;
+    t->last_chunk = t->stream.ended;
+    return TFM_OK;
+}
+
+TfmStatus data_load(Trainer *t, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    const DataConfig *d = &cfg->data;
+    const bool restrict_out = cfg->model.output_vocab == OUTPUT_TARGET;
+    TfmStatus st;
+    t->loaded_epoch = t->loaded_chunk = t->stream_epoch = -1;
+    /* a resumed or fine-tuned model has its output pieces already */
+    if (restrict_out && t->model.out_ids && (st = make_target_subset(t, err)) != TFM_OK) return st;
+    if ((st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK) return st;
+    /* the whole epoch in one chunk, the same every epoch: kept */
+    t->resident = t->ts.chunk == 0 && t->last_chunk && (d->train_src.n == 1 || !d->train_weights.n);
+    if (t->resident) {
+        pair_stream_close(&t->stream);
+        t->stream_open = false;
+    }
+    if (restrict_out && !t->model.out_ids &&
+        ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK))
+        return st;
+    if ((st = corpus_load(&t->valid, d->valid_src, d->valid_tgt, t->bpe, t->tgt_subset,
+                          d->max_len, false, err)) != TFM_OK ||
+        (st = batcher_init(&t->valid_b, &t->valid, cfg->train.batch_tokens, cfg->train.seed,
+                           false, err)) != TFM_OK)
+        return st;
+    if (t->resident)
+        progress_note(&t->prog, "train: %ld pairs of %ld lines (%ld empty, %ld over %d tokens, "
+                      "%ld over batch_tokens skipped); valid: %ld pairs", t->train.n_pairs,
+                      t->train.n_lines, t->train.skipped_empty, t->train.skipped_long,
+                      d->max_len, t->train_b.skipped_budget, t->valid.n_pairs);
+    else
+        progress_note(&t->prog, "train: read in chunks of %ld pairs (data.shuffle_buffer); "
+                      "chunk %ld of epoch %ld: %ld pairs of %ld lines; valid: %ld pairs",
+                      d->shuffle_buffer, t->ts.chunk + 1, t->ts.epoch + 1, t->train.n_pairs,
+                      t->train.n_lines, t->valid.n_pairs);
+    if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
+        return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
+    if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
+        return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", d->valid_src, err);
+    batcher_plan_epoch(&t->valid_b, 0);
+    return TFM_OK;
+}
+
+/* BPE-dropout (data.bpe_dropout): each epoch (and chunk) trains on its own
+ * random segmentation of the training text, a function of the seed, the
+ * epoch and the chunk, so a resumed run sees the same one. */
+static TfmStatus resegment(Trainer *t, TfmErr *err)
+{
+    const TfmConfig *cfg = t->cfg;
+    if (cfg->data.bpe_dropout <= 0) return TFM_OK;
+    uint64_t seed = cfg->train.seed ^ (0xb9e5d7ULL + (uint64_t)t->ts.epoch * 0xd1b54a32d192ed69ULL) ^
+                    ((uint64_t)t->ts.chunk * 0x94d049bb133111ebULL);
+    return corpus_resegment(&t->train, t->bpe, t->tgt_subset, cfg->data.bpe_dropout, seed,
+                            cfg->data.max_len, err);
+}
+
+int data_ready(Trainer *t, TfmErr *err)
+{
+    TrainState *ts = &t->ts;
+    for (;;) {
+        if (!t->resident && (t->loaded_epoch != ts->epoch || t->loaded_chunk != ts->chunk) &&
+            load_chunk(t, ts->epoch, ts->chunk, err) != TFM_OK)
+            return -1;
+        if (t->train_b.epoch != ts->epoch) {
+            if (resegment(t, err) != TFM_OK) return -1;
+            batcher_plan_epoch(&t->train_b, ts->epoch);
+        }
+        if (ts->batch_in_epoch < t->train_b.n_batches) return 0;
+        ts->batch_in_epoch = 0;
+        if (t->resident || t->last_chunk) {
+            ts->epoch++;
+            ts->chunk = 0;
+            return 1;
+        }
+        ts->chunk++;
+    }
+}
+
+void data_close(Trainer *t)
+{
+    if (t->stream_open) pair_stream_close(&t->stream);
+    t->stream_open = false;
+}
