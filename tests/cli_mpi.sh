@@ -79,6 +79,18 @@ mkdir sp r1
     "$ROOT/tfm" train ../mini.json -q --threads 2 --set train.parallel=sentences)
 check "2 threads, train.parallel sentences: the 2-rank model, bit for bit" \
     python3 "$ROOT/tests/model_diff.py" --exact r1/model.tfm sp/model.tfm
+# Read in chunks (data.shuffle_buffer 150 of the 400 pairs): every rank
+# reads the same chunks, so the job is still the 2-thread model bit for bit,
+# and a resumed job the uninterrupted one.
+mkdir ch1 ch2 chs
+CH='--set data.shuffle_buffer=150'
+(cd ch1 && expect_exit 0 "2 ranks, chunks of 150 pairs" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH)
+(cd chs && "$ROOT/tfm" train ../mini.json -q --threads 2 --set train.parallel=sentences $CH >/dev/null 2>&1)
+check "chunks: 2 ranks = 2 threads, bit for bit" \
+    python3 "$ROOT/tests/model_diff.py" --exact ch1/model.tfm chs/model.tfm
+(cd ch2 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH 2>/dev/null)
+(cd ch2 && expect_exit 0 "chunks, 2 ranks: resumed" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH)
+check "chunks, 2 ranks: resumed model equals uninterrupted" cmp -s ch1/model.tfm ch2/model.tfm
 # Batches of 1-2 sentences on 3 ranks: a rank with no sentence still takes
 # part in every per-layer sum (with zeros), and the job trains the 1-process
 # model.
