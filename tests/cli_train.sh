@@ -24,7 +24,7 @@ check "log.jsonl valid record" grep -q '"valid_ppl"' a/ck/log.jsonl
 expect_exit 0 "info on the trained model" -- "$TFM" info a/model.tfm
 check "info shows the model's step" grep -q "^step:        40 (epoch [0-9]*)$" "$T/out"
 check "a model is not a checkpoint" grep -q "^kind:        model$" "$T/out"
-check "info shows the best validation" grep -q "^best valid:  loss [0-9.]*, ppl [0-9.]*$" "$T/out"
+check "info shows the best validation" grep -q "^best valid:  nll [0-9.]*, ppl [0-9.]*$" "$T/out"
 
 # A fresh run refused on its data leaves nothing it made: no out_dir it
 # created, and in an existing one only what was there before.
@@ -55,9 +55,20 @@ check "log_every 7: rows at 7, 14, ... and the validation" \
     test "$(grep -o '"step": [0-9]*, "epoch": [0-9]*, "train_loss"' le/ck/log.jsonl | cut -d' ' -f2 | tr -d , | tr '\n' ' ')" = "7 14 21 28 35 40 "
 check "log_every 7: a progress line at step 35" grep -q '^step 35  epoch ' "$T/le.err"
 check "log_every 7: none at step 36" not grep -q '^step 36 ' "$T/le.err"
+check "the progress line says which loss is which" \
+    grep -qE '^step 35  epoch [0-9]+  smoothed loss [0-9.]+  nll [0-9.]+  ppl [0-9.]+  lr ' "$T/le.err"
+check "validation reports the NLL" grep -qE '^step 40: valid nll [0-9.]+ ppl [0-9.]+' "$T/le.err"
 (cd le && "$TFM" train ../mini.json --restart >/dev/null 2>"$T/le.err")
 check "log_every 0 says what it picked and the time to go" \
-    grep -q '^[0-9.]* s a step ([0-9]* s per 1000): about 0h00m to go; progress every [0-9]* steps (train.log_every)$' "$T/le.err"
+    grep -qE '^[0-9.]* s a step \([0-9]* s per 1000\): about [0-9]+s to go; progress every ([0-9]+ steps|step) \(train.log_every\)$' "$T/le.err"
+(cd le && "$TFM" train ../mini.json --restart --set train.log_every=1 >/dev/null 2>"$T/le.err")
+check "log_every 1: progress every step" grep -q 'progress every step (train.log_every)$' "$T/le.err"
+# A run longer than a day says how to make it shorter (stopped at step 7,
+# after the estimate).
+(cd le && TFM_TEST_SIGNAL_AT_STEP=7 "$TFM" train ../mini.json --restart \
+    --set train.max_steps=900000000 >/dev/null 2>"$T/le.err")
+check "more than a day: how to make it shorter" \
+    grep -q 'to go (more than a day: train.max_time_s or train.max_steps sets a shorter run, a smaller model (configs/tiny.json) a faster one)' "$T/le.err"
 
 # train.lr.horizon "time": with no step limit the rate decays with the
 # training time, from the peak after warm-up to lr.final as max_time_s ends.
@@ -165,7 +176,7 @@ mkdir sm
 (cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")
 check "start: the parameter count and the memory plan" grep -q '^model: 37376 parameters; [0-9]* MB in use with the optimizer, gradients and activations for 600 tokens ([0-9]* MB available)$' "$T/sm.err"
 check "summary: why it stopped" grep -q '^finished: train.max_steps (40) reached at step 40 (epoch [0-9]*) after 0h00m[0-9][0-9]s of training$' "$T/sm.err"
-check "summary: the best validation" grep -q '^best validation at step 40: loss [0-9.]* ppl [0-9.]*; model: best.tfm -> model.tfm$' "$T/sm.err"
+check "summary: the best validation" grep -q '^best validation at step 40: nll [0-9.]* ppl [0-9.]*; model: best.tfm -> model.tfm$' "$T/sm.err"
 (cd sm && "$TFM" train ../mini.json >/dev/null 2>"$T/sm.err")
 check "rerun: already finished" grep -q '^this run had already finished: train.max_steps (40) reached at step 40 ' "$T/sm.err"
 
@@ -533,7 +544,7 @@ mkdir ema ema2
 (cd ema && expect_exit 0 "train with ema" -- "$TFM" train ../ema.json)
 check "ema: train.model is ema.tfm" cmp -s ema/model.tfm ema/ck/ema.tfm
 check "ema: the average is not the last weights" not cmp -s ema/model.tfm ema/ck/best.tfm
-check "ema: it says so" grep -q "moving average of the weights (train.ema 0.9): valid loss" "$T/err"
+check "ema: it says so" grep -q "moving average of the weights (train.ema 0.9): valid nll" "$T/err"
 expect_exit 0 "ema: info of a checkpoint" -- "$TFM" info ema/ck/last.tfm
 check "ema: info names the average" grep -q "^kind: .*moving average, train.ema)" "$T/out"
 check "ema: log records it once" test "$(grep -c '"step": 40, .*"valid_bleu": [0-9.e+-]*, .*"ema": true}' ema/ck/log.jsonl)" = 1
@@ -592,7 +603,7 @@ expect_err_line "compare_runs.sh: its message" "compare_runs.sh: nolog.jsonl: no
 sed 's/"max_steps": 40/"max_steps": 5/' avg_last.json >avg_short.json
 mkdir as
 (cd as && expect_exit 0 "average_last with one checkpoint" -- "$TFM" train ../avg_short.json)
-check "it says how many were averaged" grep -q "average of the last 1 checkpoints (steps 5-5)" "$T/err"
+check "it says how many were averaged" grep -q "average of the last 1 checkpoint (steps 5-5)" "$T/err"
 (cd as && expect_exit 0 "--restart with average_last" -- "$TFM" train ../avg_short.json --restart -q)
 sed 's/"average_last": 3/"average_last": 4/' avg_last.json >avg_keep.json
 expect_exit 1 "average_last over keep" -- "$TFM" train avg_keep.json --dry-run

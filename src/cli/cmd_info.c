@@ -29,7 +29,7 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
             fputs(usage, stdout);
             return TFM_OK;
         }
-        return err_set(err, TFM_ERR_USAGE, "info: unknown option '%s' (see tfm info --help)", argv[optind - 1]);
+        return cmd_unknown_option("info", argv[optind - 1], longopts, NULL, err);
     }
     if (optind != argc - 1)
         return err_set(err, TFM_ERR_USAGE, "info: expected one MODEL (see tfm info --help)");
@@ -67,7 +67,7 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
         if (mf.cfg.train.valid_bleu)
             printf("best valid:  BLEU %.2f (greedy, by train.valid_bleu)\n", -mf.ts.best_metric);
         else
-            printf("best valid:  loss %.4f, ppl %.2f\n", mf.ts.best_metric, exp(mf.ts.best_metric));
+            printf("best valid:  nll %.4f, ppl %.2f\n", mf.ts.best_metric, exp(mf.ts.best_metric));
     }
     if (mf.cfg.train.init)
         printf("init:        %s (checksum %016llx; train.init, fine-tuned from it)\n",

@@ -112,10 +112,10 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
     if ((st = progress_log(&t->prog, &ev, err)) != TFM_OK) return st;
     bool better = !t->ts.has_best || metric < t->ts.best_metric;
     if (t->cfg->train.valid_bleu)
-        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f bleu %.2f%s", t->ts.step,
+        progress_note(&t->prog, "step %ld: valid nll %.4f ppl %.2f bleu %.2f%s", t->ts.step,
                       loss, exp(loss), ev.valid_bleu, better ? " (best)" : "");
     else
-        progress_note(&t->prog, "step %ld: valid loss %.4f ppl %.2f%s", t->ts.step, loss,
+        progress_note(&t->prog, "step %ld: valid nll %.4f ppl %.2f%s", t->ts.step, loss,
                       exp(loss), better ? " (best)" : "");
     if (better) {
         t->ts.best_metric = metric;
@@ -154,7 +154,7 @@ TfmStatus eval_ema(Trainer *t, TfmErr *err)
     ev.ema = true;
     char bleu[32];
     if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
-    progress_note(&t->prog, "moving average of the weights (train.ema %g): valid loss %.4f "
+    progress_note(&t->prog, "moving average of the weights (train.ema %g): valid nll %.4f "
                   "ppl %.2f%s", (double)t->cfg->train.ema, ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
 }
@@ -186,8 +186,9 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     ev.averaged = k;
     char bleu[32];
     if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
-    progress_note(&t->prog, "average of the last %d checkpoints (steps %ld-%ld): valid loss %.4f "
-                  "ppl %.2f%s", k, steps[n - k], steps[n - 1], ev.valid_loss, ev.valid_ppl, bleu);
+    progress_note(&t->prog, "average of the last %d checkpoint%s (steps %ld-%ld): valid nll %.4f "
+                  "ppl %.2f%s", k, k == 1 ? "" : "s", steps[n - k], steps[n - 1], ev.valid_loss,
+                  ev.valid_ppl, bleu);
     return TFM_OK;
 }
 
@@ -226,7 +227,7 @@ static void summarize(Trainer *t)
             snprintf(best, sizeof best, "best validation at step %ld: BLEU %.2f", step,
                      -t->ts.best_metric);
         else
-            snprintf(best, sizeof best, "best validation at step %ld: loss %.4f ppl %.2f", step,
+            snprintf(best, sizeof best, "best validation at step %ld: nll %.4f ppl %.2f", step,
                      t->ts.best_metric, exp(t->ts.best_metric));
     }
     double s = trainer_elapsed(t);

@@ -124,12 +124,13 @@ TfmStatus progress_log_init(Progress *p, const char *path, uint64_t checksum, Tf
     return TFM_OK;
 }
 
-static void format_eta(char *buf, size_t n, double s)
+void progress_format_duration(char *buf, size_t n, double s)
 {
     if (isnan(s) || s < 0) { snprintf(buf, n, "?"); return; }
     long t = (long)(s + 0.5);
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
 }
 
 void progress_show(Progress *p, const ProgressEvent *ev, bool force)
@@ -140,10 +141,13 @@ void progress_show(Progress *p, const ProgressEvent *ev, bool force)
         return;
     p->last_print_s = ev->elapsed_s;
     char eta[32];
-    format_eta(eta, sizeof eta, ev->eta_s);
-    fprintf(p->out, "%sstep %ld  epoch %ld  loss %.4f  ppl %.2f  lr %.3g  %.0f tok/s  ETA %s%s",
-            p->tty ? "\r\033[K" : "", ev->step, ev->epoch, ev->train_loss,
-            exp(ev->train_nll), ev->lr, ev->tok_per_s, eta, p->tty ? "" : "\n");
+    progress_format_duration(eta, sizeof eta, ev->eta_s);
+    /* the loss the optimizer sees (label-smoothed), and the NLL that
+     * validation reports, with its perplexity */
+    fprintf(p->out, "%sstep %ld  epoch %ld  smoothed loss %.4f  nll %.4f  ppl %.2f  lr %.3g  "
+            "%.0f tok/s  ETA %s%s", p->tty ? "\r\033[K" : "", ev->step, ev->epoch,
+            ev->train_loss, ev->train_nll, exp(ev->train_nll), ev->lr, ev->tok_per_s, eta,
+            p->tty ? "" : "\n");
     p->live_line_open = p->tty;
     fflush(p->out);
 }

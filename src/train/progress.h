@@ -49,6 +49,8 @@ TfmStatus progress_log_init(Progress *p, const char *path, uint64_t checksum, Tf
 /* Shows a training update: the live line on a terminal (at most every 0.1
  * s), else a plain line when forced (or every few seconds unless by_step). */
 void progress_show(Progress *p, const ProgressEvent *ev, bool force);
+/* s seconds as people read them: "43s", "12m05s", "3h05m"; "?" when unknown. */
+void progress_format_duration(char *buf, size_t n, double s);
 
 /* Prints a message on its own line (clears a live line first). */
 void progress_note(Progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -374,14 +374,17 @@ static TfmStatus log_training(Trainer *t, bool to_log, bool show, double step_s,
 static void announce_pace(Trainer *t, double step_s)
 {
     double left = eta(t, step_s);
-    char total[80] = "no step, epoch or time limit";
+    char total[256] = "no step, epoch or time limit", left_s[32], every[32] = "step";
     if (!isnan(left)) {
-        long s = (long)(left + 0.5);
-        snprintf(total, sizeof total, "about %ldh%02ldm to go%s", s / 3600, s / 60 % 60,
-                 left > 86400 ? " (more than a day)" : "");
+        progress_format_duration(left_s, sizeof left_s, left);
+        snprintf(total, sizeof total, "about %s to go%s", left_s,
+                 left > 86400 ? " (more than a day: train.max_time_s or train.max_steps sets a "
+                                "shorter run, a smaller model (configs/tiny.json) a faster one)"
+                              : "");
     }
-    progress_note(&t->prog, "%.3f s a step (%.0f s per 1000): %s; progress every %ld steps "
-                  "(train.log_every)", step_s, 1000 * step_s, total, t->log_every);
+    if (t->log_every != 1) snprintf(every, sizeof every, "%ld steps", t->log_every);
+    progress_note(&t->prog, "%.3f s a step (%.0f s per 1000): %s; progress every %s "
+                  "(train.log_every)", step_s, 1000 * step_s, total, every);
 }
 
 static TfmStatus loop(Trainer *t, TfmErr *err)
@@ -430,8 +433,8 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         if (validating) {
             if ((st = eval_validate_and_log(t, err)) != TFM_OK) return st;
             if (tc->patience > 0 && t->ts.bad_validations >= tc->patience) {
-                progress_note(&t->prog, "early stopping: no improvement in %d validations",
-                              tc->patience);
+                progress_note(&t->prog, "early stopping: no improvement in %d validation%s",
+                              tc->patience, tc->patience == 1 ? "" : "s");
                 if (dist_size() == 1) break;    /* a job stops at the next agreement */
             }
         }
