@@ -99,5 +99,9 @@ expect_err_line option_typo "tfm: train: unknown option '--restrat' (did you mea
 echo "{$DATA, \"train\": {\"validate_every\": 5}}" >"$T/typo.json"
 expect_exit 1 file_typo -- "$TFM" train "$T/typo.json" --dry-run
 expect_err_line file_typo "tfm: $T/typo.json: train.validate_every: unknown key (did you mean train.valid_every?)"
+# a section's name mistyped, as Marian and fairseq users write it
+echo "{$DATA, \"decoder\": {\"beam\": 5}}" >"$T/section.json"
+expect_exit 1 section_typo -- "$TFM" train "$T/section.json" --dry-run
+expect_err_line section_typo "tfm: $T/section.json: decoder: unknown key (did you mean decode?)"
 
 cli_summary

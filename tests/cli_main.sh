@@ -13,6 +13,43 @@ for c in train translate bleu bpe average info; do
     expect_exit 0 "$c --help" -- "$TFM" "$c" --help
 done
 expect_exit 2 "help for an unknown command" -- "$TFM" help frobnicate
+# "Did you mean": a command mistyped (every command of the table, so new
+# ones are covered), an option of each command mistyped or spelled as
+# Marian, fairseq or OpenNMT spell it.
+for c in $(sed -n 's/^  \([a-z][a-z0-9]*\)  .*/\1/p' "$T/help"); do
+    expect_exit 2 "command $c mistyped" -- "$TFM" "${c%?}"
+    expect_err_line "command $c mistyped: hint" "tfm: unknown command '${c%?}' (did you mean $c?)"
+done
+expect_exit 2 "help for a mistyped command" -- "$TFM" help translat
+expect_err_line "help for a mistyped command: hint" "tfm: unknown command 'translat' (did you mean translate?)"
+expect_exit 2 "a top-level option mistyped" -- "$TFM" --versoin
+expect_err_line "a top-level option mistyped: hint" "tfm: unknown option '--versoin' (did you mean --version?)"
+while IFS='|' read -r args hint; do
+    read -ra words <<<"$args"
+    expect_exit 2 "hint for $args" -- "$TFM" "${words[@]}"
+    expect_err_line "hint for $args" "tfm: ${words[0]}: unknown option '${words[-2]}' (did you mean $hint?)"
+done <<'END'
+translate --beam-size 5|--beam
+translate --n-best 3|--nbest
+translate --max-length 100|--max-len-a 0 --max-len-b N
+translate --mini-batch 8|--batch-size
+translate --modle x.tfm|--model
+translate --path x.tfm|--model
+translate -beam_size 5|--beam
+translate -n_best 2|--nbest
+translate -model x.tfm|--model
+translate -src in.txt|--input
+translate --lenpen 1.0|--alpha
+translate --no-repeat-ngram-size 3|--no-repeat-ngram
+train c.json --model x.tfm|--set train.model=...
+train c.json --max-update 5|--set train.max_steps=N
+train c.json --after-epochs 5|--set train.max_epochs=N
+train c.json -config c.json|tfm train CONFIG.json
+bleu a b --jsn x|--json
+average --outptu x.tfm|--output
+END
+expect_exit 2 "bpe: an option mistyped" -- "$TFM" bpe encode --vocabb v
+expect_err_line "bpe: an option mistyped: hint" "tfm: bpe encode: unknown option '--vocabb' (did you mean --vocab?)"
 expect_exit 0 "--version" -- "$TFM" --version
 check "--version names the BLAS kernel" grep -q "^OpenBLAS kernel: " "$T/out"
 expect_exit 2 "--version with an argument" -- "$TFM" --version x

@@ -78,6 +78,9 @@ expect_exit 0 "translate -i -o" -- "$TFM" translate -i in.txt -o io.txt
 check "-o gets what stdout gets" cmp -s first.txt io.txt
 check "-o: nothing on stdout" test ! -s "$T/out"
 check "summary line on stderr" grep -qE '^tfm: translated 5 lines \([0-9]+ source tokens, [0-9]+ output tokens\) in [0-9.]+ s, [0-9.]+ sentences/s$' "$T/err"
+head -n 1 in.txt >in1.txt
+expect_exit 0 "one line" -- "$TFM" translate -i in1.txt
+check "one line: the summary says 1 line" grep -q '^tfm: translated 1 line (' "$T/err"
 expect_exit 0 "-q: no summary" -- "$TFM" translate -q -i in.txt -o -
 check "-o - is stdout" cmp -s first.txt "$T/out"
 check "-q: nothing on stderr" test ! -s "$T/err"
@@ -160,7 +163,34 @@ printf 'Ein Hund.\n\nZwei Männer.\n  \nEine Frau.\n' | gzip >ref5.gz
 expect_exit 0 "--score-reference" -- "$TFM" translate -i in.txt --score-reference ref5.gz -q
 check "--score-reference: a number a line" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
 expect_exit 1 "--score-reference, short reference" -- "$TFM" translate -i in.txt --score-reference ref3.txt -q
-expect_err_line "--score-reference: short reference message" "tfm: translate: --score-reference: ref3.txt ends at line 4, in.txt goes on"
+expect_err_line "--score-reference: short reference message" "tfm: translate: --score-reference: ref3.txt ends after 3 lines, in.txt goes on"
+head -n 1 in.txt >in1.txt
+expect_exit 1 "--score-reference, short input" -- "$TFM" translate -i in1.txt --score-reference ref5.gz -q
+expect_err_line "--score-reference: short input message" "tfm: translate: --score-reference: in1.txt ends after 1 line, ref5.gz goes on"
+
+# Interrupted while writing -o FILE: the temporary file is removed, FILE is
+# left as it was, and stderr says so. The input is a FIFO held open, so the
+# signal comes while translate waits for more.
+for sig in INT TERM; do
+    rm -f sigin && mkfifo sigin && echo old >sigout.txt
+    "$TFM" translate -o sigout.txt <sigin 2>sigerr.txt &
+    pid=$!
+    exec 3<>sigin
+    echo 'Ein Hund läuft.' >&3
+    for _ in $(seq 100); do compgen -G 'sigout.txt.tmp.*' >/dev/null && break; sleep 0.1; done
+    sleep 0.3
+    kill -s "$sig" "$pid"
+    # (a background job ignores SIGINT unless tfm handles it: no hang then)
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    exec 3>&-
+    check "SIG$sig during -o: exit 128+signal" test "$rc" = "$((128 + $(kill -l "$sig")))"
+    check "SIG$sig during -o: no temporary file left" test -z "$(compgen -G 'sigout.txt.tmp.*')"
+    check "SIG$sig during -o: the output is as it was" test "$(cat sigout.txt)" = old
+    check "SIG$sig during -o: stderr says so" grep -qx "tfm: interrupted: sigout.txt was not written" sigerr.txt
+done
 
 # On a terminal, with the output going to a file, a live progress line for a
 # long input (at most twice a second: 20000 lines take seconds), cleared

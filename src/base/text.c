@@ -363,3 +363,24 @@ size_t text_edit_distance(const char *a, size_t n, const char *b, size_t m)
     }
     return row[m];
 }
+
+size_t text_typo_edits(size_t n) { return 1 + n / 4; }
+
+void text_nearest_start(TextNearest *near, const char *word, size_t word_len, size_t max_edits)
+{
+    near->word = word;
+    near->word_len = word_len;
+    near->best_d = max_edits;
+    near->best = NULL;
+    near->best_len = 0;
+}
+
+void text_nearest_offer(TextNearest *near, const char *candidate, size_t len)
+{
+    size_t d = text_edit_distance(near->word, near->word_len, candidate, len);
+    if (d <= near->best_d && (!near->best || d < near->best_d)) {
+        near->best = candidate;
+        near->best_len = len;
+        near->best_d = d;
+    }
+}

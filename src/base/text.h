@@ -115,4 +115,19 @@ int text_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
  * mean" hints; strings over 63 bytes get the longer length. */
 size_t text_edit_distance(const char *a, size_t n, const char *b, size_t m);
 
+/* "Did you mean": the closest of the candidates offered to a mistyped word,
+ * if any is within max_edits. Start, offer each candidate (len bytes of it),
+ * then read best (NULL when none was close) and best_len. Every hint of tfm
+ * goes through here. */
+typedef struct {
+    const char *word;
+    size_t word_len, best_d, best_len;
+    const char *best;
+} TextNearest;
+void text_nearest_start(TextNearest *near, const char *word, size_t word_len, size_t max_edits);
+/* The edits that make a near miss of a word of n bytes: a typo or two
+ * (1 + n/4), not a new word. */
+size_t text_typo_edits(size_t n);
+void text_nearest_offer(TextNearest *near, const char *candidate, size_t len);
+
 #endif

@@ -380,8 +380,7 @@ TfmStatus bleu_parse_args(int argc, char **argv, char **copy, BleuArgs *a, TfmEr
         default:
             if (optopt)
                 return err_set(err, TFM_ERR_USAGE, "bleu: unknown option '-%c' (see tfm bleu --help)", optopt);
-            return err_set(err, TFM_ERR_USAGE, "bleu: unknown option '%s' (see tfm bleu --help)",
-                           copy[optind - 1]);
+            return cmd_unknown_option("bleu", copy[optind - 1], longopts, NULL, err);
         }
     }
     if (!a->metrics) a->metrics = METRIC_BLEU;

@@ -33,7 +33,7 @@ TfmStatus cmd_average(int argc, char **argv, TfmErr *err)
         case 'o': out = optarg; break;
         case 'h': fputs(usage, stdout); return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "average: option '%s' needs a value", argv[optind - 1]);
-        default: return err_set(err, TFM_ERR_USAGE, "average: unknown option '%s' (see tfm average --help)", argv[optind - 1]);
+        default: return cmd_unknown_option("average", argv[optind - 1], longopts, NULL, err);
         }
     }
     if (!out) return err_set(err, TFM_ERR_USAGE, "average: missing -o OUT (see tfm average --help)");

@@ -202,8 +202,8 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
             return err_set(err, TFM_ERR_USAGE, "bpe %s: option '%s' needs a value", sub,
                            sub_argv[optind - 1]);
         default:
-            return err_set(err, TFM_ERR_USAGE, "bpe %s: unknown option '%s' (see tfm bpe --help)",
-                           sub, sub_argv[optind - 1]);
+            return cmd_unknown_option(learn ? "bpe learn" : encode ? "bpe encode" : "bpe decode",
+                                      sub_argv[optind - 1], longopts, NULL, err);
         }
     }
     if (learn) {

@@ -41,8 +41,44 @@ static const char usage[] =
     "130/143/129 (before the first step they exit at once; a second Ctrl-C\n"
     "stops at once, without saving).\n";
 
+/* Marian's, fairseq's and OpenNMT's names for what tfm train sets in the
+ * config (their own names of config keys, such as --max-steps, are found
+ * by unknown_option). */
+static const OptionAlias aliases[] = {
+    {"model", "--set train.model=FILE"},             /* Marian */
+    {"config", "tfm train CONFIG.json"},   /* Marian, OpenNMT */
+    {"train-sets", "the config's data.train_src and data.train_tgt"},  /* Marian */
+    {"valid-sets", "the config's data.valid_src and data.valid_tgt"},  /* Marian */
+    {"vocabs", "--set data.vocab=FILE"},             /* Marian */
+    {"save-dir", "--set train.out_dir=DIR"},         /* fairseq */
+    {"save-model", "--set train.out_dir=DIR"},       /* OpenNMT */
+    {"mini-batch", "--set train.batch_tokens=N"},    /* Marian */
+    {"mini-batch-words", "--set train.batch_tokens=N"},
+    {"max-tokens", "--set train.batch_tokens=N"},    /* fairseq */
+    {"batch-size", "--set train.batch_tokens=N"},    /* OpenNMT */
+    {"max-length", "--set data.max_len=N"},          /* Marian */
+    {"after-batches", "--set train.max_steps=N"},    /* Marian */
+    {"max-update", "--set train.max_steps=N"},       /* fairseq */
+    {"train-steps", "--set train.max_steps=N"},      /* OpenNMT */
+    {"after-epochs", "--set train.max_epochs=N"},    /* Marian */
+    {"max-epoch", "--set train.max_epochs=N"},       /* fairseq */
+    {"valid-freq", "--set train.valid_every=N"},     /* Marian */
+    {"valid-steps", "--set train.valid_every=N"},    /* OpenNMT */
+    {"save-freq", "--set train.save_every=N"},       /* Marian */
+    {"save-checkpoint-steps", "--set train.save_every=N"},   /* OpenNMT */
+    {"learn-rate", "--set train.lr.peak=X"},         /* Marian */
+    {"lr", "--set train.lr.peak=X"},                 /* fairseq */
+    {"learning-rate", "--set train.lr.peak=X"},      /* OpenNMT */
+    {"warmup-updates", "--set train.lr.warmup=N"},   /* fairseq */
+    {"warmup-steps", "--set train.lr.warmup=N"},     /* OpenNMT */
+    {"lr-warmup", "--set train.lr.warmup=N"},        /* Marian */
+    {"early-stopping", "--set train.patience=N"},    /* Marian */
+    {"cpu-threads", "--threads"},                    /* Marian */
+    {NULL, NULL},
+};
+
 /* "unknown option" with a hint: `--max-steps 500` names the config key to
- * --set; a near miss of an option names the option. */
+ * --set; other toolkits' names and near misses name the option. */
 static TfmStatus unknown_option(const char *arg, const struct option *longopts, TfmErr *err)
 {
     if (strncmp(arg, "--", 2) == 0 && arg[2]) {
@@ -57,14 +93,9 @@ static TfmStatus unknown_option(const char *arg, const struct option *longopts, 
             if (key && strcmp(strrchr(key, '.') ? strrchr(key, '.') + 1 : key, name) == 0)
                 return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (did you mean "
                                "--set %s=...?)", arg, key);
-            for (const struct option *o = longopts; o->name; o++) {
-                if (text_edit_distance(arg + 2, n, o->name, strlen(o->name)) <= 2)
-                    return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (did you mean "
-                                   "--%s?)", arg, o->name);
-            }
         }
     }
-    return err_set(err, TFM_ERR_USAGE, "train: unknown option '%s' (see tfm train --help)", arg);
+    return cmd_unknown_option("train", arg, longopts, aliases, err);
 }
 
 /* train.threads 0 means all cores: in an mpirun job, the ranks on this
@@ -152,11 +183,13 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     const char **sets = xcalloc((size_t)argc + 1, sizeof *sets, err);
     int n_sets = 0;
     if (!sets) return TFM_ERR_NOMEM;
-    TfmStatus st = TFM_OK;
+    static const char optstring[] = ":qh";
+    TfmStatus st = cmd_check_single_dash("train", argc, argv, optstring, longopts, aliases, err);
+    if (st != TFM_OK) goto done;
     optind = 0;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
         switch (c) {
         case OPT_THREADS:
             if (!cmd_parse_long(optarg, 0, 1024, &threads)) {

@@ -120,6 +120,32 @@ static TfmStatus bad_number(const char *opt, const char *value, double lo, doubl
                    opt, lo, hi, value);
 }
 
+/* Marian's, fairseq's and OpenNMT's names for translate's options. */
+static const OptionAlias aliases[] = {
+    {"beam-size", "--beam"},                 /* Marian, OpenNMT */
+    {"n-best", "--nbest"},                   /* Marian, OpenNMT */
+    {"max-length", "--max-len-a 0 --max-len-b N"},    /* Marian, OpenNMT */
+    {"max-len", "--max-len-a 0 --max-len-b N"},
+    {"mini-batch", "--batch-size"},          /* Marian */
+    {"models", "--model"},                   /* Marian */
+    {"path", "--model"},                     /* fairseq */
+    {"src", "--input"},                      /* OpenNMT */
+    {"tgt", "--score-reference"},            /* OpenNMT */
+    {"normalize", "--alpha"},                /* Marian */
+    {"lenpen", "--alpha"},                   /* fairseq */
+    {"length-penalty", "--alpha"},
+    {"cpu-threads", "--threads"},            /* Marian */
+    {"sampling", "--sample"},                /* fairseq */
+    {"output-sampling", "--sample"},         /* Marian */
+    {"sampling-topk", "--top-k"},            /* fairseq */
+    {"random-sampling-topk", "--top-k"},     /* OpenNMT */
+    {"sampling-topp", "--top-p"},            /* fairseq */
+    {"random-sampling-temp", "--temperature"},   /* OpenNMT */
+    {"no-repeat-ngram-size", "--no-repeat-ngram"},   /* fairseq */
+    {"block-ngram-repeat", "--no-repeat-ngram"},     /* OpenNMT */
+    {NULL, NULL},
+};
+
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
     enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
@@ -149,10 +175,13 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char optstring[] = ":m:i:o:b:qh";
+    TfmStatus st = cmd_check_single_dash("translate", argc, argv, optstring, longopts, aliases, err);
+    if (st != TFM_OK) return st;
     optind = 0;
     opterr = 0;
     int c, longindex = -1;
-    while ((c = getopt_long(argc, argv, ":m:i:o:b:qh", longopts, &longindex)) != -1) {
+    while ((c = getopt_long(argc, argv, optstring, longopts, &longindex)) != -1) {
         char opt[32];
         option_name(longopts, longindex, c, opt, sizeof opt);
         longindex = -1;
@@ -200,8 +229,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case 'h': *help = true; return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
         default:
-            return err_set(err, TFM_ERR_USAGE, "translate: unknown option '%s' (see tfm translate --help)",
-                           argv[optind - 1]);
+            return cmd_unknown_option("translate", argv[optind - 1], longopts, aliases, err);
         }
         long v;
         double d;
@@ -463,9 +491,11 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
             int b = read_ids(t, &ref, &refs[n], max_src, err);
             if (b < 0) { st = err->status; break; }
             if (a != b) {
-                st = err_set(err, TFM_ERR_FORMAT, "translate: --score-reference: %s ends at line "
-                             "%ld, %s goes on", a ? ref.name : in->name,
-                             (a ? ref.line_no : in->line_no) + 1, a ? in->name : ref.name);
+                /* the one that ended has read all its lines */
+                long lines = a ? ref.line_no : in->line_no;
+                st = err_set(err, TFM_ERR_FORMAT, "translate: --score-reference: %s ends after %ld "
+                             "line%s, %s goes on", a ? ref.name : in->name, lines,
+                             lines == 1 ? "" : "s", a ? in->name : ref.name);
                 break;
             }
             if (!a) { more = false; break; }
@@ -542,6 +572,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         if ((st = atomic_open(&af, t.o.output, err)) != TFM_OK) goto done;
         t.out = af.f;
         t.out_name = t.o.output;
+        cli_remove_on_signals(af.tmp, t.o.output);
     }
     int count = 0;
     t.progress = !t.o.quiet && isatty(STDERR_FILENO) && !isatty(fileno(t.out));
@@ -592,12 +623,14 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     if (st == TFM_OK && !t.o.quiet) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        fprintf(stderr, "tfm: translated %ld lines (%lld source tokens, %lld output tokens) in "
-                "%.2f s, %.2f sentences/s\n", t.lines_done, t.src_tokens, t.out_tokens, secs,
+        fprintf(stderr, "tfm: translated %ld line%s (%lld source tokens, %lld output tokens) in "
+                "%.2f s, %.2f sentences/s\n", t.lines_done, t.lines_done == 1 ? "" : "s",
+                t.src_tokens, t.out_tokens, secs,
                 secs > 0 ? (double)t.lines_done / secs : 0.0);
     }
 done:
     atomic_abort(&af);
+    if (t.o.output) cli_output_written();
     text_reader_close(&in);
     teardown(&t);
     return st;

@@ -4,6 +4,7 @@
 #ifndef TFM_CMDS_H
 #define TFM_CMDS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 
 #include "base/err.h"
@@ -25,9 +26,41 @@ TfmStatus cmd_quantize(int argc, char **argv, TfmErr *err);
  * SIGPIPE is ignored. */
 TrainStop *cli_stop_on_signals(bool announce);
 
+/* While a command writes its output to the temporary file tmp (an
+ * AtomicFile's) for output: SIGINT, SIGTERM and SIGHUP remove tmp, say
+ * "tfm: interrupted: OUTPUT was not written" and exit 128+signal (main.c).
+ * Once the file is committed, cli_output_written() restores the default
+ * actions. A serving loop or any command that writes through a temporary
+ * file uses the same pair. */
+void cli_remove_on_signals(const char *tmp, const char *output);
+void cli_output_written(void);
+
 /* Scans argv for -h/--help before "--"; commands use it to print help
  * even when other arguments are wrong. */
 int cmd_wants_help(int argc, char **argv);
+
+/* Another toolkit's name for one of ours: Marian's --beam-size, fairseq's
+ * --lenpen, OpenNMT's -n_best (written with '-' for '_', no leading dashes),
+ * and what to say instead ("--beam", "--set train.max_steps=N"). */
+typedef struct {
+    const char *theirs, *ours;
+} OptionAlias;
+
+/* The usage error for an unknown option arg of command cmd ("translate",
+ * "bpe learn"): "CMD: unknown option 'ARG' (did you mean --X?)" when an
+ * alias (aliases: NULL or ending in {NULL, NULL}) or a near miss of a
+ * long option says what was meant, else "(see tfm CMD --help)". */
+TfmStatus cmd_unknown_option(const char *cmd, const char *arg, const struct option *longopts,
+                             const OptionAlias *aliases, TfmErr *err);
+
+/* getopt takes a single-dash word as a cluster of short options (OpenNMT's
+ * -beam_size would be -b "eam_size"): refuses, with cmd_unknown_option's
+ * hint, each such word before getopt sees it, where its letter after the
+ * dash is no short option of optstring or its name is a long option or an
+ * alias of ours. Words that are the value of the option before them pass. */
+TfmStatus cmd_check_single_dash(const char *cmd, int argc, char **argv, const char *optstring,
+                                const struct option *longopts, const OptionAlias *aliases,
+                                TfmErr *err);
 
 /* Parses a whole option value as a decimal integer / finite number within
  * [lo, hi]; false on junk, trailing characters, overflow or out of range. */

@@ -112,6 +112,48 @@ TrainStop *cli_stop_on_signals(bool announce)
     return &train_stop;
 }
 
+/* ---- signals: an output file being written ---- */
+
+static char pending_tmp[4096];          /* the temporary file; "" when none */
+static char pending_msg[4096 + 64];
+static size_t pending_msg_len;
+
+static void on_signal_remove_output(int sig)
+{
+    /* before the rename the temporary file is there and the output is not
+     * written; after it, unlink fails and the output is whole */
+    if (pending_tmp[0] && unlink(pending_tmp) == 0) say(pending_msg, pending_msg_len);
+    _exit(128 + sig);
+}
+
+void cli_remove_on_signals(const char *tmp, const char *output)
+{
+    int n = tmp ? snprintf(pending_msg, sizeof pending_msg, "tfm: interrupted: %s was not "
+                           "written\n", output) : 0;
+    if (!tmp || strlen(tmp) >= sizeof pending_tmp || n <= 0 || (size_t)n >= sizeof pending_msg) {
+        pending_tmp[0] = '\0';
+        return;
+    }
+    pending_msg_len = (size_t)n;
+    stderr_tty = isatty(STDERR_FILENO);
+    memcpy(pending_tmp, tmp, strlen(tmp) + 1);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal_remove_output;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+void cli_output_written(void)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    pending_tmp[0] = '\0';
+}
+
 typedef struct {
     const char *name;
     TfmStatus (*run)(int argc, char **argv, TfmErr *err);
@@ -146,6 +188,22 @@ static const Command *find_command(const char *name)
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(commands[i].name, name) == 0) return &commands[i];
     return NULL;
+}
+
+/* "unknown command 'translat' (did you mean translate?)", from the table. */
+static TfmStatus unknown_command(const char *name, TfmErr *err)
+{
+    static const char *const top_options[] = {"--help", "--version"};
+    const char *what = name[0] == '-' ? "option" : "command";
+    TextNearest near;
+    text_nearest_start(&near, name, strlen(name), text_typo_edits(strlen(name)));
+    for (int i = 0; i < N_COMMANDS && name[0] != '-'; i++)
+        text_nearest_offer(&near, commands[i].name, strlen(commands[i].name));
+    for (int i = 0; i < 2 && name[0] == '-'; i++)
+        text_nearest_offer(&near, top_options[i], strlen(top_options[i]));
+    if (near.best)
+        return err_set(err, TFM_ERR_USAGE, "unknown %s '%s' (did you mean %s?)", what, name, near.best);
+    return err_set(err, TFM_ERR_USAGE, "unknown %s '%s' (see tfm --help)", what, name);
 }
 
 /* One line of valid UTF-8 on stderr, whatever the message quotes (a file
@@ -264,15 +322,12 @@ int main(int argc, char **argv)
             return 0;
         }
         const Command *c = find_command(argv[2]);
-        if (!c) return report(err_set(&err, TFM_ERR_USAGE, "unknown command '%s' (see tfm --help)", argv[2]), &err);
+        if (!c) return report(unknown_command(argv[2], &err), &err);
         char *help_argv[] = {argv[2], "--help", NULL};
         return report(c->run(2, help_argv, &err), &err);
     }
     const Command *c = find_command(name);
-    if (!c) {
-        const char *what = name[0] == '-' ? "option" : "command";
-        return report(err_set(&err, TFM_ERR_USAGE, "unknown %s '%s' (see tfm --help)", what, name), &err);
-    }
+    if (!c) return report(unknown_command(name, &err), &err);
     /* under mpirun: join the job (only `tfm train` runs on several ranks) */
     TfmStatus st = dist_init(&argc, &argv, &err);
     if (st == TFM_OK && dist_size() > 1 && strcmp(name, "train") != 0) {

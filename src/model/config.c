@@ -455,25 +455,37 @@ const char *config_suggest_key(const char *path)
 {
     const char *leaf = strrchr(path, '.');
     leaf = leaf ? leaf + 1 : path;
-    const char *best = NULL;
-    size_t best_d = 1 + strlen(leaf) / 4;   /* a typo or two, not a new word */
+    TextNearest near;     /* a typo or two in the leaf's length */
+    text_nearest_start(&near, path, strlen(path), text_typo_edits(strlen(leaf)));
     for (int i = 0; i < N_KEYS; i++) {
         const char *kl = strrchr(config_schema[i].path, '.');
         kl = kl ? kl + 1 : config_schema[i].path;
         if (strcmp(kl, leaf) == 0) return config_schema[i].path;   /* the right key, another section */
-        size_t d = text_edit_distance(path, strlen(path), config_schema[i].path, strlen(config_schema[i].path));
-        if (d <= best_d && (!best || d < best_d)) {
-            best = config_schema[i].path;
-            best_d = d;
-        }
+        text_nearest_offer(&near, config_schema[i].path, strlen(config_schema[i].path));
     }
-    return best;
+    return near.best;
 }
 
 TfmStatus config_unknown_key(const char *shown, const char *path, TfmErr *err)
 {
     const char *hint = config_suggest_key(path);
-    if (hint) return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %s?)", shown, hint);
+    size_t len = hint ? strlen(hint) : 0;
+    if (!hint) {    /* a section's name mistyped ("decoder"): the sections are the keys' prefixes */
+        const char *leaf = strrchr(path, '.');
+        TextNearest near;
+        text_nearest_start(&near, path, strlen(path), text_typo_edits(strlen(leaf ? leaf + 1 : path)));
+        for (int i = 0; i < N_KEYS; i++)
+            for (const char *dot = config_schema[i].path; (dot = strchr(dot, '.')); dot++) {
+                size_t n = (size_t)(dot - config_schema[i].path);
+                if (n != near.word_len || memcmp(path, config_schema[i].path, n) != 0)
+                    text_nearest_offer(&near, config_schema[i].path, n);
+            }
+        hint = near.best;
+        len = near.best_len;
+    }
+    if (hint)
+        return err_set(err, TFM_ERR_CONFIG, "%s: unknown key (did you mean %.*s?)", shown, (int)len,
+                       hint);
     return err_set(err, TFM_ERR_CONFIG, "%s: unknown key", shown);
 }
 
