@@ -54,6 +54,20 @@ expect_exit 0 "--version" -- "$TFM" --version
 check "--version names the BLAS kernel" grep -q "^OpenBLAS kernel: " "$T/out"
 expect_exit 2 "--version with an argument" -- "$TFM" --version x
 expect_err_line "--version argument message" "tfm: --version: unexpected argument 'x'"
+# How OpenMP's threads wait for each other: a user's setting is kept; with
+# other programs running at the start (two busy loops here) they sleep
+# instead of spinning.
+expect_exit 0 "--version with OMP_WAIT_POLICY set" -- env OMP_WAIT_POLICY=ACTIVE "$TFM" --version
+check "a user's wait policy is kept" grep -qx "threads wait: set by OMP_WAIT_POLICY or GOMP_SPINCOUNT" "$T/out"
+sh -c 'while :; do :; done' &
+busy1=$!
+sh -c 'while :; do :; done' &
+busy2=$!
+sleep 0.2
+expect_exit 0 "--version on a busy machine" -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u TFM_REEXEC "$TFM" --version
+kill "$busy1" "$busy2"
+wait "$busy1" "$busy2" 2>/dev/null
+check "on a busy machine the threads sleep" grep -qx "threads wait: passive, chosen by tfm (other programs were running)" "$T/out"
 expect_exit 1 "info on a text file" -- "$TFM" info "$0"
 expect_err_line "info on a text file message" "tfm: $0: not a tfm model file (bad magic)"
 # Whatever an error quotes (an option, a path, a value), it stays one line:

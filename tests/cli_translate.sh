@@ -11,6 +11,12 @@ check "one output line per input line" test "$(wc -l <"$T/out")" = 5
 check "empty line gives empty line" test "$(sed -n 2p "$T/out")" = ""
 check "blank line (spaces) gives empty line" test "$(sed -n 4p "$T/out")" = ""
 cp "$T/out" first.txt
+# tfm bpe takes a model for -v: the vocabulary inside it
+expect_exit 0 "bpe encode -v MODEL" -- sh -c "\"$TFM\" bpe encode -v model.tfm < in.txt"
+cp "$T/out" bpe_model.txt
+expect_exit 0 "bpe encode -v the run's vocabulary" -- sh -c "\"$TFM\" bpe encode -v ck/vocab.txt < in.txt"
+check "bpe -v MODEL segments as the model's vocabulary file" cmp -s bpe_model.txt "$T/out"
+check "... and not trivially (pieces)" grep -q '▁' bpe_model.txt
 expect_exit 0 "translate again" -- sh -c "\"$TFM\" translate < in.txt"
 check "output is byte-identical run to run" cmp -s first.txt "$T/out"
 expect_exit 0 "batch size 1" -- sh -c "\"$TFM\" translate --batch-size 1 < in.txt"
@@ -199,7 +205,8 @@ if command -v script >/dev/null; then
     for i in $(seq 500); do cat "$MINI/valid.de"; done | head -n 20000 >long_in.txt
     script -qec "\"$TFM\" translate -i long_in.txt -o long_out.txt --batch-size 8" /dev/null \
         | tr '\r' '\n' >pty.txt
-    check "progress line on a terminal" grep -aq '^.*translated [0-9]* lines, [0-9.]* sentences/s$' pty.txt
+    check "progress line on a terminal, with the total and ETA of -i FILE" \
+        grep -aqE '^.*translated [0-9]+/20000 lines, [0-9.]+ sentences/s, ETA ([0-9]+s|[0-9]+m[0-9]+s)$' pty.txt
     check "then the summary" grep -aq 'tfm: translated 20000 lines' pty.txt
     check "progress is not in the output" test "$(grep -c 'sentences/s' long_out.txt)" = 0
     check "all lines translated" test "$(wc -l <long_out.txt)" = 20000

@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "text/bpe.h"
+#include "model/ckpt.h"
 #include "cli/cmds.h"
 #include "base/text.h"
 
@@ -33,7 +34,8 @@ static const char help_text[] =
     "options:\n"
     "  -s, --vocab-size N  vocabulary size (learn)\n"
     "  -o, --output FILE   vocabulary to write (learn)\n"
-    "  -v, --vocab FILE    vocabulary to use (encode, decode)\n"
+    "  -v, --vocab FILE    vocabulary to use (encode, decode): a vocabulary file\n"
+    "                      or a tfm model, whose vocabulary is inside\n"
     "      --ids           numeric ids instead of pieces (encode, decode)\n"
     "  -h, --help          this help\n";
 
@@ -41,6 +43,21 @@ static TfmStatus write_out(const char *s, size_t n, TfmErr *err)
 {
     if (fwrite(s, 1, n, stdout) != n)
         return err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno ? errno : EIO));
+    return TFM_OK;
+}
+
+/* -v VOCAB: a vocabulary file, or a tfm model (its vocabulary is inside).
+ * A file that is neither gets the vocabulary reader's error. */
+static TfmStatus load_vocab(const char *path, Bpe **b, TfmErr *err)
+{
+    TfmStatus st = bpe_load(b, path, err);
+    if (st != TFM_ERR_FORMAT) return st;
+    ModelFile mf;
+    TfmErr model_err = {0};
+    if (ckpt_load(path, &mf, false, &model_err) != TFM_OK) return st;
+    *b = mf.bpe;
+    mf.bpe = NULL;
+    ckpt_free(&mf);
     return TFM_OK;
 }
 
@@ -231,7 +248,7 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
         return err_set(err, TFM_ERR_USAGE, "bpe %s: reads stdin; unexpected argument '%s'", sub,
                        sub_argv[optind]);
     Bpe *b = NULL;
-    TfmStatus st = bpe_load(&b, vocab, err);
+    TfmStatus st = load_vocab(vocab, &b, err);
     if (st == TFM_OK) st = encode ? run_encode(b, ids, err) : run_decode(b, ids, err);
     bpe_free(b);
     return st;

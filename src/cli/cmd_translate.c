@@ -21,6 +21,7 @@
 #include "model/decode.h"
 #include "model/pipeline.h"
 #include "text/bpe_subset.h"
+#include "train/progress.h"
 #include "cli/cmds.h"
 
 static const char usage[] =
@@ -270,6 +271,7 @@ typedef struct {
     const char *out_name;
     long long src_tokens, out_tokens;   /* for the summary line */
     bool progress;          /* a live progress line on stderr (a terminal; output elsewhere) */
+    long lines_total;       /* of -i FILE, for the live line; -1 unknown */
     bool progress_shown;
     struct timespec start, last_progress;
 } Translator;
@@ -301,11 +303,35 @@ static void show_progress(Translator *t)
 {
     if (!t->progress || seconds_since(&t->last_progress) < 0.5) return;
     clock_gettime(CLOCK_MONOTONIC, &t->last_progress);
-    const double s = seconds_since(&t->start);
-    fprintf(stderr, "\r\033[Ktranslated %ld lines, %.1f sentences/s", t->lines_done,
-            s > 0 ? (double)t->lines_done / s : 0.0);
+    const double s = seconds_since(&t->start), rate = s > 0 ? (double)t->lines_done / s : 0.0;
+    if (t->lines_total > 0) {
+        char eta[32];
+        progress_format_duration(eta, sizeof eta, rate > 0 ? (t->lines_total - t->lines_done) / rate
+                                                            : NAN);
+        fprintf(stderr, "\r\033[Ktranslated %ld/%ld lines, %.1f sentences/s, ETA %s", t->lines_done,
+                t->lines_total, rate, eta);
+    } else {
+        fprintf(stderr, "\r\033[Ktranslated %ld lines, %.1f sentences/s", t->lines_done, rate);
+    }
     fflush(stderr);
     t->progress_shown = true;
+}
+
+/* The lines of -i FILE, for the live line's total and ETA: a first pass
+ * over the file (gzip too); -1 when it cannot be read (the translation
+ * then reports the error). */
+static long count_input_lines(const char *path)
+{
+    LineReader r = {0};
+    TfmErr ignored = {0};
+    if (text_reader_open(&r, path, &ignored) != TFM_OK) return -1;
+    char *line;
+    size_t len;
+    int got;
+    while ((got = text_read_line(&r, &line, &len, &ignored)) == 1) {}
+    long n = got == 0 ? r.line_no : -1;
+    text_reader_close(&r);
+    return n;
 }
 
 /* Takes the live line off the screen before other text goes to stderr. */
@@ -576,6 +602,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     }
     int count = 0;
     t.progress = !t.o.quiet && isatty(STDERR_FILENO) && !isatty(fileno(t.out));
+    t.lines_total = t.progress && t.o.input && strcmp(t.o.input, "-") != 0
+                        ? count_input_lines(t.o.input) : -1;
     t.start = t.last_progress = t0;
     if (t.o.score_ref) st = score_references(&t, &in, err);
     for (; !t.o.score_ref;) {

@@ -309,10 +309,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
-        printf("tfm %s\nOpenBLAS kernel: %s (%s)\ntranslation kernel: %s (packed weights)\n"
-               "int8 products: %s\nbf16 products: %s (oneDNN %s)\nMPI: %s\n",
-               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), packed_linear_isa(),
-               int8_kernel_name(), bf16_isa_name(), bf16_library_version(),
+        printf("tfm %s\nOpenBLAS kernel: %s (%s)\nthreads wait: %s\n"
+               "translation kernel: %s (packed weights)\nint8 products: %s\n"
+               "bf16 products: %s (oneDNN %s)\nMPI: %s\n",
+               TFM_VERSION, blas_kernel_name(), blas_kernel_source(), blas_wait_policy(),
+               packed_linear_isa(), int8_kernel_name(), bf16_isa_name(), bf16_library_version(),
                dist_library() ? dist_library() : "not built in (make MPI=1)");
         return 0;
     }

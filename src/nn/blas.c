@@ -2,6 +2,7 @@
 #include "nn/blas.h"
 
 #include "nn/gemm_bf16.h"
+#include "base/sysload.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 static const char *kernel_source = "detected by OpenBLAS";
+static const char *wait_source = "set by OMP_WAIT_POLICY or GOMP_SPINCOUNT";
 
 /* Cores OpenBLAS falls back to when it does not recognise the CPU. */
 static int is_fallback_core(const char *core)
@@ -39,6 +41,7 @@ bool blas_select_kernel(void)
     if (getenv("TFM_REEXEC")) {             /* the second run: never loop */
         if (getenv("TFM_CORETYPE_CHOSEN")) kernel_source = "chosen by tfm";
         else if (getenv("OPENBLAS_CORETYPE")) kernel_source = "set by OPENBLAS_CORETYPE";
+        if (getenv("TFM_WAIT_CHOSEN")) wait_source = getenv("TFM_WAIT_CHOSEN");
         return false;
     }
     int changed = 0;
@@ -55,10 +58,18 @@ bool blas_select_kernel(void)
     /* libgomp spins ~300k iterations at each barrier before sleeping; when
      * the machine is shared and a peer thread is descheduled, the many short
      * parallel regions of decoding then spend most of their time spinning
-     * (measured: 5x slower translation at load 4 on 2 cores). A short spin
-     * keeps back-to-back regions fast without that cliff. */
+     * (measured: 5x slower translation at load 4 on 2 cores). On an idle
+     * machine a short spin keeps back-to-back regions fast; when other
+     * programs are already running, even that spin costs 3-4x (one busy
+     * process on 2 cores, BENCHMARKS.md), and the threads sleep instead. */
     if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
-        setenv("GOMP_SPINCOUNT", "10000", 1);
+        if (sysload_other_runnable() > 0) {
+            setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+            setenv("TFM_WAIT_CHOSEN", "passive, chosen by tfm (other programs were running)", 1);
+        } else {
+            setenv("GOMP_SPINCOUNT", "10000", 1);
+            setenv("TFM_WAIT_CHOSEN", "a short spin, chosen by tfm (the machine was idle)", 1);
+        }
         changed = 1;
     }
     if (!changed) return false;
@@ -74,10 +85,12 @@ void blas_reexec_failed(void)
         unsetenv("OPENBLAS_CORETYPE");
         kernel_source = "detected by OpenBLAS (re-exec failed)";
     }
+    if (getenv("TFM_WAIT_CHOSEN")) wait_source = "libgomp's default (re-exec failed)";
 }
 
 const char *blas_kernel_name(void) { return openblas_get_corename(); }
 const char *blas_kernel_source(void) { return kernel_source; }
+const char *blas_wait_policy(void) { return wait_source; }
 
 int blas_set_threads(int n)
 {

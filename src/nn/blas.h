@@ -12,8 +12,10 @@
  * SSE3 kernels. OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so when
  * the variable is unset and the detected core is a fallback on a CPU with
  * AVX-512 (or AVX2), this sets it and re-executes the program. It also
- * sets a short OpenMP spin (GOMP_SPINCOUNT) unless the user chose a wait
- * policy. A user's own settings are kept. Returns true when it changed a
+ * chooses how OpenMP's threads wait for each other unless the user did
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT): a short spin on an idle machine,
+ * sleeping when other programs are running at the start (base/sysload.h).
+ * A user's own settings are kept. Returns true when it changed a
  * variable: the caller (main.c, which alone decides about the process) then
  * re-executes the program, and calls blas_reexec_failed if that fails. */
 bool blas_select_kernel(void);
@@ -25,6 +27,8 @@ void blas_reexec_failed(void);
 /* The kernel OpenBLAS runs, e.g. "SkylakeX", and how it was chosen. */
 const char *blas_kernel_name(void);
 const char *blas_kernel_source(void);
+/* How OpenMP's threads wait, and who chose it (for --version). */
+const char *blas_wait_policy(void);
 
 /* Sets OpenBLAS and OpenMP threads; n <= 0 means all cores. Returns the count. */
 int blas_set_threads(int n);

@@ -1,0 +1,13 @@
+/* sysload: whether other programs are keeping the CPUs busy right now, read
+ * when tfm starts (OpenMP's threads must know before they start whether to
+ * spin or to sleep while they wait for each other: nn/blas.c). */
+#ifndef TFM_SYSLOAD_H
+#define TFM_SYSLOAD_H
+
+/* The tasks of other programs runnable at this moment: the smallest count
+ * of a few samples of /proc/loadavg over a few milliseconds, this process
+ * not counted (a CPU-bound program is runnable in every sample, a daemon's
+ * short burst is not). -1 when it cannot be read. */
+int sysload_other_runnable(void);
+
+#endif
