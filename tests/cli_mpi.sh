@@ -121,7 +121,7 @@ check "2 ranks, lr.horizon time: ended by the time limit" grep -q '^finished: tr
 check "2 ranks, lr.horizon time: the ranks' weights agree" not grep -q "weights differ" "$T/err"
 (cd lim && expect_exit 0 "2 ranks: patience stops the job" -- mpi 2 "$MTFM" train ../long.json --restart \
     --set train.valid_every=2 --set train.patience=1 --set train.lr.peak=0.5)
-check "2 ranks: early stopping is the reason" grep -q '^early stopping: no improvement in 1 validations$' "$T/err"
+check "2 ranks: early stopping is the reason" grep -q '^early stopping: no improvement in 1 validation$' "$T/err"
 
 # A real SIGTERM to mpirun: every rank stops at the same step, last.tfm is
 # saved once and the run resumes.
