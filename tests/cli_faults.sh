@@ -102,11 +102,11 @@ if [ "$(id -u)" != 0 ] || { [ ${#as_user[@]} -gt 0 ] && "${as_user[@]}" test -x 
     wait
     check "unwritable out_dir: exit 1" test "$(cat "$T/uw.rc")" = 1
     # the save fails creating its temporary file or renaming it, and on
-    # last.tfm or a numbered checkpoint, by timing (a loaded machine reaches
+    # last.tfm, best.tfm or a numbered checkpoint, by timing (a loaded machine reaches
     # the chmod later in the step)
     check "unwritable out_dir: one line naming the file and the cause ($(cat "$T/uw.err"))" \
         test "$(wc -l <"$T/uw.err")" = 1 -a \
-        -n "$(grep -E '^tfm: ck/(last|ckpt\.[0-9]+)\.tfm: cannot (write|replace): Permission denied$' "$T/uw.err")"
+        -n "$(grep -E '^tfm: ck/(last|best|ckpt\.[0-9]+)\.tfm: cannot (write|replace): Permission denied$' "$T/uw.err")"
     expect_exit 0 "unwritable out_dir: last.tfm intact" -- "$TFM" info uw/ck/last.tfm
     chmod 755 uw/ck
     (cd uw && expect_exit 0 "unwritable out_dir: the rerun resumes and finishes" -- "${as_user[@]}" "$TFM" train ../run.json -q)
