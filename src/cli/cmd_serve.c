@@ -155,8 +155,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case 'h': *help = true; return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "serve: option '%s' needs a value", argv[optind - 1]);
         default:
-            return err_set(err, TFM_ERR_USAGE, "serve: unknown option '%s' (see tfm serve --help)",
-                           argv[optind - 1]);
+            return cmd_unknown_option("serve", argv[optind - 1], longopts, NULL, err);
         }
         long v;
         double d;
