@@ -120,10 +120,35 @@ post '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "format": "text"
 check "LibreTranslate form, one string: translatedText is a string" \
     test "$(cat libre.json)" = "{\"translatedText\":\"$line1\"}"
 post '{"q": ["Ein Hund läuft.", ""], "source": "auto", "target": "en"}' >libre2.json
-check "LibreTranslate form, a list: translatedText is a list" \
-    test "$(cat libre2.json)" = "{\"translatedText\":[\"$line1\",\"\"]}"
+check "LibreTranslate form, a list, source auto: translatedText is a list, detectedLanguage one a text" \
+    test "$(cat libre2.json)" = "{\"translatedText\":[\"$line1\",\"\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}"
+post '{"q": "Ein Hund läuft.", "source": "auto", "target": "en"}' >libre_auto.json
+check "LibreTranslate source auto, one string: detectedLanguage is the model's source" \
+    test "$(cat libre_auto.json)" = "{\"translatedText\":\"$line1\",\"detectedLanguage\":{\"confidence\":100,\"language\":\"de\"}}"
 post '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "alternatives": 1}' >libre3.json
 check "LibreTranslate alternatives" grep -q '^{"translatedText":"[^"]*","alternatives":\["[^"]*"\]}$' libre3.json
+
+# format html (as Mastodon sends its posts): the segments translated as
+# translate translates them, the markup byte for byte, entities decoded and
+# escaped again, <pre> and the mention's "@" kept
+printf 'Ein Hund läuft\nx\nüber die Straße & Wiese.\nEine Frau.\n' | "$TFM" translate -q |
+    sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/\\/\\\\/g; s/"/\\"/g' >ref_html.txt
+h1=$(sed -n 1p ref_html.txt); h2=$(sed -n 2p ref_html.txt); h3=$(sed -n 3p ref_html.txt); h4=$(sed -n 4p ref_html.txt)
+post '{"q": "<p>Ein Hund läuft <a href=\"https://x.example/@x\" class=\"u-url mention\">@<span>x</span></a>\n  über die Straße &amp; Wiese.</p><pre>Ein Hund</pre><!-- Ein Hund --><script>var a = \"<p>Ein Hund\";</script>", "source": "de", "target": "en", "format": "html"}' >html.json
+check "format html: segments translated, markup kept" \
+    test "$(cat html.json)" = "{\"translatedText\":\"<p>$h1 <a href=\\\"https://x.example/@x\\\" class=\\\"u-url mention\\\">@<span>$h2</span></a>\\n  $h3</p><pre>Ein Hund</pre><!-- Ein Hund --><script>var a = \\\"<p>Ein Hund\\\";</script>\"}"
+post '{"q": ["<b>Eine Frau.</b>", "Ein Hund läuft"], "source": "auto", "target": "en", "format": "html"}' >html2.json
+check "format html, a list, source auto" \
+    test "$(cat html2.json)" = "{\"translatedText\":[\"<b>$h4</b>\",\"$h1\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}"
+
+# LibreTranslate's form bodies: urlencoded and multipart
+expect_http 200 "a urlencoded form" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&format=text' /translate
+expect_http 200 "a multipart form, q twice: a list" "{\"translatedText\":[\"$line1\",\"$(sed -n 5p ref.txt)\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}" -- -F 'q=Ein Hund läuft.' -F 'q=Eine Frau mit einem roten Hut.' -F source=auto -F target=en /translate
+expect_http 200 "a form with alternatives as text" "$(cat libre3.json)" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&alternatives=1' /translate
+expect_http 400 "a form: a NUL byte" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- --data-binary 'q=a%00b&source=de&target=en' /translate
+expect_http 400 "a form: invalid UTF-8" "{\"error\":\"form field 1: invalid UTF-8\"}" -- --data-binary 'q=a%FFb&source=de&target=en' /translate
+expect_http 400 "a form: a number that is none" "{\"error\":\"'alternatives' must be an integer in [0, 3]\"}" -- --data-binary 'q=a&source=de&target=en&alternatives=x' /translate
+expect_http 400 "a multipart body without its boundary" "{\"error\":\"cannot read the form body (a multipart body needs its boundary in Content-Type)\"}" -- -H 'Content-Type: multipart/form-data' --data-binary 'q=a' /translate
 
 # a line over the model's limit: translate's cut, and a warning in the answer
 long=$(awk 'BEGIN { for (i = 0; i < 300; i++) printf "Hund "; }')
@@ -176,7 +201,8 @@ expect_http 400 "LibreTranslate key with tfm's form" "{\"error\":\"'source' does
 expect_http 400 "LibreTranslate form without target" "{\"error\":\"missing 'target' (LibreTranslate's form needs 'source' and 'target')\"}" -- --data-binary '{"q": "a", "source": "de"}' /translate
 expect_http 400 "LibreTranslate: a source the model does not translate" "{\"error\":\"fr is not supported\"}" -- --data-binary '{"q": "a", "source": "fr", "target": "en"}' /translate
 expect_http 400 "LibreTranslate: a target the model does not translate" "{\"error\":\"de is not supported\"}" -- --data-binary '{"q": "a", "source": "de", "target": "de"}' /translate
-expect_http 400 "LibreTranslate: html format" "{\"error\":\"format 'html' is not supported (only 'text')\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "html"}' /translate
+expect_http 400 "LibreTranslate: an unknown format" "{\"error\":\"format 'xml' is not supported (only 'text' or 'html')\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "xml"}' /translate
+expect_http 400 "LibreTranslate: html has no alternatives" "{\"error\":\"'alternatives' does not go with format 'html'\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "html", "alternatives": 1}' /translate
 expect_http 404 "unknown path" "{\"error\":\"no such path (POST /translate; GET /, /health, /languages, /metrics)\"}" -- /nope
 expect_http 405 "GET /translate" "{\"error\":\"method not allowed here (allowed: POST, OPTIONS)\"}" -- /translate
 check "405 names the allowed methods" grep -qi '^Allow: POST, OPTIONS' "$T/hhead"
@@ -241,12 +267,18 @@ expect_http 401 "a wrong LibreTranslate api_key" "{\"error\":\"missing or wrong 
 expect_http 200 "the key as a Bearer token" "{\"translations\":[\"$line1\"]}" -- -H 'Authorization: Bearer s3cr3t-key' --data-binary '{"text": "Ein Hund läuft."}' /translate
 expect_http 200 "the key as X-API-Key" "{\"translations\":[\"$line1\"]}" -- -H 'X-API-Key: s3cr3t-key' --data-binary '{"text": "Ein Hund läuft."}' /translate
 expect_http 200 "the key as LibreTranslate's api_key" "{\"translatedText\":\"$line1\"}" -- --data-binary '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "api_key": "s3cr3t-key"}' /translate
+expect_http 200 "the key as api_key in a form" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&api_key=s3cr3t-key' /translate
+expect_http 401 "a wrong api_key in a form" "{\"error\":\"missing or wrong API key\"}" -- -F 'q=Ein Hund' -F source=de -F target=en -F api_key=s3cr3t-kez /translate
 expect_http 200 "GET /health needs no key" "{\"status\":\"ok\"}" -- /health
 stop_server
 
 # ---- usage and start-up errors ----
 expect_exit 2 "serve: unknown option" -- "$TFM" serve --prot 1
-expect_err_line "serve: unknown option message" "tfm: serve: unknown option '--prot' (see tfm serve --help)"
+expect_err_line "serve: unknown option message: the near miss named" "tfm: serve: unknown option '--prot' (did you mean --port?)"
+expect_exit 2 "serve: a misspelt option" -- "$TFM" serve --timout-ms 8
+expect_err_line "serve: ... gets the nearest option" "tfm: serve: unknown option '--timout-ms' (did you mean --timeout-ms?)"
+expect_exit 2 "serve: an option near nothing" -- "$TFM" serve --frobnicate
+expect_err_line "serve: ... points to the help" "tfm: serve: unknown option '--frobnicate' (see tfm serve --help)"
 expect_exit 2 "serve: port out of range" -- "$TFM" serve --port 70000
 expect_err_line "serve: port message" "tfm: serve: --port: expected an integer in [0, 65535], got '70000'"
 expect_exit 1 "serve: missing model" -- "$TFM" serve -m nope.tfm --port 0
