@@ -91,7 +91,7 @@ test: walls $(BIN) $(BUILD)/run_tests $(BUILD)/serve_load data
 	    bash tests/run_all.sh
 
 # The load generator of tests/cli_serve.sh and scripts/bench_serve.sh.
-$(BUILD)/serve_load: tests/load/serve_load.c | deps
+$(BUILD)/serve_load: tests/load/serve_load.c | $(BUILD)/libs-$(MPI).ok
 	@mkdir -p $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS) -lpthread $(EXTRA_LDFLAGS)
 
