@@ -1,10 +1,13 @@
 /* test_serve: tfm serve's parts that need no model or socket: the request
- * reader (both forms, limits, option checks), the JSON string writer and
- * the metrics page. The server as a whole: tests/cli_serve.sh. */
+ * reader (both forms, JSON and form fields, limits, option checks), the
+ * HTML splitter on hostile input, the JSON string writer and the metrics
+ * page. The server as a whole: tests/cli_serve.sh. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
 #include "serve/buf.h"
+#include "serve/html.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 
@@ -121,4 +124,146 @@ TEST(serve_metrics_page)
     CHECK(strstr(b.p, "tfm_request_seconds_count 3\n") != NULL);
     buf_free(&b);
     metrics_free(m);
+}
+
+/* The pieces of an HTML document as "[markup]{text}..." */
+static bool show_markup(void *ctx, const char *s, size_t n)
+{
+    Buf *b = ctx;
+    if (b->len > 0 && b->p[b->len - 1] == ']') b->len--;     /* markup in a row: one */
+    else buf_puts(b, "[");
+    buf_put(b, s, n);
+    buf_puts(b, "]");
+    return true;
+}
+
+static bool show_text(void *ctx, const char *s, size_t n)
+{
+    Buf *b = ctx;
+    buf_puts(b, "{");
+    buf_put(b, s, n);
+    buf_puts(b, "}");
+    return true;
+}
+
+static const char *split(Buf *b, const char *doc, size_t n)
+{
+    Buf scratch = {0};
+    buf_reset(b);
+    const HtmlSink sink = {show_markup, show_text, b};
+    bool ok = html_split(doc, n, &scratch, &sink);
+    buf_free(&scratch);
+    return ok ? (b->p ? b->p : "") : "(failed)";
+}
+
+TEST(serve_html_split)
+{
+    static const struct { const char *doc, *want; } cases[] = {
+        {"<p>Hallo <a href=\"https://x.example/@x\" class=\"mention\">@<span>x</span></a> Welt</p>",
+         "[<p>]{Hallo}[ <a href=\"https://x.example/@x\" class=\"mention\">@<span>]{x}"
+         "[</span></a> ]{Welt}[</p>]"},
+        {"a < b, 1<2 </ 3", "{a < b, 1<2 </ 3}"},
+        {"Fish &amp; chips &lt;3 &#228;&#xE4;&#Xe4; &bogus; &#0; &#xD800; &#99999999; &amp &",
+         "{Fish & chips <3 \xC3\xA4\xC3\xA4\xC3\xA4 &bogus; &#0; &#xD800; &#99999999; &amp &}"},
+        {"  Ein\n  Hund \t", "[  ]{Ein Hund}[ \t]"},
+        {"&nbsp;Ein&nbsp;&nbsp;Hund&nbsp;", "{Ein Hund}"},
+        {"<p>  </p><p>@</p><p>&nbsp;</p><p> #!&amp; </p>", "[<p>  </p><p>@</p><p>&nbsp;</p><p> #!&amp; </p>]"},
+        {"<script>if (a<b) x=\"</p>\";</script>Text", "[<script>if (a<b) x=\"</p>\";</script>]{Text}"},
+        {"<script><script>x</script></script>y", "[<script><script>x</script></script>]{y}"},
+        {"<SCRIPT type=x>a</ScRiPt >b<style>p{}</style>", "[<SCRIPT type=x>a</ScRiPt >]{b}[<style>p{}</style>]"},
+        {"<script>alert(1) and more", "[<script>alert(1) and more]"},
+        {"<scripts>Hund</scripts>", "[<scripts>]{Hund}[</scripts>]"},
+        {"<pre>Ein <b>Hund</b></pre> Katze <code/>Maus <code>a<code>b</code>c</code>d",
+         "[<pre>Ein <b>Hund</b></pre> ]{Katze}[ <code/>]{Maus}[ <code>a<code>b</code>c</code>]{d}"},
+        {"</code></pre>Hund", "[</code></pre>]{Hund}"},
+        {"Hund <p class=\"a", "{Hund}[ <p class=\"a]"},
+        {"Hund <p", "{Hund}[ <p]"},
+        {"a<!-- <p>b</p> -->c<!-- open", "{a}[<!-- <p>b</p> -->]{c}[<!-- open]"},
+        {"<!DOCTYPE html><?xml x?>Hund<!>x", "[<!DOCTYPE html><?xml x?>]{Hund}[<!>]{x}"},
+        {"<p title=\"a>b\" data-x='c>d'>x</p><p don't>y", "[<p title=\"a>b\" data-x='c>d'>]{x}[</p><p don't>]{y}"},
+        {"\xFF<b>\xC3</b>\xE2\x82", "{\xFF}[<b>]{\xC3}[</b>]{\xE2\x82}"},
+        {"<", "[<]"},
+        {"&", "[&]"},
+        {"", ""},
+    };
+    Buf b = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *got = split(&b, cases[i].doc, strlen(cases[i].doc));
+        if (strcmp(got, cases[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "'%s': '%s', expected '%s'", cases[i].doc, got,
+                      cases[i].want);
+    }
+    /* a huge attribute, and NUL bytes in the document: read to the end */
+    size_t n = (size_t)4 << 20;
+    char *doc = malloc(n + 32);
+    CHECK(doc != NULL);
+    memcpy(doc, "<a title=\"", 10);
+    memset(doc + 10, 'x', n);
+    memcpy(doc + 10 + n, "\">Hund</a>", 10);
+    split(&b, doc, n + 20);
+    CHECK(b.len == n + 26 && strcmp(b.p + b.len - 13, "]{Hund}[</a>]") == 0);
+    split(&b, "a\0<b>\0", 6);
+    CHECK(b.len == 10 && memcmp(b.p, "{a\0}[<b>\0]", 10) == 0);
+    free(doc);
+    buf_reset(&b);
+    html_put_escaped_json(&b, "a<b & \"c\"> \xC3\xA4", 13);
+    CHECK(strcmp(b.p, "a&lt;b &amp; \\\"c\\\"&gt; \xC3\xA4") == 0);
+    buf_free(&b);
+}
+
+TEST(serve_request_html_and_form)
+{
+    Request r = {0};
+    char msg[256];
+    CHECK_EQ_INT(parse(&r, "{\"q\": [\"<p>Ein <b>Hund</b></p>\", \"Katze\"], \"source\": \"auto\", "
+                           "\"target\": \"en\", \"format\": \"html\"}", msg), 0);
+    CHECK(r.is_html && r.list && r.n_docs == 2 && r.n == 3);
+    CHECK(strcmp(r.lines[0], "Ein") == 0 && strcmp(r.lines[1], "Hund") == 0);
+    CHECK(strcmp(r.lines[2], "Katze") == 0);
+    CHECK(r.detected && strcmp(r.detected, "de") == 0);
+    CHECK(r.doc_first[0] == 0 && r.doc_first[2] == r.n_pieces);
+    /* the segments count against the lines a request may hold (3) */
+    CHECK_EQ_INT(parse(&r, "{\"q\": \"a<b>b</b>c<i>d</i>\", \"source\": \"de\", \"target\": "
+                           "\"en\", \"format\": \"html\"}", msg), 413);
+    CHECK(strcmp(msg, "'q' has more than 3 text segments, the most a request may hold") == 0);
+    CHECK_EQ_INT(parse(&r, "{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"format\": "
+                           "\"html\", \"alternatives\": 1}", msg), 400);
+    CHECK(strcmp(msg, "'alternatives' does not go with format 'html'") == 0);
+    CHECK_EQ_INT(parse(&r, "{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"format\": "
+                           "\"xml\"}", msg), 400);
+    CHECK(strcmp(msg, "format 'xml' is not supported (only 'text' or 'html')") == 0);
+
+    RequestLimits l = limits();
+    request_form_start(&r);
+    CHECK(request_form_add(&r, "q", "Ein ", 0, 4));
+    CHECK(request_form_add(&r, "q", "Hund", 4, 4));       /* the value's second part */
+    CHECK(request_form_add(&r, "q", "Katze", 0, 5));      /* q again: a list */
+    CHECK(request_form_add(&r, "source", "de", 0, 2));
+    CHECK(request_form_add(&r, "target", "en", 0, 2));
+    CHECK(request_form_add(&r, "alternatives", "1", 0, 1));
+    CHECK(request_form_add(&r, "api_key", "k", 0, 1));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 0);
+    CHECK(r.form == FORM_LIBRE && r.list && r.n == 2 && r.alternatives == 1 && r.has_key);
+    CHECK(strcmp(r.lines[0], "Ein Hund") == 0 && strcmp(r.lines[1], "Katze") == 0);
+    request_form_start(&r);
+    CHECK(request_form_add(&r, "q", "x", 0, 1));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "missing 'source' (LibreTranslate's form needs 'source' and 'target')") == 0);
+    request_form_start(&r);
+    CHECK(request_form_add(&r, "text", "a\0b", 0, 3));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "form field 'text' contains a NUL byte") == 0);
+    request_form_start(&r);
+    CHECK(request_form_add(&r, "text", "a\xFF", 0, 2));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "form field 1: invalid UTF-8") == 0);
+    request_form_start(&r);
+    CHECK(request_form_add(&r, "text", "a", 0, 1));
+    CHECK(request_form_add(&r, "beam", "2x", 0, 2));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "'beam' must be an integer in [1, 4]") == 0);
+    request_form_start(&r);
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "missing 'text' (or LibreTranslate's 'q')") == 0);
+    request_free(&r);
 }

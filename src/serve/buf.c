@@ -58,11 +58,10 @@ void buf_printf(Buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void buf_json_string(Buf *b, const char *s, size_t n)
+void buf_json_chars(Buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    if (!reserve(b, n + 2)) return;
-    buf_put(b, "\"", 1);
+    if (!reserve(b, n)) return;
     size_t run = 0;     /* bytes copied as they are, in one go */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -86,6 +85,13 @@ void buf_json_string(Buf *b, const char *s, size_t n)
         buf_put(b, esc, 2);
     }
     buf_put(b, s + run, n - run);
+}
+
+void buf_json_string(Buf *b, const char *s, size_t n)
+{
+    if (!reserve(b, n + 2)) return;
+    buf_put(b, "\"", 1);
+    buf_json_chars(b, s, n);
     buf_put(b, "\"", 1);
 }
 

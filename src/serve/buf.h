@@ -19,6 +19,7 @@ void buf_puts(Buf *b, const char *s);
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s[0..n) as a JSON string, quotes included (s is valid UTF-8) */
 void buf_json_string(Buf *b, const char *s, size_t n);
+void buf_json_chars(Buf *b, const char *s, size_t n);      /* ... without the quotes */
 void buf_free(Buf *b);
 
 #endif

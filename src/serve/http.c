@@ -187,6 +187,54 @@ static const char *header_key(Conn *c)
     return MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND, "X-API-Key");
 }
 
+/* A form field's value, or the next part of it. */
+static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *filename, const char *content_type,
+                                  const char *transfer_encoding, const char *data, uint64_t off,
+                                  size_t size)
+{
+    Conn *c = cls;
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
+    return request_form_add(&c->req, key, data, (size_t)off, size) ? MHD_YES : MHD_NO;
+}
+
+static bool has_type(const char *type, const char *want)
+{
+    return type && strncasecmp(type, want, strlen(want)) == 0;
+}
+
+/* The body's fields into c->req, as LibreTranslate takes them: a form
+ * (urlencoded or multipart) through libmicrohttpd's decoder, else JSON.
+ * curl -d sends JSON as urlencoded unless told: a body opening with '{'
+ * or '[' is JSON whatever the type says. Returns 0 or the error's status. */
+static int read_body(Conn *c, char *msg, size_t size)
+{
+    const RequestLimits *lim = &c->srv->cfg.limits;
+    const char *body = c->body.p ? c->body.p : "";
+    const char *type = MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t lead = 0;
+    while (lead < c->body.len && strchr(" \t\r\n", body[lead])) lead++;
+    const bool form = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
+                      (has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED) &&
+                       (lead == c->body.len || (body[lead] != '{' && body[lead] != '[')));
+    if (!form) return request_parse(&c->req, body, c->body.len, lim, msg, size);
+    request_form_start(&c->req);
+    struct MHD_PostProcessor *pp = MHD_create_post_processor(c->mc, 4096, form_field, c);
+    if (!pp) {
+        snprintf(msg, size, "cannot read the form body (a multipart body needs its boundary in "
+                 "Content-Type)");
+        return 400;
+    }
+    const bool ok = c->body.len == 0 || MHD_post_process(pp, body, c->body.len) == MHD_YES;
+    MHD_destroy_post_processor(pp);
+    if (!ok) {
+        snprintf(msg, size, "malformed form body");
+        return 400;
+    }
+    return request_parse_form(&c->req, lim, msg, size);
+}
+
 static void job_done(ServeJob *job, void *ctx)
 {
     Conn *c = ctx;
@@ -213,8 +261,7 @@ static enum MHD_Result start_translation(Conn *c)
         return respond_error(c, 413, msg);
     }
     char msg[256];
-    int status = request_parse(&c->req, c->body.p ? c->body.p : "", c->body.len, &s->cfg.limits,
-                               msg, sizeof msg);
+    int status = read_body(c, msg, sizeof msg);
     if (s->cfg.api_key && !c->key_ok) {
         c->key_ok = status == 0 && c->req.has_key &&
                     key_equal(s->cfg.api_key, s->cfg.api_key_len, c->req.key.p, c->req.key.len);
@@ -390,6 +437,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     if (c->out.cap > KEEP_BYTES) buf_free(&c->out);
     if (c->job.out.cap > KEEP_BYTES) buf_free(&c->job.out);
     if (c->req.text.cap > KEEP_BYTES) buf_free(&c->req.text);
+    if (c->req.html.cap > KEEP_BYTES) buf_free(&c->req.html);
+    if (c->req.form_data.cap > KEEP_BYTES) buf_free(&c->req.form_data);
     c->next_free = s->free_conns;
     s->free_conns = c;
     atomic_fetch_sub(&s->open, 1);

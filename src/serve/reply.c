@@ -24,16 +24,49 @@ static void put_number(Buf *o, float x)
     else buf_puts(o, "null");
 }
 
-/* The best translation of each line: a list, or the one string. */
-static void put_best(Buf *o, const ServeJob *job, bool list)
+/* HTML document d: its markup as it came, its segments' translations
+ * escaped in their places. */
+static void put_html(Buf *o, const Request *r, const ServeJob *job, int d)
+{
+    buf_puts(o, "\"");
+    for (int k = r->doc_first[d]; k < r->doc_first[d + 1]; k++) {
+        const HtmlPiece *pc = &r->pieces[k];
+        if (pc->line < 0) {
+            buf_json_chars(o, r->html.p + pc->off, pc->len);
+            continue;
+        }
+        const JobHyp *h = &job->hyps[(size_t)pc->line * job->opt.nbest];
+        if (h->len > 0) html_put_escaped_json(o, job->out.p + h->off, (size_t)h->len);
+    }
+    buf_puts(o, "\"");
+}
+
+/* The best translation of each text: a list, or the one string. */
+static void put_best(Buf *o, const Request *r, const ServeJob *job, bool list)
 {
     const int nbest = job->opt.nbest;
     if (list) buf_puts(o, "[");
-    for (int i = 0; i < job->n; i++) {
+    for (int i = 0; i < r->n_docs; i++) {
         if (i) buf_puts(o, ",");
-        put_text(o, job, &job->hyps[(size_t)i * nbest]);
+        if (r->is_html) put_html(o, r, job, i);
+        else put_text(o, job, &job->hyps[(size_t)i * nbest]);
     }
     if (list) buf_puts(o, "]");
+}
+
+/* LibreTranslate's answer to "source": "auto": the language, for each text. */
+static void put_detected(Buf *o, const Request *r)
+{
+    buf_puts(o, ",\"detectedLanguage\":");
+    if (r->list) buf_puts(o, "[");
+    for (int i = 0; i < (r->list ? r->n_docs : 1); i++) {
+        buf_puts(o, i ? ",{\"confidence\":" : "{\"confidence\":");
+        buf_puts(o, strcmp(r->detected, "und") == 0 ? "0" : "100");
+        buf_puts(o, ",\"language\":");
+        buf_json_string(o, r->detected, strlen(r->detected));
+        buf_puts(o, "}");
+    }
+    if (r->list) buf_puts(o, "]");
 }
 
 static void put_nbest(Buf *o, const ServeJob *job)
@@ -95,14 +128,15 @@ void reply_translations(Buf *o, const Request *r, const ServeJob *job)
     buf_reset(o);
     if (r->form == FORM_LIBRE) {
         buf_puts(o, "{\"translatedText\":");
-        put_best(o, job, r->list);
+        put_best(o, r, job, r->list);
         if (r->alternatives > 0) {
             buf_puts(o, ",\"alternatives\":");
             put_alternatives(o, job, r->list);
         }
+        if (r->detected) put_detected(o, r);
     } else {
         buf_puts(o, "{\"translations\":");
-        put_best(o, job, true);
+        put_best(o, r, job, true);
         if (r->want_nbest) {
             buf_puts(o, ",\"nbest\":");
             put_nbest(o, job);

@@ -43,6 +43,68 @@ static bool add_line(Request *r, const char *s, size_t n)
     return !r->text.failed;
 }
 
+/* Grows *p (of *cap items of size each) to hold need items. */
+static bool grow(void **p, int *cap, int need, size_t size)
+{
+    if (need <= *cap) return true;
+    int c = *cap ? 2 * *cap : 16;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, size * (size_t)c);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static bool html_markup(void *ctx, const char *s, size_t n)
+{
+    Request *r = ctx;
+    if (n == 0) return true;
+    HtmlPiece *last = r->n_pieces > r->doc_first[r->n_docs] ? &r->pieces[r->n_pieces - 1] : NULL;
+    if (last && last->line < 0) {       /* markup after markup: one piece */
+        last->len += n;
+    } else {
+        if (!grow((void **)&r->pieces, &r->piece_cap, r->n_pieces + 1, sizeof *r->pieces))
+            return false;
+        r->pieces[r->n_pieces++] = (HtmlPiece){.line = -1, .off = r->html.len, .len = n};
+    }
+    buf_put(&r->html, s, n);
+    return !r->html.failed;
+}
+
+static bool html_text(void *ctx, const char *s, size_t n)
+{
+    Request *r = ctx;
+    if (r->n >= r->max_lines) {
+        r->n++;         /* counted, for the message; nothing more is kept */
+        return false;
+    }
+    if (!grow((void **)&r->pieces, &r->piece_cap, r->n_pieces + 1, sizeof *r->pieces)) return false;
+    r->pieces[r->n_pieces++] = (HtmlPiece){.line = r->n};
+    return add_line(r, s, n);
+}
+
+/* One text of the request: a line, or an HTML document's segments. */
+static int add_text(Request *r, const char *s, size_t n, const char *name, char *msg, size_t size)
+{
+    if (!grow((void **)&r->doc_first, &r->doc_cap, r->n_docs + 2, sizeof *r->doc_first)) return 500;
+    r->doc_first[r->n_docs] = r->n_pieces;
+    if (!r->is_html) {
+        r->n_docs++;
+        return add_line(r, s, n) ? 0 : 500;
+    }
+    const HtmlSink sink = {html_markup, html_text, r};
+    if (!html_split(s, n, &r->scratch, &sink)) {
+        if (r->n <= r->max_lines) return 500;
+        snprintf(msg, size, "'%s' has more than %d text segments, the most a request may hold",
+                 name, r->max_lines);
+        return 413;
+    }
+    r->n_docs++;
+    r->doc_first[r->n_docs] = r->n_pieces;
+    return 0;
+}
+
 /* key's value as an integer in [lo, hi]; false (with msg) otherwise */
 static bool get_int(const cJSON *v, int lo, int hi, int *out, char *msg, size_t size)
 {
@@ -69,9 +131,10 @@ static bool get_number(const cJSON *v, double lo, double hi, float *out, char *m
 static int get_lines(Request *r, const cJSON *v, const RequestLimits *lim, char *msg, size_t size)
 {
     const char *name = v->string;
+    r->max_lines = lim->max_lines;
     if (cJSON_IsString(v)) {
         r->list = false;
-        return add_line(r, v->valuestring, strlen(v->valuestring)) ? 0 : 500;
+        return add_text(r, v->valuestring, strlen(v->valuestring), name, msg, size);
     }
     if (!cJSON_IsArray(v)) {
         snprintf(msg, size, "'%s' must be a string or a list of strings", name);
@@ -90,7 +153,8 @@ static int get_lines(Request *r, const cJSON *v, const RequestLimits *lim, char 
             snprintf(msg, size, "'%s'[%d] must be a string", name, i);
             return 400;
         }
-        if (!add_line(r, e->valuestring, strlen(e->valuestring))) return 500;
+        int st = add_text(r, e->valuestring, strlen(e->valuestring), name, msg, size);
+        if (st) return st;
     }
     return 0;
 }
@@ -173,10 +237,17 @@ static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, cha
                      source ? "target" : "source");
             return 400;
         }
-        if (format && strcmp(format, "text") != 0) {
-            snprintf(msg, size, "format '%.32s' is not supported (only 'text')", format);
+        r->is_html = format && strcmp(format, "html") == 0;
+        if (format && !r->is_html && strcmp(format, "text") != 0) {
+            snprintf(msg, size, "format '%.32s' is not supported (only 'text' or 'html')", format);
             return 400;
         }
+        if (r->is_html && r->alternatives > 0) {
+            snprintf(msg, size, "'alternatives' does not go with format 'html'");
+            return 400;
+        }
+        /* no detection: the model translates from one language */
+        if (strcmp(source, "auto") == 0) r->detected = lim->source_lang ? lim->source_lang : "und";
         if (lim->source_lang && strcmp(source, "auto") != 0 && strcmp(source, lim->source_lang) != 0) {
             snprintf(msg, size, "%.32s is not supported", source);
             return 400;
@@ -199,16 +270,41 @@ static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, cha
     return get_lines(r, lines, lim, msg, size);
 }
 
-int request_parse(Request *r, const char *body, size_t len, const RequestLimits *lim, char *msg,
-                  size_t size)
+static void reset(Request *r, const RequestLimits *lim)
 {
-    r->n = 0;
-    r->list = r->want_nbest = r->has_key = false;
+    r->n = r->n_docs = r->n_pieces = 0;
+    r->list = r->want_nbest = r->has_key = r->is_html = false;
+    r->detected = NULL;
     r->alternatives = 0;
     r->form = FORM_TFM;
     r->opt = lim->defaults;
+    r->max_lines = lim->max_lines;
     buf_reset(&r->text);
     buf_reset(&r->key);
+    buf_reset(&r->html);
+}
+
+/* The checked object root (NULL: malformed, already said) read into r. */
+static int read_root(Request *r, cJSON *root, const RequestLimits *lim, char *msg, size_t size)
+{
+    int status;
+    if (!cJSON_IsObject(root)) {
+        snprintf(msg, size, "the body must be a JSON object");
+        status = 400;
+    } else {
+        status = read_fields(r, root, lim, msg, size);
+    }
+    cJSON_Delete(root);
+    if (status == 500) snprintf(msg, size, "out of memory");
+    if (status) return status;
+    for (int i = 0; i < r->n; i++) r->lines[i] = r->text.p + r->offs[i];
+    return 0;
+}
+
+int request_parse(Request *r, const char *body, size_t len, const RequestLimits *lim, char *msg,
+                  size_t size)
+{
+    reset(r, lim);
     size_t bad;
     if (!text_utf8_valid(body, len, &bad)) {
         snprintf(msg, size, "invalid UTF-8 at byte %zu", bad + 1);
@@ -235,26 +331,116 @@ int request_parse(Request *r, const char *body, size_t len, const RequestLimits 
         snprintf(msg, size, "malformed JSON at byte %ld", pos);
         return 400;
     }
-    int status;
-    if (!cJSON_IsObject(root)) {
-        snprintf(msg, size, "the body must be a JSON object");
-        status = 400;
-    } else {
-        status = read_fields(r, root, lim, msg, size);
+    return read_root(r, root, lim, msg, size);
+}
+
+void request_form_start(Request *r)
+{
+    buf_reset(&r->form_data);
+    r->n_fields = 0;
+}
+
+bool request_form_add(Request *r, const char *key, const char *data, size_t off, size_t size)
+{
+    Buf *f = &r->form_data;
+    if (off == 0 || r->n_fields == 0) {
+        if (!grow((void **)&r->fields, &r->field_cap, 4 * (r->n_fields + 1), sizeof *r->fields))
+            return false;
+        if (r->n_fields > 0) buf_put(f, "", 1);        /* the last value's NUL */
+        size_t *fd = &r->fields[4 * r->n_fields++];
+        fd[0] = f->len;
+        fd[1] = key ? strlen(key) : 0;
+        buf_put(f, key ? key : "", fd[1]);
+        buf_put(f, "", 1);
+        fd[2] = f->len;
+        fd[3] = 0;
     }
-    cJSON_Delete(root);
-    if (status == 500) snprintf(msg, size, "out of memory");
-    if (status) return status;
-    for (int i = 0; i < r->n; i++) r->lines[i] = r->text.p + r->offs[i];
-    return 0;
+    buf_put(f, data ? data : "", size);
+    r->fields[4 * (r->n_fields - 1) + 3] += size;
+    return !f->failed;
+}
+
+/* Is the form value s (NUL-terminated) a whole number, as JSON would give it? */
+static bool form_number(const char *s, double *out)
+{
+    char *end;
+    if (!*s || strchr(" \t\r\n", *s)) return false;
+    *out = strtod(s, &end);
+    return *end == '\0' && isfinite(*out);
+}
+
+int request_parse_form(Request *r, const RequestLimits *lim, char *msg, size_t size)
+{
+    static const char *const numbers[] = {"beam", "alpha", "nbest", "max_len_b", "alternatives"};
+    reset(r, lim);
+    if (r->n_fields > 0) buf_put(&r->form_data, "", 1);
+    if (r->form_data.failed) {
+        snprintf(msg, size, "out of memory");
+        return 500;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON *lists[2] = {NULL, NULL};     /* "text", "q" given more than once */
+    bool ok = root != NULL;
+    for (int i = 0; ok && i < r->n_fields; i++) {
+        const size_t *fd = &r->fields[4 * i];
+        const char *key = r->form_data.p + fd[0], *value = r->form_data.p + fd[2];
+        size_t bad;
+        if (strlen(key) != fd[1] || strlen(value) != fd[3]) {
+            snprintf(msg, size, "form field '%.64s' contains a NUL byte", key);
+            cJSON_Delete(root);
+            return 400;
+        }
+        if (!text_utf8_valid(key, fd[1], &bad) || !text_utf8_valid(value, fd[3], &bad)) {
+            snprintf(msg, size, "form field %d: invalid UTF-8", i + 1);
+            cJSON_Delete(root);
+            return 400;
+        }
+        const int l = strcmp(key, "text") == 0 ? 0 : strcmp(key, "q") == 0 ? 1 : -1;
+        cJSON *v = NULL;
+        double d;
+        for (size_t k = 0; k < sizeof numbers / sizeof *numbers && !v; k++)
+            if (strcmp(key, numbers[k]) == 0 && form_number(value, &d)) v = cJSON_CreateNumber(d);
+        if (!v) v = cJSON_CreateString(value);
+        if (!v) {
+            ok = false;
+        } else if (l >= 0 && lists[l]) {
+            cJSON_AddItemToArray(lists[l], v);
+        } else if (l >= 0 && cJSON_GetObjectItemCaseSensitive(root, key)) {
+            /* the second of this key: the first becomes a list's first */
+            cJSON *first = cJSON_DetachItemFromObjectCaseSensitive(root, key);
+            lists[l] = cJSON_AddArrayToObject(root, key);
+            ok = lists[l] != NULL;
+            if (ok) {
+                cJSON_AddItemToArray(lists[l], first);
+                cJSON_AddItemToArray(lists[l], v);
+            } else {
+                cJSON_Delete(first);
+                cJSON_Delete(v);
+            }
+        } else {
+            cJSON_AddItemToObject(root, key, v);
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(root);
+        snprintf(msg, size, "out of memory");
+        return 500;
+    }
+    return read_root(r, root, lim, msg, size);
 }
 
 void request_free(Request *r)
 {
     buf_free(&r->text);
     buf_free(&r->key);
+    buf_free(&r->html);
+    buf_free(&r->scratch);
+    buf_free(&r->form_data);
     free(r->offs);
     free(r->lens);
     free(r->lines);
+    free(r->pieces);
+    free(r->doc_first);
+    free(r->fields);
     memset(r, 0, sizeof *r);
 }

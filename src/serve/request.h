@@ -1,9 +1,11 @@
 /* request: a POST /translate body read and checked, in either form it
  * accepts: tfm's {"text": "line" | ["line", ...], "beam", "alpha", "nbest",
  * "max_len_b"} or LibreTranslate's {"q", "source", "target", "format",
- * "api_key", "alternatives"}. The lines are copied out of the JSON, so the
- * parse tree is gone when request_parse returns; the Request keeps its
- * memory for the next body. */
+ * "api_key", "alternatives"}, as JSON or as form fields (LibreTranslate
+ * takes both; the HTTP side decodes the form). With "format": "html" each
+ * text of "q" is a document whose text segments are the lines (serve/html.h).
+ * The lines are copied out of the JSON, so the parse tree is gone when
+ * request_parse returns; the Request keeps its memory for the next body. */
 #ifndef TFM_SERVE_REQUEST_H
 #define TFM_SERVE_REQUEST_H
 
@@ -12,6 +14,7 @@
 
 #include "model/decode.h"
 #include "serve/buf.h"
+#include "serve/html.h"
 
 typedef enum { FORM_TFM, FORM_LIBRE } RequestForm;
 
@@ -22,10 +25,19 @@ typedef struct {
     const char *source_lang, *target_lang;     /* NULL: any pair is taken */
 } RequestLimits;
 
+/* A piece of an HTML document: a line's translation, or markup. */
+typedef struct {
+    int line;                   /* >= 0: that line; -1: markup html[off..off+len) */
+    size_t off, len;
+} HtmlPiece;
+
 typedef struct {
     RequestForm form;
     bool list;                  /* the lines came as a list (else one string) */
     int n;                      /* lines */
+    int n_docs;                 /* texts given: lines, or HTML documents */
+    bool is_html;               /* "format": "html" */
+    const char *detected;       /* "source": "auto": the language to report, else NULL */
     const char **lines;         /* (n) NUL-terminated, into text */
     size_t *lens;               /* (n) */
     DecodeOptions opt;          /* the defaults with the request's changes */
@@ -37,12 +49,31 @@ typedef struct {
     Buf text;
     size_t *offs;
     int cap;
+    Buf html;                   /* the documents' markup */
+    Buf scratch;
+    HtmlPiece *pieces;
+    int n_pieces, piece_cap;
+    int *doc_first;             /* (n_docs + 1) a document's first piece */
+    int doc_cap, max_lines;
+    Buf form_data;              /* form fields: key NUL value NUL ... */
+    size_t *fields;             /* (n_fields · 4) key off, key len, value off, value len */
+    int n_fields, field_cap;
 } Request;
 
 /* Reads body[0..len). Returns 0, or the HTTP status of the error (400, 413)
  * with a one-line message in msg. */
 int request_parse(Request *r, const char *body, size_t len, const RequestLimits *lim, char *msg,
                   size_t msg_size);
+
+/* A form body, as its decoder hands the fields over: request_form_start,
+ * then request_form_add for each chunk of a field's value (off: where the
+ * chunk goes in the value; 0 starts a field), then request_parse_form,
+ * which checks the fields as request_parse checks JSON (numbers as text
+ * are numbers; "q" given several times is a list). */
+void request_form_start(Request *r);
+bool request_form_add(Request *r, const char *key, const char *data, size_t off, size_t size);
+int request_parse_form(Request *r, const RequestLimits *lim, char *msg, size_t msg_size);
+
 void request_free(Request *r);
 
 #endif
