@@ -90,10 +90,11 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     if (st != TFM_OK) return st;
     Search *s = &d->search;
     SearchAdvance *advance = opt->sample ? search_sample_advance : search_beam_advance;
-    const int V = d->step.V, T = d->step.T, max_limit = search_start(s, src, n, S, opt);
+    s->cols = decoder_columns(d);
+    const int W = s->cols.width, T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
-        float *lp = (float *)decoder_step(d, s->prev, moved ? s->parent : NULL, t);
+        float *lp = (float *)decoder_step_columns(d, s->prev, moved ? s->parent : NULL, t);
         int active = 0;
         for (int b = 0; b < d->cur_n; b++) {
             if (s->done[b]) {       /* waiting for compaction: rows stay idle */
@@ -102,8 +103,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
             }
             for (int r = b * k; r < (b + 1) * k; r++)
                 if (s->score[r] != -INFINITY)
-                    search_process_logits(lp + (size_t)r * V, s->hist + (size_t)r * T, t, opt);
-            advance(s, lp + (size_t)b * k * V, b, t, opt);
+                    search_process_logits(s, lp + (size_t)r * W, s->hist + (size_t)r * T, t, opt);
+            advance(s, lp + (size_t)b * k * W, b, t, opt);
             active += !s->done[b];
         }
         if (!active) break;

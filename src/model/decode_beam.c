@@ -39,24 +39,28 @@ static inline float chunk_max(const float *p)
  * how many (fewer when fewer rows live). */
 static int best_continuations(Search *s, const float *lp, int b, Cand *c)
 {
-    const int V = s->V, k = s->k, base = b * k;
+    const int W = s->cols.width, k = s->k, base = b * k;
+    const int *tok = s->cols.tok;
     int have = 0;
     for (int r = base; r < base + k; r++) {
         const float sc = s->score[r];
         if (sc == -INFINITY) continue;
-        const float *row = lp + (size_t)(r - base) * V;
-        for (int v = 0; v < V; v++) {
+        const float *row = lp + (size_t)(r - base) * W;
+        /* columns in the order of their tokens (tok is ascending): ties
+         * keep the lower token, whatever the columns */
+        for (int j = 0; j < W; j++) {
+            const int v = tok ? tok[j] : j;
             if (v == TOK_PAD || v == TOK_BOS) continue;
             /* Once 2k candidates are kept, a chunk whose best cannot beat
              * the worst kept one is skipped whole (s + x is monotonic in
              * x, so this drops only what offer would reject). */
-            if (v % CHUNK == 0 && have == 2 * k && v + CHUNK <= V) {
-                if (sc + chunk_max(row + v) <= c[have - 1].score) {
-                    v += CHUNK - 1;
+            if (j % CHUNK == 0 && have == 2 * k && j + CHUNK <= W) {
+                if (sc + chunk_max(row + j) <= c[have - 1].score) {
+                    j += CHUNK - 1;
                     continue;
                 }
             }
-            offer(c, &have, 2 * k, sc + row[v], r, v);
+            offer(c, &have, 2 * k, sc + row[j], r, v);
         }
     }
     return have;

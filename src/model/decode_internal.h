@@ -33,6 +33,12 @@ struct Decoder {
     void *block;                         /* every buffer above is carved from it */
 };
 
+/* decoder_step, but a step's log-probabilities over d's columns
+ * (decoder_columns): a model with model.output_vocab "target" and no
+ * ensemble gives its output pieces' only, not spread over the vocabulary. */
+const float *decoder_step_columns(Decoder *d, const int *prev, const int *parent, int t);
+StepColumns decoder_columns(const Decoder *d);
+
 /* Writes n ragged sentences (sents[b]: lens[b] ids, no </s>; the caller
  * checked n <= max_sents and lens[b] + 1 <= the model's max_len) to
  * d->padded as rows (n, S) ending with </s>, padded with <pad>; returns S. */

@@ -15,24 +15,26 @@ static int cmp_prob_desc(const void *a, const void *b)
     return x->id - y->id;                       /* ties: the lower id first */
 }
 
-/* Draws a token from log-probabilities lp (V) under opt's temperature,
- * top-k and top-p, with the uniform u in [0, 1). */
+/* Draws a token from log-probabilities lp (s->cols) under opt's
+ * temperature, top-k and top-p, with the uniform u in [0, 1). The pieces
+ * without a column would weigh 0: leaving them out changes no sum. */
 static int sample_token(Search *s, const float *lp, const DecodeOptions *opt, double u)
 {
-    const int V = s->V;
+    const int V = s->V, W = s->cols.width;
+    const int *tok = s->cols.tok;
     SampItem *it = s->samp;
     float mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
+    for (int j = 0; j < W; j++) mx = lp[j] > mx ? lp[j] : mx;
     if (mx == -INFINITY) return TOK_EOS;        /* everything banned */
     const float inv_t = 1.0f / opt->temperature;
     double total = 0;
-    for (int v = 0; v < V; v++) {
-        it[v] = (SampItem){lp[v] == -INFINITY ? 0.0f : expf((lp[v] - mx) * inv_t), v};
-        total += it[v].p;
+    for (int j = 0; j < W; j++) {
+        it[j] = (SampItem){lp[j] == -INFINITY ? 0.0f : expf((lp[j] - mx) * inv_t), tok ? tok[j] : j};
+        total += it[j].p;
     }
-    int n = V;
+    int n = W;
     if ((opt->top_k > 0 && opt->top_k < V) || opt->top_p < 1.0f) {
-        qsort(it, (size_t)V, sizeof *it, cmp_prob_desc);   /* most likely first */
+        qsort(it, (size_t)W, sizeof *it, cmp_prob_desc);   /* most likely first */
         if (opt->top_k > 0 && opt->top_k < n) n = opt->top_k;
         if (opt->top_p < 1.0f) {
             double cum = 0;
@@ -65,7 +67,8 @@ void search_sample_advance(Search *s, float *lp, int b, int t, const DecodeOptio
     rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
     const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
     const int tok = sample_token(s, lp, opt, u);
-    const float score = s->score[r] + lp[tok];
+    const int col = s->cols.col ? s->cols.col[tok] : tok;
+    const float score = s->score[r] + (col >= 0 ? lp[col] : -INFINITY);
     s->parent[r] = r;
     if (tok == TOK_EOS) {
         search_finish(s, b, s->hist + (size_t)r * s->T, t, score, t + 1);

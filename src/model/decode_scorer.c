@@ -55,12 +55,34 @@ TfmStatus decoder_begin(Decoder *d, const int *src, int n, int S, int k, TfmErr 
     return TFM_OK;
 }
 
+/* This model's step alone; its log-probabilities are dec_step_scores. */
+static void step_own(Decoder *d, const int *prev, const int *parent, int t)
+{
+    DecStep *s = &d->step;
+    if (parent && t > 0) dec_step_reorder(s, parent, d->cur_n * d->cur_k, t);
+    dec_step_forward(s, prev, d->cur_n, d->cur_k, d->cur_S, d->src_buf, t);
+}
+
+StepColumns decoder_columns(const Decoder *d)
+{
+    const Model *m = d->step.m;
+    if (d->n_members > 0 || !m->out_ids) return (StepColumns){d->step.V, NULL, NULL};
+    return (StepColumns){d->step.Vo, m->out_ids, m->out_pos};
+}
+
+const float *decoder_step_columns(Decoder *d, const int *prev, const int *parent, int t)
+{
+    if (d->n_members > 0) return decoder_step(d, prev, parent, t);
+    step_own(d, prev, parent, t);
+    return dec_step_scores(&d->step);
+}
+
 const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
 {
     DecStep *s = &d->step;
     const int R = d->cur_n * d->cur_k;
-    if (parent && t > 0) dec_step_reorder(s, parent, R, t);
-    dec_step_forward(s, prev, d->cur_n, d->cur_k, d->cur_S, d->src_buf, t);
+    step_own(d, prev, parent, t);
+    dec_step_spread(s, R);
     if (d->n_members > 0) {
         /* the weighted mean of the members' log-probabilities (Marian's
          * ensembles do the same; the mean is not renormalised) */

@@ -12,6 +12,7 @@ void search_carve(Search *s, Arena *a, int max_sents, int max_beam, int T, int V
     s->max_beam = max_beam;
     s->T = T;
     s->V = V;
+    s->cols = (StepColumns){V, NULL, NULL};
     s->score = arena_take(a, R, sizeof(float));
     s->prev = arena_take(a, R, sizeof(int));
     s->parent = arena_take(a, R, sizeof(int));
@@ -90,16 +91,24 @@ void search_reorder_history(Search *s, int R, int t)
     s->hist_next = h;
 }
 
-void search_process_logits(float *lp, const int *h, int t, const DecodeOptions *opt)
+/* lp[token v's column] = -inf (nothing when v has none) */
+static void ban(const Search *s, float *lp, int v)
+{
+    const int c = s->cols.col ? s->cols.col[v] : v;
+    if (c >= 0) lp[c] = -INFINITY;
+}
+
+void search_process_logits(const Search *s, float *lp, const int *h, int t,
+                           const DecodeOptions *opt)
 {
     const int n = opt->no_repeat_ngram;
     if (n > 0 && t >= n - 1) {              /* the history is short: a scan is enough */
         const int *tail = h + t - (n - 1);  /* the last n-1 tokens */
         for (int i = 0; i + n - 1 < t; i++)
-            if (memcmp(h + i, tail, sizeof(int) * (size_t)(n - 1)) == 0)
-                lp[h[i + n - 1]] = -INFINITY;
+            if (memcmp(h + i, tail, sizeof(int) * (size_t)(n - 1)) == 0) ban(s, lp, h[i + n - 1]);
     }
-    lp[TOK_PAD] = lp[TOK_BOS] = -INFINITY;
+    ban(s, lp, TOK_PAD);
+    ban(s, lp, TOK_BOS);
 }
 
 float search_length_penalty(int len, float alpha)

@@ -24,8 +24,17 @@ typedef struct {
     int id;
 } SampItem;
 
+/* The columns of a step's log-probabilities: width a row; column c is
+ * token tok[c] (c when tok is NULL), and token v is column col[v] (v when
+ * NULL; -1: never output, its log-probability is -inf). */
+typedef struct {
+    int width;
+    const int *tok, *col;
+} StepColumns;
+
 typedef struct {
     int max_beam, T, V;                  /* buffers' bounds; T: tokens per row */
+    StepColumns cols;                    /* the current run's (decoder_run sets it) */
     int k;                               /* beam of the current run (<= max_beam) */
     float alpha;                         /* length penalty exponent */
     /* per row */
@@ -62,7 +71,7 @@ int search_drop_sentences(Search *s, int n);
 void search_reorder_history(Search *s, int R, int t);
 
 /* Chooses sentence b's continuations after the step at position t from
- * the log-probabilities lp of its rows (k, V) (b·k.. of the step's): sets
+ * the log-probabilities lp of its rows (k, cols.width) (b·k.. of the step's): sets
  * parent, prev and score of those rows for the next step, records the
  * hypotheses that end, and sets done[b] when the sentence is finished. */
 typedef void SearchAdvance(Search *s, float *lp, int b, int t, const DecodeOptions *opt);
@@ -73,7 +82,8 @@ SearchAdvance search_sample_advance;    /* decode_sample.c */
  * not done before the strategy chooses: --no-repeat-ngram (fairseq's
  * rule: a token that would complete an n-gram the row's history h[0..t)
  * already holds gets -inf), and <pad> and <s>, which are never output. */
-void search_process_logits(float *lp, const int *h, int t, const DecodeOptions *opt);
+void search_process_logits(const Search *s, float *lp, const int *h, int t,
+                           const DecodeOptions *opt);
 
 /* Records a finished hypothesis of sentence b: tokens (len; </s> not
  * included), its log-probability, and out_len the output length the

@@ -319,18 +319,30 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
         norm_forward(m->cfg.norm_type, s->in, NULL, NULL, s->x, s->fin_g, s->fin_b, R, D);
         top = s->in;
     }
-    if (!m->out_ids) {
-        packed_linear_forward(&s->p_out, s->logits, top, R, 0);
-        logsoftmax_rows(s->logits, R, s->V);
-        return;
-    }
-    /* the other pieces have probability 0 */
-    packed_linear_forward(&s->p_out, s->logits_out, top, R, 0);
-    logsoftmax_rows(s->logits_out, R, s->Vo);
-    for (int r = 0; r < R; r++) {
+    /* model.output_vocab "target": the output pieces' columns only (the
+     * search reads them through the model's out_ids; dec_step_spread
+     * writes the whole vocabulary when asked) */
+    packed_linear_forward(&s->p_out, dec_step_scores(s), top, R, 0);
+    logsoftmax_rows(dec_step_scores(s), R, s->Vo);
+}
+
+float *dec_step_scores(DecStep *s)
+{
+    return s->m->out_ids ? s->logits_out : s->logits;
+}
+
+void dec_step_spread(DecStep *s, int R)
+{
+    const int *ids = s->m->out_ids;
+    if (!ids) return;
+    for (int r = 0; r < R; r++) {    /* the other pieces have probability 0 */
         float *lp = s->logits + (size_t)r * s->V;
         const float *lo = s->logits_out + (size_t)r * s->Vo;
-        for (int v = 0; v < s->V; v++) lp[v] = -INFINITY;
-        for (int j = 0; j < s->Vo; j++) lp[m->out_ids[j]] = lo[j];
+        int v = 0;
+        for (int j = 0; j < s->Vo; j++) {
+            for (; v < ids[j]; v++) lp[v] = -INFINITY;
+            lp[v++] = lo[j];
+        }
+        for (; v < s->V; v++) lp[v] = -INFINITY;
     }
 }

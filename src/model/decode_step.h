@@ -56,7 +56,8 @@ typedef struct {
                                             its sentence (cross-attention keys) */
     /* one step's scratch */
     float *x, *in, *qkv, *ctx, *y, *q, *h, *att;
-    float *logits;                       /* (R, V): the step's log-probabilities */
+    float *logits;                       /* (R, V): the step's log-probabilities
+                                            (spread over the vocabulary when Vo < V) */
 } DecStep;
 
 /* Sets s's sizes for m, up to max_sents sentences of max_beam rows each,
@@ -77,11 +78,17 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
 /* Moves every layer's self-attention cache (positions < t; linear
  * attention: its sums) of row parent[r] to row r, for R rows. */
 void dec_step_reorder(DecStep *s, const int *parent, int R, int t);
-/* s->logits (n·k, V) = log-probabilities of the next token for every row
- * r from its token prev[r] at position t; appends position t to the
- * caches. src (n, S) is the batch as encoded (its padding masks
- * cross-attention). */
+/* dec_step_scores(s) (n·k, Vo) = log-probabilities of the next token for
+ * every row r from its token prev[r] at position t; appends position t to
+ * the caches. src (n, S) is the batch as encoded (its padding masks
+ * cross-attention). Column j is token m->out_ids[j] under
+ * model.output_vocab "target", else token j. */
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t);
+/* The last step's log-probabilities (R, Vo): logits_out or logits. */
+float *dec_step_scores(DecStep *s);
+/* s->logits (R, V) from the last step's columns (-inf for the pieces the
+ * model cannot output); nothing to do when Vo is V. */
+void dec_step_spread(DecStep *s, int R);
 /* Moves sentence from's encoder state (cross-attention, length) to to. */
 void dec_step_move_sentence(DecStep *s, int to, int from, int S);
 
