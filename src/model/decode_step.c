@@ -109,12 +109,14 @@ void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max
         DecLayer counting, *l = s->layer ? &s->layer[i] : &counting;
         l->w = model_dec_layer_weights(m, i);
         l->cache = arena_take(a, R * s->self_w, f);
-        l->cache_next = arena_take(a, R * s->self_w, f);
+        l->cache_next = s->linear ? arena_take(a, R * s->self_w, f) : NULL;
         /* cross-attention: softmax reads the source's K | V, linear attention
          * only their sums */
         l->cross_state = s->linear ? arena_take(a, n * s->lin_w, f) : NULL;
         l->cross_kv = s->linear ? NULL : arena_take(a, n * S * 2 * D, f);
     }
+    s->anc = s->linear ? NULL : arena_take(a, R * T, sizeof(int));
+    s->anc_next = s->linear ? NULL : arena_take(a, R * T, sizeof(int));
     s->out_w = m->out_ids ? arena_take(a, (size_t)s->Vo * D, f) : NULL;
     s->logits_out = m->out_ids ? arena_take(a, R * (size_t)s->Vo, f) : NULL;
     model_dec_final_ln(m, &s->fin_g, &s->fin_b);
@@ -214,7 +216,16 @@ void dec_step_move_sentence(DecStep *s, int to, int from, int S)
 
 void dec_step_reorder(DecStep *s, const int *parent, int R, int t)
 {
-    const size_t used = s->linear ? s->lin_w : (size_t)t * 2 * s->D, w = s->self_w;
+    if (!s->linear) {       /* the caches stay; a row takes its parent's ancestors */
+        const size_t T = (size_t)s->T;
+        for (int r = 0; r < R; r++)
+            memcpy(s->anc_next + r * T, s->anc + (size_t)parent[r] * T, (size_t)t * sizeof(int));
+        int *tmp = s->anc;
+        s->anc = s->anc_next;
+        s->anc_next = tmp;
+        return;
+    }
+    const size_t used = s->lin_w, w = s->self_w;
     for (int i = 0; i < s->m->cfg.dec_layers; i++) {
         DecLayer *l = &s->layer[i];
 #pragma omp parallel for schedule(static)
@@ -233,13 +244,17 @@ static const float *sub_in(DecStep *s, const float *x, const float *g, const flo
     return sublayer_input(s->m->cfg.norm, s->m->cfg.norm_type, s->in, NULL, NULL, x, g, b, R, s->D);
 }
 
-/* x = post-norm LN(x + y), pre-norm x + y. */
-static void sub_out(DecStep *s, float *x, const float *y, const float *g, const float *b, int R)
+/* s->x = post-norm LN(x + y), pre-norm x + y. Post-norm writes LN to
+ * s->in, which then becomes s->x (the two swap: no copy). */
+static void sub_out(DecStep *s, const float *y, const float *g, const float *b, int R)
 {
-    const long nd = (long)R * s->D;
-    add_inplace(x, y, nd);
-    const float *out = sublayer_output(s->m->cfg.norm, s->m->cfg.norm_type, s->in, NULL, NULL, x, g, b, R, s->D);
-    if (out != x) memcpy(x, out, (size_t)nd * sizeof(float));
+    add_inplace(s->x, y, (long)R * s->D);
+    const float *out = sublayer_output(s->m->cfg.norm, s->m->cfg.norm_type, s->in, NULL, NULL,
+                                       s->x, g, b, R, s->D);
+    if (out != s->x) {
+        s->in = s->x;
+        s->x = (float *)out;
+    }
 }
 
 /* Linear self-attention at position t: adds this position's φ(k) vᵀ and
@@ -267,8 +282,10 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
         .n = R, .heads = s->H, .dh = D / s->H, .tq = 1, .tk = t + 1,
         .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
         .q_stride = 3 * D, .k_stride = (long)T * 2 * D, .v_stride = (long)T * 2 * D,
-        .o_stride = D,
+        .o_stride = D, .key_row = s->anc, .key_row_stride = T,
     };
+    if (!s->linear)         /* each row's position t is its own */
+        for (int r = 0; r < R; r++) s->anc[(size_t)r * T + t] = r;
     /* cross-attention: the k rows of a sentence are k queries on its source */
     const AttnShape cross = {
         .n = n, .heads = s->H, .dh = D / s->H, .tq = k, .tk = S,
@@ -291,7 +308,7 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
                               0);
         }
         packed_linear_forward(&l->pk[LP_O], s->y, s->ctx, R, 0);
-        sub_out(s, s->x, s->y, l->w.ln1_g, l->w.ln1_b, R);
+        sub_out(s, s->y, l->w.ln1_g, l->w.ln1_b, R);
 
         in = sub_in(s, s->x, l->w.ln2_g, l->w.ln2_b, R);
         packed_linear_forward(&l->pk[LP_CQ], s->q, in, R, 0);
@@ -307,12 +324,12 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
                               &cross, 0, 0);
         }
         packed_linear_forward(&l->pk[LP_CO], s->y, s->ctx, R, 0);
-        sub_out(s, s->x, s->y, l->w.ln2_g, l->w.ln2_b, R);
+        sub_out(s, s->y, l->w.ln2_g, l->w.ln2_b, R);
 
         in = sub_in(s, s->x, l->w.ln3_g, l->w.ln3_b, R);
         packed_linear_forward(&l->pk[LP_F1], s->h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
         packed_linear_forward(&l->pk[LP_F2], s->y, s->h, R, 0);
-        sub_out(s, s->x, s->y, l->w.ln3_g, l->w.ln3_b, R);
+        sub_out(s, s->y, l->w.ln3_g, l->w.ln3_b, R);
     }
     const float *top = s->x;
     if (m->cfg.norm == NORM_PRE) {

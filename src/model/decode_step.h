@@ -21,8 +21,12 @@ enum { LP_QKV, LP_O, LP_CQ, LP_CO, LP_CKV, LP_F1, LP_F2, LP_COUNT };
 typedef struct {
     DecLayerWeights w;          /* views into the model's parameters */
     float *cache, *cache_next;  /* (R, self_w): softmax attention's K | V per
-                                   position (T, 2D); linear attention's
-                                   running sums S (H, Dh, Dh) and z (D) */
+                                   position (T, 2D), row r's position t
+                                   written by row r at step t and read through
+                                   DecStep.anc; linear attention's running
+                                   sums S (H, Dh, Dh) and z (D), moved with
+                                   their rows (cache_next: the copy's
+                                   target; NULL for softmax attention) */
     float *cross_kv;            /* softmax: (n · S, 2D) encoder output's K | V */
     float *cross_state;         /* linear attention: (n, lin_w) S and z of the
                                    encoder output's K, V (the other is NULL) */
@@ -43,6 +47,10 @@ typedef struct {
     size_t self_w, lin_w;                /* floats per row of a self cache; of a
                                             linear-attention state (D·Dh + D) */
     DecLayer *layer;
+    int *anc, *anc_next;                 /* softmax attention, (R, T): anc[r·T + p] is
+                                            the row whose cache holds row r's
+                                            position p (its ancestor in the beam);
+                                            a reorder moves these, not the caches */
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
     float *out_w;                        /* (Vo, D) the output pieces' rows, or NULL */
     float *logits_out;                   /* (R, Vo) their log-probabilities, or NULL */
@@ -75,8 +83,8 @@ void dec_step_free(DecStep *s);
 
 /* Encodes src (n, S) and fills every layer's cross-attention state. */
 TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err);
-/* Moves every layer's self-attention cache (positions < t; linear
- * attention: its sums) of row parent[r] to row r, for R rows. */
+/* Makes row r continue row parent[r]'s self-attention history (positions
+ * < t; linear attention: its sums), for R rows. */
 void dec_step_reorder(DecStep *s, const int *parent, int R, int t);
 /* dec_step_scores(s) (n·k, Vo) = log-probabilities of the next token for
  * every row r from its token prev[r] at position t; appends position t to

@@ -34,24 +34,36 @@ static inline float dot(const float *x, const float *y, int n)
     return acc;
 }
 
-/* a (tq, tk; row stride lda) = scale · q (tq, dh) · k (tk, dh)ᵀ */
-static void scores(float *a, int lda, const float *q, int ldq, const float *k, int ldk, int tq,
-                   int tk, int dh, float scale)
+/* Where key (or value) row j is: at base + j·ld, or with rows
+ * (AttnShape.key_row) at base + rows[j]·stride + j·ld. */
+typedef struct {
+    const int *rows;
+    long stride;
+} KeyRows;
+
+static inline const float *key_at(const float *base, int ld, KeyRows kr, int j)
 {
-    if ((long)tq * tk * dh > SMALL_PRODUCT) {
+    return base + (kr.rows ? kr.rows[j] * kr.stride : 0) + (long)j * ld;
+}
+
+/* a (tq, tk; row stride lda) = scale · q (tq, dh) · k (tk, dh)ᵀ */
+static void scores(float *a, int lda, const float *q, int ldq, const float *k, int ldk,
+                   KeyRows kr, int tq, int tk, int dh, float scale)
+{
+    if ((long)tq * tk * dh > SMALL_PRODUCT && !kr.rows) {
         blas_gemm(0, 1, tq, tk, dh, scale, q, ldq, k, ldk, 0.0f, a, lda);
         return;
     }
     for (int i = 0; i < tq; i++)
         for (int j = 0; j < tk; j++)
-            a[(long)i * lda + j] = dot(q + (long)i * ldq, k + (long)j * ldk, dh) * scale;
+            a[(long)i * lda + j] = dot(q + (long)i * ldq, key_at(k, ldk, kr, j), dh) * scale;
 }
 
 /* o (tq, dh) = p (tq, tk; row stride ldp) · v (tk, dh) */
 static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float *v, int ldv,
-                         int tq, int tk, int dh)
+                         KeyRows kr, int tq, int tk, int dh)
 {
-    if ((long)tq * tk * dh > SMALL_PRODUCT) {
+    if ((long)tq * tk * dh > SMALL_PRODUCT && !kr.rows) {
         blas_gemm(0, 0, tq, dh, tk, 1.0f, p, ldp, v, ldv, 0.0f, o, ldo);
         return;
     }
@@ -63,7 +75,7 @@ static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float
         for (; c0 + 16 <= dh; c0 += 16) {
             float lane[16] = {0};
             for (int j = 0; j < tk; j++) {
-                const float *vj = v + (long)j * ldv + c0;
+                const float *vj = key_at(v, ldv, kr, j) + c0;
                 if (pi[j] == 0.0f) continue;    /* masked or dropped */
                 for (int c = 0; c < 16; c++) lane[c] += pi[j] * vj[c];
             }
@@ -71,7 +83,7 @@ static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float
         }
         for (int c = c0; c < dh; c++) oi[c] = 0.0f;
         for (int j = 0; j < tk && c0 < dh; j++) {
-            const float *vj = v + (long)j * ldv;
+            const float *vj = key_at(v, ldv, kr, j);
             if (pi[j] == 0.0f) continue;
             for (int c = c0; c < dh; c++) oi[c] += pi[j] * vj[c];
         }
@@ -97,14 +109,17 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
     for (long bh = 0; bh < pairs; bh++) {
         const int b = (int)(bh / H), h = (int)(bh % H);
         const float *qb = q + b * s->q_stride + h * dh;
-        const float *kb = k + b * s->k_stride + h * dh;
-        const float *vb = v + b * s->v_stride + h * dh;
+        /* with key_row, k and v start at sentence 0's rows */
+        const KeyRows kr = {s->key_row ? s->key_row + (long)b * s->key_row_stride : NULL,
+                            s->k_stride};
+        const float *kb = k + (kr.rows ? 0 : b * s->k_stride) + h * dh;
+        const float *vb = v + (kr.rows ? 0 : b * s->v_stride) + h * dh;
         float *ob = out + b * s->o_stride + h * dh;
         float *a = att + bh * tq * tk;
         const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;
         const int ql = s->query_pad && kl < tq ? kl : tq;     /* query rows computed */
         /* S = Q·Kᵀ/sqrt(Dh) */
-        scores(a, tk, qb, s->ldq, kb, s->ldk, ql, kl, dh, scale);
+        scores(a, tk, qb, s->ldq, kb, s->ldk, kr, ql, kl, dh, scale);
         for (int i = ql; i < tq; i++) {                        /* padding queries */
             for (int j = 0; j < tk; j++) a[(long)i * tk + j] = 0.0f;
             for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
@@ -148,7 +163,7 @@ void attention_forward(float *out, float *att, float *att_d, const float *q,
             dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
         }
         /* O = P·V */
-        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, ql, kl, dh);
+        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, kr, ql, kl, dh);
     }
 }
 

@@ -104,6 +104,13 @@ typedef struct {
                                    is padded (translation: batch independence) */
     int causal;                 /* query i sees keys j <= i + (tk - tq), so a
                                    single query at the end (tq = 1) sees all */
+    const int *key_row;         /* forward only, (n, key_row_stride) or NULL: key
+                                   (and value) j of sentence b is in sentence
+                                   key_row[b·stride + j]'s rows (at + that ·
+                                   k_stride + j·ldk; v likewise, v_stride must
+                                   equal k_stride), not b's: a beam's rows
+                                   share the cache of their common prefix */
+    int key_row_stride;
 } AttnShape;
 
 /* Floats in one probability array: n · heads · tq · tk. */
