@@ -259,6 +259,40 @@ TEST(attention_incremental_matches_full)
     }
 }
 
+/* AttnShape.key_row (the decoder's beams sharing a cache): each key read
+ * from the row the table names gives the same bits as the keys gathered
+ * into the sentence's own rows first; rows past the table's keys and
+ * every other row of the cache hold garbage that must not be read. */
+TEST(attention_key_rows_match_gathered)
+{
+    enum { N = 3, T = 9, TMAX = 12 };
+    Rng rng;
+    rng_seed(&rng, 21);
+    static float cache[N * TMAX * 2 * AD], own[N * TMAX * 2 * AD];
+    float q[N * AD], o1[N * AD], o2[N * AD], a1[N * AH * T], a2[N * AH * T];
+    gc_fill(cache, N * TMAX * 2 * AD, &rng, -1, 1);
+    gc_fill(q, N * AD, &rng, -1, 1);
+    for (int i = 0; i < N * TMAX * 2 * AD; i++) own[i] = NAN;
+    int rows[N * TMAX];
+    for (int b = 0; b < N; b++)
+        for (int j = 0; j < T; j++) {
+            rows[b * TMAX + j] = (b + j * 2 + (j > 4)) % N;    /* ancestors vary by position */
+            memcpy(own + ((size_t)b * TMAX + j) * 2 * AD,
+                   cache + ((size_t)rows[b * TMAX + j] * TMAX + j) * 2 * AD, 2 * AD * sizeof(float));
+        }
+    for (int i = (N - 1) * TMAX * 2 * AD + T * 2 * AD; i < N * TMAX * 2 * AD; i++) cache[i] = NAN;
+    AttnShape s = {.n = N, .heads = AH, .dh = ADH, .tq = 1, .tk = T, .ldq = AD, .ldk = 2 * AD,
+                   .ldv = 2 * AD, .ldo = AD, .q_stride = AD, .k_stride = TMAX * 2 * AD,
+                   .v_stride = TMAX * 2 * AD, .o_stride = AD, .causal = 1};
+    attention_forward(o1, a1, a1, q, own, own + AD, &s, 0, 0);
+    s.key_row = rows;
+    s.key_row_stride = TMAX;
+    attention_forward(o2, a2, a2, q, cache, cache + AD, &s, 0, 0);
+    CHECK(memcmp(o1, o2, sizeof o1) == 0);
+    CHECK(memcmp(a1, a2, sizeof a1) == 0);
+    for (int i = 0; i < N * AD; i++) CHECK(isfinite(o2[i]));
+}
+
 /* ---- FFN ---- */
 
 enum { FN = 5, FD = 6, FF = 10 };

@@ -315,3 +315,59 @@ TEST(output_vocab_decoding)
     decoder_free(d);
     model_free(&m);
 }
+
+/* The search reads a restricted model's output columns (decode.c); through
+ * an ensemble (here: the model with a member of weight 0) it reads them
+ * spread over the vocabulary with -inf for the other pieces. Both give
+ * the same hypotheses bit for bit, for beam search with its processors and
+ * for sampling. */
+static bool same_hyps(const Hypothesis *a, const Hypothesis *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].len != b[i].len || memcmp(&a[i].score, &b[i].score, sizeof(float)) != 0 ||
+            memcmp(&a[i].logprob, &b[i].logprob, sizeof(float)) != 0 ||
+            (a[i].len && memcmp(a[i].tokens, b[i].tokens, sizeof(int) * (size_t)a[i].len)))
+            return false;
+    return true;
+}
+
+TEST(output_vocab_columns_equal_spread)
+{
+    int ids[OV_V];
+    const int n = subset_ids(ids);
+    Model m;
+    ov_model(&m, true, ids, n);
+    /* the pieces above the bytes (their columns are not their ids) made
+     * likely, so the outputs use them */
+    for (int i = BPE_MIN_VOCAB; i < n; i++)
+        for (int j = 0; j < OV_D; j++) ((float *)m.out_proj)[(size_t)ids[i] * OV_D + j] *= 6;
+    TfmErr err = {0};
+    Decoder *cols, *spread, *zero;
+    CHECK(decoder_init(&cols, &m, BN, 4, &err) == TFM_OK);
+    CHECK(decoder_init(&spread, &m, BN, 4, &err) == TFM_OK);
+    CHECK(decoder_init(&zero, &m, BN, 4, &err) == TFM_OK);
+    const float w[2] = {1, 0};
+    CHECK(decoder_set_ensemble(spread, &zero, 1, w, &err) == TFM_OK);
+    const DecodeOptions opts[] = {
+        {.beam = 4, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 6, .nbest = 4},
+        {.beam = 3, .max_len_a = 1.0f, .max_len_b = 9, .nbest = 2, .no_repeat_ngram = 1},
+        {.beam = 1, .max_len_a = 1.0f, .max_len_b = 8, .nbest = 1, .sample = true,
+         .temperature = 1.5f, .top_p = 1.0f, .seed = 5},
+        {.beam = 1, .max_len_a = 1.0f, .max_len_b = 8, .nbest = 1, .sample = true,
+         .temperature = 0.8f, .top_k = 7, .top_p = 0.9f, .seed = 6},
+    };
+    int high = 0;
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        Hypothesis a[BN * 4], b[BN * 4];
+        CHECK(decoder_run(cols, b_src, BN, BS, &opts[i], a, &err) == TFM_OK);
+        CHECK(decoder_run(spread, b_src, BN, BS, &opts[i], b, &err) == TFM_OK);
+        CHECK(same_hyps(a, b, BN * opts[i].nbest));
+        for (int h = 0; h < BN * opts[i].nbest; h++)
+            for (int k = 0; k < a[h].len; k++) high += a[h].tokens[k] >= BPE_MIN_VOCAB;
+    }
+    CHECK(high > 0);
+    decoder_free(spread);
+    decoder_free(zero);
+    decoder_free(cols);
+    model_free(&m);
+}
