@@ -122,6 +122,23 @@ def _linear(w, b=None):
     return lin
 
 
+def _layer_linears(p, pre, cross):
+    """The products of layer pre ("enc.0", "dec.3"): self-attention's fused
+    Q|K|V and output, the FFN's two, and with cross the cross-attention's
+    query, fused K|V and output."""
+    def cat(*names):
+        return torch.cat([p(pre + "." + n) for n in names])
+    lin = {"qkv": _linear(cat("self.wq", "self.wk", "self.wv"), cat("self.bq", "self.bk", "self.bv")),
+           "o": _linear(p(pre + ".self.wo"), p(pre + ".self.bo")),
+           "f1": _linear(p(pre + ".ffn.w1"), p(pre + ".ffn.b1")),
+           "f2": _linear(p(pre + ".ffn.w2"), p(pre + ".ffn.b2"))}
+    if cross:
+        lin["cq"] = _linear(p(pre + ".cross.wq"), p(pre + ".cross.bq"))
+        lin["ckv"] = _linear(cat("cross.wk", "cross.wv"), cat("cross.bk", "cross.bv"))
+        lin["co"] = _linear(p(pre + ".cross.wo"), p(pre + ".cross.bo"))
+    return lin
+
+
 class Decoder:
     """Incremental decoder over a torch_model.Transformer's weights. Every
     linear product is an nn.Linear (quantized by quantize_dynamic with int8)."""
@@ -132,28 +149,11 @@ class Decoder:
         self.cfg = cfg
         p = model.p
         lin = torch.nn.ModuleDict()
-        self.enc = []
-        for i in range(cfg.enc_layers):
-            pre = "enc.%d" % i
-            lin[pre.replace(".", "") + "_qkv"] = _linear(
-                torch.cat([p(pre + ".self.wq"), p(pre + ".self.wk"), p(pre + ".self.wv")]),
-                torch.cat([p(pre + ".self.bq"), p(pre + ".self.bk"), p(pre + ".self.bv")]))
-            lin[pre.replace(".", "") + "_o"] = _linear(p(pre + ".self.wo"), p(pre + ".self.bo"))
-            lin[pre.replace(".", "") + "_f1"] = _linear(p(pre + ".ffn.w1"), p(pre + ".ffn.b1"))
-            lin[pre.replace(".", "") + "_f2"] = _linear(p(pre + ".ffn.w2"), p(pre + ".ffn.b2"))
-        self.layers = []
-        for i in range(cfg.dec_layers):
-            pre = "dec.%d" % i
-            lin[pre.replace(".", "") + "_qkv"] = _linear(
-                torch.cat([p(pre + ".self.wq"), p(pre + ".self.wk"), p(pre + ".self.wv")]),
-                torch.cat([p(pre + ".self.bq"), p(pre + ".self.bk"), p(pre + ".self.bv")]))
-            lin[pre.replace(".", "") + "_o"] = _linear(p(pre + ".self.wo"), p(pre + ".self.bo"))
-            lin[pre.replace(".", "") + "_cq"] = _linear(p(pre + ".cross.wq"), p(pre + ".cross.bq"))
-            lin[pre.replace(".", "") + "_ckv"] = _linear(torch.cat([p(pre + ".cross.wk"), p(pre + ".cross.wv")]),
-                                        torch.cat([p(pre + ".cross.bk"), p(pre + ".cross.bv")]))
-            lin[pre.replace(".", "") + "_co"] = _linear(p(pre + ".cross.wo"), p(pre + ".cross.bo"))
-            lin[pre.replace(".", "") + "_f1"] = _linear(p(pre + ".ffn.w1"), p(pre + ".ffn.b1"))
-            lin[pre.replace(".", "") + "_f2"] = _linear(p(pre + ".ffn.w2"), p(pre + ".ffn.b2"))
+        for side, n_layers in (("enc", cfg.enc_layers), ("dec", cfg.dec_layers)):
+            for i in range(n_layers):
+                pre = "%s.%d" % (side, i)
+                for k, l in _layer_linears(p, pre, side == "dec").items():
+                    lin[pre.replace(".", "") + "_" + k] = l
         share = cfg.share_embeddings
         self.emb = p("emb.shared" if share else "emb.tgt")
         out = p("emb.shared" if share else "out.proj")
@@ -164,24 +164,23 @@ class Decoder:
         if int8:
             lin = torch.ao.quantization.quantize_dynamic(lin, {torch.nn.Linear}, dtype=torch.qint8)
         self.lin = lin
-        for i in range(cfg.dec_layers):
-            pre = "dec.%d" % i
-            L = {k: lin[pre.replace(".", "") + "_" + k] for k in ("qkv", "o", "cq", "ckv", "co", "f1", "f2")}
-            for j in (1, 2, 3):
+
+        def layer(pre, keys, norms):
+            L = {k: lin[pre.replace(".", "") + "_" + k] for k in keys}
+            for j in range(1, norms + 1):
                 L["g%d" % j], L["n%d" % j] = p(pre + ".ln%d.g" % j), p(pre + ".ln%d.b" % j)
-            self.layers.append(L)
-        for i in range(cfg.enc_layers):
-            pre = "enc.%d" % i
-            E = {k: lin[pre.replace(".", "") + "_" + k] for k in ("qkv", "o", "f1", "f2")}
-            for j in (1, 2):
-                E["g%d" % j], E["n%d" % j] = p(pre + ".ln%d.g" % j), p(pre + ".ln%d.b" % j)
-            self.enc.append(E)
+            return L
+
+        self.layers = [layer("dec.%d" % i, ("qkv", "o", "cq", "ckv", "co", "f1", "f2"), 3)
+                       for i in range(cfg.dec_layers)]
+        self.enc = [layer("enc.%d" % i, ("qkv", "o", "f1", "f2"), 2) for i in range(cfg.enc_layers)]
         self.out = lin["out"]
         # the output columns of <pad> and <s>, never chosen
         cols = self.ids.tolist() if self.ids is not None else list(range(out.shape[0]))
         self.banned = [c for c, tok in enumerate(cols) if tok in (PAD, BOS)]
         self.scale = math.sqrt(cfg.d_model)
         self.T = cfg.max_len
+        self.post = cfg.norm == "post"
 
     def token(self, col):
         """The piece id of output column(s) col (an int or a LongTensor)."""
@@ -192,28 +191,40 @@ class Decoder:
     def _ln(self, x, g, b):
         return F.layer_norm(x, (x.shape[-1],), g, b, torch_model.LN_EPS)
 
+    def _in(self, x, L, j):
+        """Sublayer j's input: pre-norm LN(x), post-norm x."""
+        return x if self.post else self._ln(x, L["g%d" % j], L["n%d" % j])
+
+    def _out(self, x, a, L, j):
+        """Sublayer j's output from its result a: post-norm LN(x + a), pre-norm x + a."""
+        return self._ln(x + a, L["g%d" % j], L["n%d" % j]) if self.post else x + a
+
+    def _ffn(self, x, L, j):
+        """The feed-forward sublayer (number j) with its residual and norm."""
+        return self._out(x, L["f2"](torch.relu(L["f1"](self._in(x, L, j)))), L, j)
+
+    @staticmethod
+    def _attend(q, k, v, mask):
+        """softmax(q·kᵀ/sqrt(dk) + mask)·v over the last two dimensions."""
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        return torch.matmul(torch.softmax(s if mask is None else s + mask, dim=-1), v)
+
     def encode(self, src):
         """The encoder stack over src (n, S), as torch_model's, through self.lin."""
         cfg = self.cfg
         n, S = src.shape
         h, d = cfg.heads, cfg.d_model
         dk = d // h
-        post = cfg.norm == "post"
         pad = src.eq(PAD)
         mask = torch.zeros(n, 1, 1, S).masked_fill(pad[:, None, None, :], float("-inf"))
         x = F.embedding(src, self.m.p("emb.shared" if cfg.share_embeddings else "emb.src"))
         x = x * self.scale + self.m.pe[:S]
         for E in self.enc:
-            y = x if post else self._ln(x, E["g1"], E["n1"])
+            y = self._in(x, E, 1)
             qkv = E["qkv"](y).view(n, S, 3, h, dk).permute(2, 0, 3, 1, 4)
-            s = torch.matmul(qkv[0], qkv[1].transpose(-1, -2)) / math.sqrt(dk) + mask
-            o = torch.matmul(torch.softmax(s, dim=-1), qkv[2]).transpose(1, 2).reshape(n, S, d)
-            a = E["o"](o)
-            x = self._ln(x + a, E["g1"], E["n1"]) if post else x + a
-            y = x if post else self._ln(x, E["g2"], E["n2"])
-            a = E["f2"](torch.relu(E["f1"](y)))
-            x = self._ln(x + a, E["g2"], E["n2"]) if post else x + a
-        if not post:
+            o = self._attend(qkv[0], qkv[1], qkv[2], mask).transpose(1, 2).reshape(n, S, d)
+            x = self._ffn(self._out(x, E["o"](o), E, 1), E, 2)
+        if not self.post:
             x = self._ln(x, self.m.p("enc.ln.g"), self.m.p("enc.ln.b"))
         return x, pad
 
@@ -256,32 +267,22 @@ class Decoder:
         (R, output columns): token(column) is a column's piece."""
         R = prev.shape[0]
         h, dk, d = self.h, self.dk, self.cfg.d_model
-        post = self.cfg.norm == "post"
         x = F.embedding(prev, self.emb) * self.scale + self.m.pe[t]
         for i, L in enumerate(self.layers):
             # self-attention
-            y = x if post else self._ln(x, L["g1"], L["n1"])
+            y = self._in(x, L, 1)
             qkv = L["qkv"](y).view(R, 3, h, dk)
             self.kc[i][:, :, t] = qkv[:, 1]
             self.vc[i][:, :, t] = qkv[:, 2]
             q = qkv[:, 0].unsqueeze(2)                                   # (R, h, 1, dk)
-            s = torch.matmul(q, self.kc[i][:, :, : t + 1].transpose(-1, -2)) / math.sqrt(dk)
-            o = torch.matmul(torch.softmax(s, dim=-1), self.vc[i][:, :, : t + 1]).view(R, d)
-            a = L["o"](o)
-            x = self._ln(x + a, L["g1"], L["n1"]) if post else x + a
+            o = self._attend(q, self.kc[i][:, :, : t + 1], self.vc[i][:, :, : t + 1], None)
+            x = self._out(x, L["o"](o.view(R, d)), L, 1)
             # cross-attention
-            y = x if post else self._ln(x, L["g2"], L["n2"])
-            q = L["cq"](y).view(R, h, 1, dk)
-            ck, cv = self.cross[i]
-            s = torch.matmul(q, ck.transpose(-1, -2)) / math.sqrt(dk) + self.mask
-            o = torch.matmul(torch.softmax(s, dim=-1), cv).view(R, d)
-            a = L["co"](o)
-            x = self._ln(x + a, L["g2"], L["n2"]) if post else x + a
-            # feed-forward
-            y = x if post else self._ln(x, L["g3"], L["n3"])
-            a = L["f2"](torch.relu(L["f1"](y)))
-            x = self._ln(x + a, L["g3"], L["n3"]) if post else x + a
-        if not post:
+            q = L["cq"](self._in(x, L, 2)).view(R, h, 1, dk)
+            o = self._attend(q, self.cross[i][0], self.cross[i][1], self.mask)
+            x = self._out(x, L["co"](o.view(R, d)), L, 2)
+            x = self._ffn(x, L, 3)
+        if not self.post:
             x = self._ln(x, self.m.p("dec.ln.g"), self.m.p("dec.ln.b"))
         lp = torch.log_softmax(self.out(x), dim=-1)
         lp[:, self.banned] = float("-inf")
