@@ -8,6 +8,11 @@
 #   scripts/rss_flat.sh translate LINES [TFM]
 #   scripts/rss_flat.sh train STEPS [TFM]
 # BEAM (default 4) sets the translation beam.
+# Samples follow progress, not the clock, so a fast or a loaded machine
+# takes the same number: translate is fed SAMPLES (default 40) chunks of
+# its input through a pipe and sampled when each chunk's translations are
+# out (it is then waiting for input); train is sampled at each of its
+# SAMPLES progress lines (train.log_every).
 # Exits 1 when the resident set grew by more than MAX_GROWTH_KB (default
 # 1024) from there to the end, or when the run was too short to tell.
 set -euo pipefail
@@ -24,16 +29,19 @@ trap 'rm -rf "$W"' EXIT
 cp "$ROOT"/tests/data/mini/* "$W"/
 cd "$W"
 
-# samples VmRSS (kB) of $1 every 0.1 s while it runs, into rss.log
+SAMPLES=${SAMPLES:-40}
+: >rss.log
+
+# appends the VmRSS (kB) of process $1 to rss.log and keeps its VmHWM in
+# hwm.log (bash builtins only: a fork per sample would slow a loaded box)
 sample() {
-    local pid=$1
-    : >rss.log
-    while kill -0 "$pid" 2>/dev/null; do
-        awk '/^VmRSS:/ { print $2 } /^VmHWM:/ { print "hwm", $2 > "hwm.log" }' \
-            "/proc/$pid/status" >>rss.log 2>/dev/null || true
-        sleep 0.1
-    done
-    wait "$pid"
+    local k v rest
+    while read -r k v rest; do
+        case "$k" in
+            VmRSS:) echo "$v" >>rss.log ;;
+            VmHWM:) echo "hwm $v" >hwm.log ;;
+        esac
+    done <"/proc/$1/status" 2>/dev/null || true
 }
 
 start=$(date +%s.%N)
@@ -41,17 +49,38 @@ if [ "$what" = translate ]; then
     # 300 steps: a model that ends its sentences (an untrained one runs each
     # to the length limit)
     "$TFM" train mini.json -q --set train.max_steps=300 --set train.valid_every=300 >/dev/null
-    # LINES lines: the training sentences over and over
+    # LINES lines: the training sentences over and over, in SAMPLES chunks
     awk -v n="$n" 'BEGIN { while (c < n) { while (c < n && (getline l < "train.de") > 0) { print l; c++ } close("train.de") } }' >in.txt
+    split -l $(((n + SAMPLES - 1) / SAMPLES)) in.txt chunk.
+    mkfifo in.fifo
     start=$(date +%s.%N)
-    "$TFM" translate -m model.tfm -b "${BEAM:-4}" -q -i in.txt -o out.txt &
-    sample $!
+    # translate flushes its output after each batch and translates what it
+    # has when no more input is waiting
+    "$TFM" translate -m model.tfm -b "${BEAM:-4}" -q <in.fifo >out.txt &
+    pid=$!
+    exec 3>in.fifo
+    fed=0
+    for c in chunk.*; do
+        cat "$c" >&3
+        fed=$((fed + $(wc -l <"$c")))
+        while [ "$(wc -l <out.txt)" -lt "$fed" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+        sample "$pid"
+    done
+    exec 3>&-
+    wait "$pid"
     [ "$(wc -l <out.txt)" -eq "$n" ] || { echo "rss_flat: $(wc -l <out.txt) lines out for $n in" >&2; exit 1; }
     label="tfm translate, beam ${BEAM:-4}, $n lines"
 else
-    "$TFM" train mini.json -q --set train.max_steps="$n" --set train.valid_every=$((n / 4 + 1)) \
-        --set train.save_every=$((n / 10 + 1)) >/dev/null &
-    sample $!
+    mkfifo log.fifo
+    "$TFM" train mini.json --set train.max_steps="$n" --set train.valid_every=$((n / 4 + 1)) \
+        --set train.save_every=$((n / 10 + 1)) \
+        --set train.log_every=$(((n + SAMPLES - 1) / SAMPLES)) 2>log.fifo >/dev/null &
+    pid=$!
+    # a progress line is written after its step: sampled as it is read
+    while read -r word rest; do
+        if [ "$word" = step ] && [[ "$rest" != *valid* ]]; then sample "$pid"; fi
+    done <log.fifo
+    wait "$pid"
     label="tfm train, $n steps (validation and saves included)"
 fi
 end=$(date +%s.%N)
