@@ -516,4 +516,14 @@ TEST(test_decoder_memory_refused_up_front)
     CHECK(decoder_init(&d, &m, 1 << 30, 4, &err) == TFM_ERR_USAGE && d == NULL);
     CHECK(strstr(err.msg, "too many rows"));
     model_free(&m);
+    /* the encoder's workspace is in the same list: small caches (16 rows of
+     * width 32) but 16 sentences of 4096 positions through 32 layers of 16
+     * heads' attention (over 500 GB) */
+    c = (ModelConfig){.d_model = 16, .heads = 16, .enc_layers = 32, .dec_layers = 1,
+                      .d_ff = 16, .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                      .max_len = 4096};
+    CHECK_EQ_INT(model_init(&m, &c, &err), TFM_OK);
+    CHECK(decoder_init(&d, &m, 16, 1, &err) == TFM_ERR_NOMEM && d == NULL);
+    CHECK(strstr(err.msg, "decoding 16 sentences at once with beam 1 needs about "));
+    model_free(&m);
 }

@@ -11,6 +11,7 @@
 #include "fixed_batch.h"
 #include "gradcheck.h"
 #include "model/model.h"
+#include "model/model_work.h"
 #include "nn/optim.h"
 #include "test.h"
 
@@ -243,13 +244,22 @@ TEST(model_encode_padding_invariant)
     Rng rng;
     rng_seed(&rng, 3);
     model_init_weights(&m, &rng);
+    ModelWork *w = model_work_alloc(&cfg, BN * BS, BS, 0, &err);
+    CHECK(w != NULL);
     float all[BN * BS * 16], one[4 * 16];
-    CHECK(model_encode(&m, NULL, b_src, BN, BS, all, &err) == TFM_OK);
+    CHECK(model_encode(&m, NULL, w, b_src, BN, BS, all, &err) == TFM_OK);
     /* sentence 1 alone, length 3 (no padding) */
-    CHECK(model_encode(&m, NULL, b_src + BS, 1, 3, one, &err) == TFM_OK);
+    CHECK(model_encode(&m, NULL, w, b_src + BS, 1, 3, one, &err) == TFM_OK);
     for (int i = 0; i < 3 * 16; i++) CHECK_NEAR(all[BS * 16 + i], one[i], 1e-5);
     const int bad[2] = {5, 20};
-    CHECK(model_encode(&m, NULL, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
+    CHECK(model_encode(&m, NULL, w, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
+    model_work_free(w);
+    /* a batch larger than the workspace is refused, not written past it */
+    w = model_work_alloc(&cfg, BS, BS, 0, &err);
+    CHECK(w != NULL);
+    CHECK(model_encode(&m, NULL, w, b_src, 2, BS, all, &err) == TFM_ERR_USAGE);
+    CHECK(strstr(err.msg, "encoder workspace of"));
+    model_work_free(w);
     model_free(&m);
 }
 
@@ -268,10 +278,12 @@ TEST(model_encode_packed_matches_sgemm)
         model_init_weights(&m, &rng);
         EncoderPack *pk = NULL;
         CHECK(encoder_pack_new(&pk, &m, &err) == TFM_OK);
+        ModelWork *w = model_work_alloc(&cfg, BN * BS, BS, 0, &err);
+        CHECK(w != NULL);
         float plain[BN * BS * 16], packed[BN * BS * 16];
         for (int round = 0; round < 2; round++) {
-            CHECK(model_encode(&m, NULL, b_src, BN, BS, plain, &err) == TFM_OK);
-            CHECK(model_encode(&m, pk, b_src, BN, BS, packed, &err) == TFM_OK);
+            CHECK(model_encode(&m, NULL, w, b_src, BN, BS, plain, &err) == TFM_OK);
+            CHECK(model_encode(&m, pk, w, b_src, BN, BS, packed, &err) == TFM_OK);
             /* real positions only: the packed (inference) path leaves
              * padding out of attention, the sgemm one computes it */
             for (int b = 0; b < BN; b++)
@@ -283,6 +295,7 @@ TEST(model_encode_packed_matches_sgemm)
             for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 1.5f;
             encoder_pack_update(pk, &m);
         }
+        model_work_free(w);
         encoder_pack_free(pk);
         model_free(&m);
     }
@@ -310,11 +323,14 @@ TEST(model_encode_packed_padding_bitwise)
     batch[S - 1] = TOK_EOS;
     for (int t = 0; t < SHORT - 1; t++) batch[S + t] = alone[t] = 4 + (t * 13) % 46;
     batch[S + SHORT - 1] = alone[SHORT - 1] = TOK_EOS;
+    ModelWork *w = model_work_alloc(&cfg, 2 * S, cfg.max_len, 0, &err);
+    CHECK(w != NULL);
     float *all = malloc(sizeof(float) * 2 * S * 64), *one = malloc(sizeof(float) * SHORT * 64);
-    CHECK(model_encode(&m, pk, batch, 2, S, all, &err) == TFM_OK);
-    CHECK(model_encode(&m, pk, alone, 1, SHORT, one, &err) == TFM_OK);
+    CHECK(model_encode(&m, pk, w, batch, 2, S, all, &err) == TFM_OK);
+    CHECK(model_encode(&m, pk, w, alone, 1, SHORT, one, &err) == TFM_OK);
     CHECK(memcmp(all + S * 64, one, sizeof(float) * SHORT * 64) == 0);
     free(all), free(one);
+    model_work_free(w);
     encoder_pack_free(pk);
     model_free(&m);
 }

@@ -122,6 +122,7 @@ void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max
     model_dec_final_ln(m, &s->fin_g, &s->fin_b);
 
     const size_t grp = n < ENC_GROUP ? n : ENC_GROUP;
+    model_work_carve(&s->enc_work, a, c, (int)(grp * S), c->max_len, 0);
     s->enc_out = arena_take(a, grp * S * D, f);
     s->kv_tmp = arena_take(a, grp * S * 2 * D, f);
     s->grp_src = arena_take(a, grp * S, sizeof(int));
@@ -182,8 +183,8 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
         for (int i = 0; i < ng; i++)
             memcpy(s->grp_src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
                    (size_t)Sg * sizeof(int));
-        TfmStatus st = model_encode((Model *)s->m, s->enc_pack, s->grp_src, ng, Sg, s->enc_out,
-                                    err);
+        TfmStatus st = model_encode((Model *)s->m, s->enc_pack, &s->enc_work, s->grp_src, ng,
+                                    Sg, s->enc_out, err);
         if (st != TFM_OK) return st;
         for (int l = 0; l < s->m->cfg.dec_layers; l++) {
             packed_linear_forward(&s->layer[l].pk[LP_CKV], s->kv_tmp, s->enc_out, ng * Sg, 0);

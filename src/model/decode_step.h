@@ -12,6 +12,7 @@
 
 #include "base/arena.h"
 #include "model/model.h"
+#include "model/model_work.h"
 #include "nn/packed_linear.h"
 
 /* A layer's products: self-attention QKV and output, cross-attention query,
@@ -57,6 +58,7 @@ typedef struct {
     PackedLinear p_out;                  /* output projection to the vocabulary */
     EncoderPack *enc_pack;               /* the encoder's weights, packed */
     /* encoding in groups of similar length (dec_step_encode) */
+    ModelWork enc_work;                  /* model_encode's workspace for one group */
     float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
     float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
     int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */

@@ -634,25 +634,18 @@ void encoder_pack_free(EncoderPack *pk)
     free(pk);
 }
 
-TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
-                       float *enc_out, TfmErr *err)
+TfmStatus model_encode(Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
+                       int src_len, float *enc_out, TfmErr *err)
 {
     const ModelConfig *c = &m->cfg;
     if (n <= 0 || src_len <= 0 || src_len > c->max_len)
         return err_set(err, TFM_ERR_FORMAT, "cannot encode %d sentences of length %d "
                        "(model max_len %d)", n, src_len, c->max_len);
-    if ((long)n * src_len > INT32_MAX / c->d_model)
-        return err_set(err, TFM_ERR_FORMAT, "source batch too large");
+    if ((long)n * src_len > w->max_tokens || src_len > w->max_len || w->training)
+        return err_set(err, TFM_ERR_USAGE, "encoder workspace of %d tokens (length %d) for "
+                       "%d sentences of length %d", w->max_tokens, w->max_len, n, src_len);
     TfmStatus st = check_tokens(src, (long)n * src_len, c->vocab_size, "source", err);
     if (st) return st;
-    /* Scratch kept between calls (translation encodes batch after batch);
-     * it grows only when a batch has more tokens than any before. */
-    ModelWork *w = m->enc_work;
-    if (!w || w->max_tokens < n * src_len) {
-        model_work_free(w);
-        m->enc_work = w = model_work_alloc(c, n * src_len, c->max_len, 0, err);
-        if (!w) return TFM_ERR_NOMEM;
-    }
     /* the sublayer helpers read scratch from m->work: lend them w */
     ModelWork *saved = m->work;
     m->work = w;

@@ -84,7 +84,6 @@ typedef struct {
     TensorInfo *tensors;
     int n_tensors;
     ModelWork *work;    /* NULL until model_alloc_training */
-    ModelWork *enc_work;/* model_encode's scratch, kept between calls */
     ModelLayout *layout;
     float *pos_table;   /* (cfg.max_len, d_model) sinusoidal positions */
     /* Views into params, set by model_init: the embedding of source tokens,
@@ -207,12 +206,15 @@ void encoder_pack_free(EncoderPack *pk);
  * (n, src_len) padded with TOK_PAD, computed with pk's packed weights, or
  * with sgemm over the parameters when pk is NULL. With pk, attention also
  * stops at each sentence's end, so a sentence's rows are the same bit for
- * bit however far the batch is padded (the padding rows hold other values). Its scratch (m->enc_work)
- * is kept between calls and grows with the largest batch. Independent of
+ * bit however far the batch is padded (the padding rows hold other values).
+ * w is the caller's encoder workspace (model_work.h, training 0), of at
+ * least n·src_len tokens and src_len positions: the decoder carves it in its
+ * own block, so its memory check counts it. Independent of
  * model_alloc_training.
- * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len), TFM_ERR_NOMEM. */
-TfmStatus model_encode(Model *m, const EncoderPack *pk, const int *src, int n, int src_len,
-                       float *enc_out, TfmErr *err);
+ * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len),
+ * TFM_ERR_USAGE (a batch larger than w). */
+TfmStatus model_encode(Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
+                       int src_len,                       float *enc_out, TfmErr *err);
 
 /* Typed views of one decoder layer's weights: pointers into m->params, so
  * that code running the layer outside model.c (the incremental decoder)

@@ -1,6 +1,6 @@
 /* model_work: the workspace of the forward and backward passes (carved
- * from one block; sizes counted by the same code that carves them), and a
- * model's memory: model_alloc_training, model_free. */
+ * from one block by base/arena.h: sizes counted by the same code that
+ * carves them), and a model's memory: model_alloc_training, model_free. */
 #include "model/model_work.h"
 
 #include <math.h>
@@ -11,20 +11,10 @@
 #include "nn/layers.h"
 #include "model/layout.h"
 
-typedef struct {
-    float *base;
-    size_t used;
-} Carver;
+/* count floats from a (NULL while it only counts) */
+static float *carve(Arena *a, size_t count) { return arena_take(a, count, sizeof(float)); }
 
-static float *carve(Carver *c, size_t n)
-{
-    float *p = c->base ? c->base + c->used : NULL;
-    /* keep every buffer 64-byte aligned */
-    c->used += (n + 15) & ~(size_t)15;
-    return p;
-}
-
-static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
+static void carve_res(Arena *c, ResAct *r, size_t nd, size_t n)
 {
     r->ln = carve(c, nd);
     r->mean = carve(c, n);
@@ -32,10 +22,10 @@ static void carve_res(Carver *c, ResAct *r, size_t nd, size_t n)
     r->r = carve(c, nd);
 }
 
-/* Assigns every buffer (c->base NULL: only counts; then w->enc and w->dec
- * may be NULL too). */
-static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
+void model_work_carve(ModelWork *w, Arena *c, const ModelConfig *cfg, int max_tokens,
+                      int max_len, int training)
 {
+    *w = (ModelWork){.max_tokens = max_tokens, .max_len = max_len, .training = training};
     const size_t N = (size_t)w->max_tokens, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
     const int linear = cfg->attention == ATTN_LINEAR;
     /* softmax keeps its probabilities (n, H, Tq, Tk), linear attention only
@@ -43,8 +33,18 @@ static void carve_work(Carver *c, ModelWork *w, const ModelConfig *cfg)
     const size_t A = (size_t)cfg->heads * N * (linear ? 1 : (size_t)w->max_len);
     const size_t V = (size_t)cfg->vocab_size;
     const int attd = w->training && cfg->attn_dropout > 0;
-    EncAct enc_count = {0};     /* counting without w->enc (model_work_bytes) */
+    EncAct enc_count = {0};     /* while counting, w->enc and w->dec are NULL */
     DecAct dec_count = {0};
+    w->enc = arena_take(c, (size_t)cfg->enc_layers, sizeof *w->enc);
+    if (training) {
+        w->dec = arena_take(c, (size_t)cfg->dec_layers, sizeof *w->dec);
+        w->rows = arena_take(c, N, sizeof(int));
+        w->targets = arena_take(c, N, sizeof(int));
+        w->row_loss = arena_take(c, 3 * N, sizeof(double));
+        w->rep_tok = arena_take(c, 3 * N, sizeof(int));
+    } else {
+        w->src_len = arena_take(c, N, sizeof(int));
+    }
     for (int i = 0; i < cfg->enc_layers; i++) {
         EncAct *e = w->enc ? &w->enc[i] : &enc_count;
         carve_res(c, &e->res1, N * D, N);
@@ -111,13 +111,6 @@ void model_work_free(ModelWork *w)
 {
     if (!w) return;
     free(w->block);
-    free(w->enc);
-    free(w->dec);
-    free(w->rows);
-    free(w->src_len);
-    free(w->targets);
-    free(w->row_loss);
-    free(w->rep_tok);
     free(w);
 }
 
@@ -136,12 +129,10 @@ double model_work_bytes(const ModelConfig *cfg, int max_tokens, int max_len)
 {
     if (!work_size_ok(cfg, max_tokens, max_len)) return INFINITY;
     /* the same carving as model_work_alloc, so the estimate cannot drift from it */
-    ModelWork w = {.max_tokens = max_tokens, .max_len = max_len, .training = 1};
-    Carver c = {0};
-    carve_work(&c, &w, cfg);
-    return (double)c.used * sizeof(float) + 64 +
-           (double)max_tokens * (5 * sizeof(int) + 3 * sizeof(double));  /* rows, targets,
-                                                                          rep_tok, row_loss */
+    ModelWork w;
+    Arena count = {0};
+    model_work_carve(&w, &count, cfg, max_tokens, max_len, 1);
+    return (double)count.used + 64;
 }
 
 ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len, int training,
@@ -154,31 +145,18 @@ ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len,
     }
     ModelWork *w = xcalloc(1, sizeof *w, err);
     if (!w) return NULL;
-    w->max_tokens = max_tokens;
-    w->max_len = max_len;
-    w->training = training;
-    w->enc = xcalloc((size_t)cfg->enc_layers, sizeof *w->enc, err);
-    w->dec = xcalloc((size_t)cfg->dec_layers, sizeof *w->dec, err);
-    if (!w->enc || !w->dec) goto fail;
-    Carver c = {0};
-    carve_work(&c, w, cfg);
-    w->block = xmalloc(c.used * sizeof(float) + 64, err);
-    if (!w->block) goto fail;
-    /* align the block start to 64 bytes */
-    c = (Carver){.base = (float *)(((uintptr_t)w->block + 63) & ~(uintptr_t)63)};
-    carve_work(&c, w, cfg);
-    if (!training && !(w->src_len = xmalloc((size_t)max_tokens * sizeof(int), err))) goto fail;
-    if (training) {
-        w->rows = xmalloc((size_t)max_tokens * sizeof(int), err);
-        w->targets = xmalloc((size_t)max_tokens * sizeof(int), err);
-        w->row_loss = xmalloc((size_t)max_tokens * 3 * sizeof(double), err);
-        w->rep_tok = xmalloc((size_t)max_tokens * 3 * sizeof(int), err);
-        if (!w->rows || !w->targets || !w->row_loss || !w->rep_tok) goto fail;
+    Arena a = {0};
+    model_work_carve(w, &a, cfg, max_tokens, max_len, training);
+    char *block = xmalloc(a.used + 64, err);
+    if (!block) {
+        free(w);
+        return NULL;
     }
+    /* align the block start to 64 bytes */
+    a = (Arena){.base = (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63)};
+    model_work_carve(w, &a, cfg, max_tokens, max_len, training);
+    w->block = block;
     return w;
-fail:
-    model_work_free(w);
-    return NULL;
 }
 
 TfmStatus model_alloc_training(Model *m, int max_tokens, int max_len, TfmErr *err)
@@ -203,7 +181,6 @@ TfmStatus model_init_replica(Model *r, const Model *m, int max_tokens, int max_l
     r->replica = true;
     r->grads = NULL;
     r->work = NULL;
-    r->enc_work = NULL;
     TfmStatus st = model_alloc_training(r, max_tokens, max_len, err);
     if (st != TFM_OK) model_free(r);
     return st;
@@ -214,7 +191,6 @@ void model_free(Model *m)
     if (!m) return;
     free(m->grads);
     model_work_free(m->work);
-    model_work_free(m->enc_work);
     if (m->replica) {           /* the rest is its owner's */
         *m = (Model){0};
         return;

@@ -6,6 +6,8 @@
 #define TFM_MODEL_WORK_H
 
 #include <stdint.h>
+
+#include "base/arena.h"
 #include "model/model.h"
 
 /* One sublayer's residual + LayerNorm wrapper (see sub_input / sub_output). */
@@ -33,7 +35,7 @@ typedef struct {
 struct ModelWork {
     int max_tokens, max_len;
     int training;
-    float *block;       /* every float buffer below points into this */
+    void *block;        /* model_work_alloc's: every buffer below points into it */
     EncAct *enc;
     DecAct *dec;
     float *enc_x0, *dec_x0;     /* (N, D) embeddings + positions, after dropout */
@@ -67,8 +69,14 @@ struct ModelWork {
     uint64_t seed;
 };
 
-/* The workspace for batches of at most max_tokens tokens and max_len
- * positions; training 0: only the encoder's buffers (model_encode). */
+/* Sets w's sizes and carves every buffer of a workspace for batches of at
+ * most max_tokens tokens and max_len positions from a (all NULL while a
+ * only counts; see base/arena.h); training 0: only the encoder's buffers
+ * (model_encode). The one list behind model_work_alloc, model_work_bytes
+ * and the decoder's block (decode_step.c). */
+void model_work_carve(ModelWork *w, Arena *a, const ModelConfig *cfg, int max_tokens,
+                      int max_len, int training);
+/* The same workspace in a block of its own. */
 ModelWork *model_work_alloc(const ModelConfig *cfg, int max_tokens, int max_len, int training,
                             TfmErr *err);
 void model_work_free(ModelWork *w);
