@@ -18,6 +18,8 @@ check "quantizing twice changes nothing" cmp -s q.tfm q2.tfm
 expect_exit 2 "quantize onto its input" -- "$TFM" quantize -o q.tfm q.tfm
 expect_exit 2 "quantize without -o" -- "$TFM" quantize q.tfm
 expect_exit 1 "quantize a missing model" -- "$TFM" quantize -o x.tfm nope.tfm
+expect_exit 2 "quantize with a misspelt option" -- "$TFM" quantize --outptu x.tfm q.tfm
+expect_err_line "its hint" "tfm: quantize: unknown option '--outptu' (did you mean --output?)"
 
 # --nbest prints the scores: equal outputs are equal bits, not only words
 run() { "$TFM" translate -q -b 4 --nbest 2 "$@" <in.de; }

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "base/text.h"
+#include "model/ckpt.h"
 #include "cli/cmds.h"
 
 int cmd_wants_help(int argc, char **argv)
@@ -116,4 +118,40 @@ TfmStatus cmd_check_single_dash(const char *cmd, int argc, char **argv, const ch
         if (refuse) return cmd_unknown_option(cmd, arg, longopts, aliases, err);
     }
     return TFM_OK;
+}
+
+TfmStatus cmd_model_writer_args(const char *cmd, int argc, char **argv, int min_models,
+                                const char **out, int *first, int *n, bool *help, TfmErr *err)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *out = NULL;
+    *help = false;
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': *out = optarg; break;
+        case 'h': *help = true; return TFM_OK;
+        case ':': return err_set(err, TFM_ERR_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
+        default: return cmd_unknown_option(cmd, argv[optind - 1], longopts, NULL, err);
+        }
+    }
+    if (!*out) return err_set(err, TFM_ERR_USAGE, "%s: missing -o OUT (see tfm %s --help)", cmd, cmd);
+    *first = optind;
+    *n = argc - optind;
+    if (min_models == 1 && *n != 1)
+        return err_set(err, TFM_ERR_USAGE, "%s: expected one MODEL (see tfm %s --help)", cmd, cmd);
+    if (*n < min_models)
+        return err_set(err, TFM_ERR_USAGE, "%s: expected at least %d models, got %d", cmd,
+                       min_models, *n);
+    for (int k = 0; k < *n; k++)
+        if (atomic_same_file(*out, argv[optind + k]))
+            return err_set(err, TFM_ERR_USAGE, "%s: -o '%s' is also an input model; it would "
+                           "be overwritten", cmd, *out);
+    return ckpt_check_replaceable(*out, err);
 }

@@ -67,4 +67,12 @@ TfmStatus cmd_check_single_dash(const char *cmd, int argc, char **argv, const ch
 bool cmd_parse_long(const char *s, long lo, long hi, long *out);
 bool cmd_parse_double(const char *s, double lo, double hi, double *out);
 
+/* The arguments of a command that writes one model file from models (tfm
+ * average, tfm quantize): "-o OUT", -h, and at least min_models models (or
+ * exactly one when min_models is 1), argv[*first .. *first + *n). Refuses an
+ * OUT that is one of the models or not a model file to replace
+ * (ckpt_check_replaceable). *help: -h was given (nothing else checked). */
+TfmStatus cmd_model_writer_args(const char *cmd, int argc, char **argv, int min_models,
+                                const char **out, int *first, int *n, bool *help, TfmErr *err);
+
 #endif
