@@ -75,6 +75,51 @@ static int trained_model(Model *m, NormKind norm, bool share)
     return trained_model_attn(m, norm, share, ATTN_SOFTMAX);
 }
 
+/* What most tests start from: a trained copy model, its decoder for NSENT
+ * sentences of beam up to max_beam, and NSENT random sources drawn from
+ * seed. */
+typedef struct {
+    Model m;
+    Decoder *d;
+    int src[NSENT * MAXLEN], lens[NSENT], S;
+} Setup;
+
+static void setup_open(Setup *s, NormKind norm, bool share, AttnKind attn, int max_beam,
+                       uint64_t seed)
+{
+    CHECK(trained_model_attn(&s->m, norm, share, attn));
+    TfmErr err = {0};
+    CHECK(decoder_init(&s->d, &s->m, NSENT, max_beam, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, seed);
+    s->S = make_src(&rng, NSENT, s->src, s->lens);
+}
+
+static void setup_close(Setup *s)
+{
+    decoder_free(s->d);
+    model_free(&s->m);
+}
+
+/* Copies the tokens of n hypotheses (the search reuses their memory). */
+static void keep_tokens(const Hypothesis *h, int n, int (*tok)[MAXLEN], int *len)
+{
+    for (int i = 0; i < n; i++) {
+        len[i] = h[i].len;
+        memcpy(tok[i], h[i].tokens, sizeof(int) * h[i].len);
+    }
+}
+
+/* The small untrained model of the bound tests. */
+static void small_model(Model *m)
+{
+    ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 1, .dec_layers = 1, .d_ff = 32,
+                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                     .max_len = MAXLEN};
+    TfmErr err = {0};
+    CHECK(model_init(m, &c, &err) == TFM_OK);
+}
+
 TEST(test_incremental_scores_equal_full_forward)
 {
     /* variants: pre/post norm, shared or not, RMSNorm for 4 and 5, linear
@@ -147,27 +192,20 @@ static int greedy_by_hand(Decoder *d, const int *src, int S, int limit, int *out
 
 TEST(test_beam1_equals_greedy_and_copies)
 {
-    Model m;
-    CHECK(trained_model(&m, NORM_POST, true));
+    Setup f;
+    setup_open(&f, NORM_POST, true, ATTN_SOFTMAX, 4, 77);
+    const int *src = f.src, *lens = f.lens, S = f.S;
     TfmErr err = {0};
-    Decoder *d;
-    CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 77);
-    int src[NSENT * MAXLEN], lens[NSENT], copied = 0;
-    int S = make_src(&rng, NSENT, src, lens);
+    int copied = 0;
     DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
     Hypothesis hyp[NSENT];
-    CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
+    CHECK(decoder_run(f.d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
     int kept[NSENT][MAXLEN], kept_len[NSENT];
-    for (int b = 0; b < NSENT; b++) {
-        kept_len[b] = hyp[b].len;
-        memcpy(kept[b], hyp[b].tokens, sizeof(int) * hyp[b].len);
-    }
+    keep_tokens(hyp, NSENT, kept, kept_len);
     for (int b = 0; b < NSENT; b++) {
         int out[MAXLEN];
         float lp;
-        int len = greedy_by_hand(d, src + b * S, S, lens[b] + 3, out, &lp);
+        int len = greedy_by_hand(f.d, src + b * S, S, lens[b] + 3, out, &lp);
         CHECK_EQ_INT(len, kept_len[b]);
         CHECK(len == kept_len[b] && memcmp(out, kept[b], sizeof(int) * len) == 0);
         copied += len == lens[b] && memcmp(out, src + b * S, sizeof(int) * len) == 0;
@@ -176,8 +214,7 @@ TEST(test_beam1_equals_greedy_and_copies)
     /* the model did learn to copy (most, not all: how many depends on float
      * rounding, e.g. 4 of 6 in a build without AVX-512, 6 of 6 with it) */
     CHECK(copied >= NSENT / 2);
-    decoder_free(d);
-    model_free(&m);
+    setup_close(&f);
 }
 
 TEST(test_beam_nbest_sorted_and_batch_independent)
@@ -185,16 +222,12 @@ TEST(test_beam_nbest_sorted_and_batch_independent)
     /* post-norm, pre-norm, and pre-norm with linear attention */
     for (int variant = 0; variant < 3; variant++) {
         const int norm = variant > 0;
-        Model m;
-        CHECK(trained_model_attn(&m, norm ? NORM_PRE : NORM_POST, norm == 0,
-                                 variant == 2 ? ATTN_LINEAR : ATTN_SOFTMAX));
+        Setup f;
+        setup_open(&f, norm ? NORM_PRE : NORM_POST, norm == 0,
+                   variant == 2 ? ATTN_LINEAR : ATTN_SOFTMAX, 4, 78);
+        Decoder *d = f.d;
+        const int *src = f.src, *lens = f.lens, S = f.S;
         TfmErr err = {0};
-        Decoder *d;
-        CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
-        Rng rng;
-        rng_seed(&rng, 78);
-        int src[NSENT * MAXLEN], lens[NSENT];
-        int S = make_src(&rng, NSENT, src, lens);
         DecodeOptions opt = {.beam = 4, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 4};
         Hypothesis hyp[NSENT * 4];
         CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
@@ -204,8 +237,7 @@ TEST(test_beam_nbest_sorted_and_batch_independent)
             for (int i = 1; i < 4; i++)
                 if (hyp[b * 4 + i].tokens) CHECK(hyp[b * 4 + i - 1].score >= hyp[b * 4 + i].score);
             for (int i = 0; i < 4; i++) all_score[b][i] = hyp[b * 4 + i].score;
-            all_len[b] = hyp[b * 4].len;
-            memcpy(all_tok[b], hyp[b * 4].tokens, sizeof(int) * hyp[b * 4].len);
+            keep_tokens(&hyp[b * 4], 1, &all_tok[b], &all_len[b]);
         }
         /* each sentence alone (shorter padding, other neighbours) */
         for (int b = 0; b < NSENT; b++) {
@@ -218,22 +250,17 @@ TEST(test_beam_nbest_sorted_and_batch_independent)
             /* bit for bit: the n-best scores too, not only the words */
             for (int i = 0; i < 4; i++) CHECK(h1[i].score == all_score[b][i]);
         }
-        decoder_free(d);
-        model_free(&m);
+        setup_close(&f);
     }
 }
 
 TEST(test_length_penalty_prefers_longer_with_large_alpha)
 {
-    Model m;
-    CHECK(trained_model(&m, NORM_POST, true));
+    Setup f;
+    setup_open(&f, NORM_POST, true, ATTN_SOFTMAX, 4, 79);
+    Decoder *d = f.d;
+    const int *src = f.src, S = f.S;
     TfmErr err = {0};
-    Decoder *d;
-    CHECK(decoder_init(&d, &m, NSENT, 4, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 79);
-    int src[NSENT * MAXLEN], lens[NSENT];
-    int S = make_src(&rng, NSENT, src, lens);
     DecodeOptions opt = {.beam = 4, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 4, .nbest = 1};
     Hypothesis h0[NSENT], h5[NSENT];
     int len0 = 0, len5 = 0;
@@ -253,8 +280,7 @@ TEST(test_length_penalty_prefers_longer_with_large_alpha)
               fabsf(h5[b].score - h5[b].logprob / lp_cut) <= 1e-5f * fabsf(h5[b].score));
     }
     CHECK(len5 > len0);
-    decoder_free(d);
-    model_free(&m);
+    setup_close(&f);
 }
 
 /* The decoder keeps packed copies of the weights: after the model changes
@@ -262,25 +288,23 @@ TEST(test_length_penalty_prefers_longer_with_large_alpha)
  * compute what a fresh decoder computes, bit for bit. */
 TEST(test_decoder_update_weights_follows_model)
 {
-    Model m;
-    CHECK(trained_model(&m, NORM_POST, true));
+    Setup f;
+    setup_open(&f, NORM_POST, true, ATTN_SOFTMAX, 1, 5);
+    Model *m = &f.m;
+    Decoder *old = f.d, *fresh;
+    const int *src = f.src, S = f.S;
     TfmErr err = {0};
-    Decoder *old, *fresh;
-    CHECK(decoder_init(&old, &m, NSENT, 1, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 5);
-    int src[NSENT * MAXLEN], lens[NSENT], prev[NSENT];
-    int S = make_src(&rng, NSENT, src, lens);
+    int prev[NSENT];
     for (int b = 0; b < NSENT; b++) prev[b] = TOK_BOS;
     const size_t bytes = sizeof(float) * NSENT * V;
     float *before = malloc(bytes), *stale = malloc(bytes);
     CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
     memcpy(before, decoder_step(old, prev, NULL, 0), bytes);
-    for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 0.9f;
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] *= 0.9f;
     CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
     memcpy(stale, decoder_step(old, prev, NULL, 0), bytes);
     CHECK(memcmp(stale, before, bytes) != 0);   /* the encoder still sees new weights */
-    CHECK(decoder_init(&fresh, &m, NSENT, 1, &err) == TFM_OK);
+    CHECK(decoder_init(&fresh, m, NSENT, 1, &err) == TFM_OK);
     CHECK(decoder_begin(fresh, src, NSENT, S, 1, &err) == TFM_OK);
     const float *want = decoder_step(fresh, prev, NULL, 0);
     CHECK(memcmp(stale, want, bytes) != 0);
@@ -288,9 +312,8 @@ TEST(test_decoder_update_weights_follows_model)
     CHECK(decoder_begin(old, src, NSENT, S, 1, &err) == TFM_OK);
     CHECK(memcmp(decoder_step(old, prev, NULL, 0), want, bytes) == 0);
     free(before), free(stale);
-    decoder_free(old);
     decoder_free(fresh);
-    model_free(&m);
+    setup_close(&f);
 }
 
 /* True when tokens[0..len) holds some n-gram twice. */
@@ -340,15 +363,11 @@ TEST(test_no_repeat_ngram_bans_repeats)
  * target scores lower. */
 TEST(test_score_reference_equals_greedy_logprob)
 {
-    Model m;
-    CHECK(trained_model(&m, NORM_PRE, true));
+    Setup f;
+    setup_open(&f, NORM_PRE, true, ATTN_SOFTMAX, 1, 91);
+    Decoder *d = f.d;
+    const int *src = f.src, *lens = f.lens, S = f.S;
     TfmErr err = {0};
-    Decoder *d;
-    CHECK(decoder_init(&d, &m, NSENT, 1, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 91);
-    int src[NSENT * MAXLEN], lens[NSENT];
-    int S = make_src(&rng, NSENT, src, lens);
     DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
     Hypothesis hyp[NSENT];
     CHECK(decoder_run(d, src, NSENT, S, &opt, hyp, &err) == TFM_OK);
@@ -363,17 +382,16 @@ TEST(test_score_reference_equals_greedy_logprob)
         tgts[b] = outs[b];
     }
     double got[NSENT];
-    CHECK(decoder_score(d, &m, srcs, lens, tgts, out_lens, NSENT, got, &err) == TFM_OK);
+    CHECK(decoder_score(d, &f.m, srcs, lens, tgts, out_lens, NSENT, got, &err) == TFM_OK);
     /* (a hypothesis cut by the length limit has no </s> in its log-probability) */
     for (int b = 0; b < NSENT; b++)
         if (out_lens[b] < lens[b] + 3) CHECK_NEAR(got[b], want[b], 1e-4);
     /* a target with one token changed is less likely */
     outs[0][0] = outs[0][0] == 5 ? 6 : 5;
     double worse;
-    CHECK(decoder_score(d, &m, srcs, lens, tgts, out_lens, 1, &worse, &err) == TFM_OK);
+    CHECK(decoder_score(d, &f.m, srcs, lens, tgts, out_lens, 1, &worse, &err) == TFM_OK);
     CHECK(worse < got[0]);
-    decoder_free(d);
-    model_free(&m);
+    setup_close(&f);
 }
 
 /* Ensembles: a model with itself decodes exactly as alone (the mean of
@@ -420,10 +438,9 @@ TEST(test_ensemble_means_log_probabilities)
     int all_tok[NSENT * 2][MAXLEN], all_len[NSENT * 2];
     float all_lp[NSENT * 2];
     int differs = 0;
+    keep_tokens(got, NSENT * 2, all_tok, all_len);
     for (int i = 0; i < NSENT * 2; i++) {
-        all_len[i] = got[i].len;
         all_lp[i] = got[i].logprob;
-        memcpy(all_tok[i], got[i].tokens, sizeof(int) * got[i].len);
         differs += got[i].logprob != want[i].logprob;
     }
     CHECK(differs > 0);              /* b does take part */
@@ -450,15 +467,9 @@ TEST(test_ensemble_means_log_probabilities)
  * runs and its n-best list is sorted. */
 TEST(test_beam_bound_refused_and_largest_runs)
 {
-    ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 1, .dec_layers = 1, .d_ff = 32,
-                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
-                     .max_len = MAXLEN};
     Model m;
+    small_model(&m);
     TfmErr err = {0};
-    if (model_init(&m, &c, &err) != TFM_OK) {
-        CHECK(!"model_init");
-        return;
-    }
     Rng rng;
     rng_seed(&rng, 5);
     model_init_weights(&m, &rng);
@@ -467,22 +478,14 @@ TEST(test_beam_bound_refused_and_largest_runs)
     CHECK(strstr(err.msg, "beam 1025") && strstr(err.msg, "1024"));
     int src[MAXLEN], lens[1];
     const int S = make_src(&rng, 1, src, lens);
-    if (decoder_init(&d, &m, 1, 2, &err) != TFM_OK) {
-        CHECK(!"decoder_init");
-        model_free(&m);
-        return;
-    }
+    CHECK(decoder_init(&d, &m, 1, 2, &err) == TFM_OK);
     DecodeOptions opt = {.beam = 3, .max_len_a = 0, .max_len_b = 3, .nbest = 1};
     Hypothesis hyp[DECODE_MAX_BEAM];
     err = (TfmErr){0};
     CHECK(decoder_run(d, src, 1, S, &opt, hyp, &err) == TFM_ERR_USAGE);
     CHECK(strstr(err.msg, "beam 3") && strstr(err.msg, "[1, 2]"));
     decoder_free(d);
-    if (decoder_init(&d, &m, 1, DECODE_MAX_BEAM, &err) != TFM_OK) {
-        CHECK(!"decoder_init at the bound");
-        model_free(&m);
-        return;
-    }
+    CHECK(decoder_init(&d, &m, 1, DECODE_MAX_BEAM, &err) == TFM_OK);
     opt.beam = opt.nbest = DECODE_MAX_BEAM;
     CHECK(decoder_run(d, src, 1, S, &opt, hyp, &err) == TFM_OK);
     int found = 0;
@@ -498,15 +501,9 @@ TEST(test_beam_bound_refused_and_largest_runs)
  * the message; rows that overflow an int are refused as such. */
 TEST(test_decoder_memory_refused_up_front)
 {
-    ModelConfig c = {.d_model = 16, .heads = 2, .enc_layers = 1, .dec_layers = 1, .d_ff = 32,
-                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
-                     .max_len = MAXLEN};
     Model m;
+    small_model(&m);
     TfmErr err = {0};
-    if (model_init(&m, &c, &err) != TFM_OK) {
-        CHECK(!"model_init");
-        return;
-    }
     Decoder *d = NULL;
     /* 2^30 rows: terabytes of caches */
     CHECK(decoder_init(&d, &m, 1 << 20, DECODE_MAX_BEAM, &err) == TFM_ERR_NOMEM && d == NULL);
@@ -519,9 +516,9 @@ TEST(test_decoder_memory_refused_up_front)
     /* the encoder's workspace is in the same list: small caches (16 rows of
      * width 32) but 16 sentences of 4096 positions through 32 layers of 16
      * heads' attention (over 500 GB) */
-    c = (ModelConfig){.d_model = 16, .heads = 16, .enc_layers = 32, .dec_layers = 1,
-                      .d_ff = 16, .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
-                      .max_len = 4096};
+    ModelConfig c = {.d_model = 16, .heads = 16, .enc_layers = 32, .dec_layers = 1,
+                     .d_ff = 16, .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                     .max_len = 4096};
     CHECK_EQ_INT(model_init(&m, &c, &err), TFM_OK);
     CHECK(decoder_init(&d, &m, 16, 1, &err) == TFM_ERR_NOMEM && d == NULL);
     CHECK(strstr(err.msg, "decoding 16 sentences at once with beam 1 needs about "));
