@@ -24,6 +24,39 @@ static ModelConfig tiny_cfg(NormKind norm, bool share)
     };
 }
 
+/* m: a model of cfg with its weights drawn from seed and, when max_tokens >
+ * 0, a training workspace of max_tokens tokens and max_len positions.
+ * Returns the generator after the weights (some tests draw on from it). */
+static Rng seeded_model(Model *m, const ModelConfig *cfg, uint64_t seed, int max_tokens,
+                        int max_len)
+{
+    TfmErr err;
+    CHECK(model_init(m, cfg, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, seed);
+    model_init_weights(m, &rng);
+    if (max_tokens > 0) CHECK(model_alloc_training(m, max_tokens, max_len, &err) == TFM_OK);
+    return rng;
+}
+
+/* A copy of m's gradients (malloc'd). */
+static float *grads_copy(const Model *m)
+{
+    float *g = malloc(m->n_params * sizeof *g);
+    CHECK(g != NULL);
+    memcpy(g, m->grads, m->n_params * sizeof *g);
+    return g;
+}
+
+/* model_encode's workspace for tokens tokens of at most max_len positions. */
+static ModelWork *encoder_work(const ModelConfig *cfg, int tokens, int max_len)
+{
+    TfmErr err;
+    ModelWork *w = model_work_alloc(cfg, tokens, max_len, 0, &err);
+    CHECK(w != NULL);
+    return w;
+}
+
 typedef struct {
     Model m;
     Batch b;
@@ -58,7 +91,6 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
     const int threads = omp_get_max_threads();
     blas_set_threads(1);
     GcModel *g = calloc(1, sizeof *g);
-    TfmErr err;
     ModelConfig cfg = tiny_cfg(norm, share);
     cfg.norm_type = nt;
     cfg.attention = attn;
@@ -66,10 +98,7 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
     cfg.attn_dropout = attn == ATTN_LINEAR ? 0 : dropout;
     cfg.relu_dropout = dropout;
     cfg.word_dropout = dropout;
-    CHECK(model_init(&g->m, &cfg, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 100 + norm * 2 + share);
-    model_init_weights(&g->m, &rng);
+    Rng rng = seeded_model(&g->m, &cfg, 100 + norm * 2 + share, 64, 16);
     /* Non-trivial biases and gains, so their paths are exercised. ReLU kinks:
      * a step on an embedding or an early weight moves thousands of FFN
      * pre-activations, and one that crosses 0 spoils the difference. So the
@@ -85,15 +114,13 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
         else if (ti->rows == 1)
             for (int j = 0; j < ti->cols; j++) p[j] += 0.2f * (rng_uniform(&rng) - 0.5f);
     }
-    CHECK(model_alloc_training(&g->m, 64, 16, &err) == TFM_OK);
     g->b = fixed_batch();
     g->use_dropout = dropout > 0;
     rng_seed(&g->drop, 7);
     double f0 = model_obj(g);
     CHECK(isfinite(f0));
     model_backward(&g->m, &g->b);
-    float *grads = malloc(g->m.n_params * sizeof *grads);
-    memcpy(grads, g->m.grads, g->m.n_params * sizeof *grads);
+    float *grads = grads_copy(&g->m);
     GcReport rep = {0};
     for (int t = 0; t < g->m.n_tensors; t++) {
         const TensorInfo *ti = &g->m.tensors[t];
@@ -240,12 +267,8 @@ TEST(model_encode_padding_invariant)
     ModelConfig cfg = tiny_cfg(NORM_PRE, true);
     Model m;
     TfmErr err;
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 3);
-    model_init_weights(&m, &rng);
-    ModelWork *w = model_work_alloc(&cfg, BN * BS, BS, 0, &err);
-    CHECK(w != NULL);
+    seeded_model(&m, &cfg, 3, 0, 0);
+    ModelWork *w = encoder_work(&cfg, BN * BS, BS);
     float all[BN * BS * 16], one[4 * 16];
     CHECK(model_encode(&m, NULL, w, b_src, BN, BS, all, &err) == TFM_OK);
     /* sentence 1 alone, length 3 (no padding) */
@@ -255,8 +278,7 @@ TEST(model_encode_padding_invariant)
     CHECK(model_encode(&m, NULL, w, bad, 1, 2, one, &err) == TFM_ERR_FORMAT);
     model_work_free(w);
     /* a batch larger than the workspace is refused, not written past it */
-    w = model_work_alloc(&cfg, BS, BS, 0, &err);
-    CHECK(w != NULL);
+    w = encoder_work(&cfg, BS, BS);
     CHECK(model_encode(&m, NULL, w, b_src, 2, BS, all, &err) == TFM_ERR_USAGE);
     CHECK(strstr(err.msg, "encoder workspace of"));
     model_work_free(w);
@@ -272,14 +294,10 @@ TEST(model_encode_packed_matches_sgemm)
         ModelConfig cfg = tiny_cfg(norm ? NORM_PRE : NORM_POST, true);
         Model m;
         TfmErr err;
-        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-        Rng rng;
-        rng_seed(&rng, 5);
-        model_init_weights(&m, &rng);
+        seeded_model(&m, &cfg, 5, 0, 0);
         EncoderPack *pk = NULL;
         CHECK(encoder_pack_new(&pk, &m, &err) == TFM_OK);
-        ModelWork *w = model_work_alloc(&cfg, BN * BS, BS, 0, &err);
-        CHECK(w != NULL);
+        ModelWork *w = encoder_work(&cfg, BN * BS, BS);
         float plain[BN * BS * 16], packed[BN * BS * 16];
         for (int round = 0; round < 2; round++) {
             CHECK(model_encode(&m, NULL, w, b_src, BN, BS, plain, &err) == TFM_OK);
@@ -311,10 +329,7 @@ TEST(model_encode_packed_padding_bitwise)
                        .max_len = 40};
     Model m;
     TfmErr err;
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    Rng rng;
-    rng_seed(&rng, 9);
-    model_init_weights(&m, &rng);
+    seeded_model(&m, &cfg, 9, 0, 0);
     EncoderPack *pk = NULL;
     CHECK(encoder_pack_new(&pk, &m, &err) == TFM_OK);
     enum { S = 33, SHORT = 5 };
@@ -323,8 +338,7 @@ TEST(model_encode_packed_padding_bitwise)
     batch[S - 1] = TOK_EOS;
     for (int t = 0; t < SHORT - 1; t++) batch[S + t] = alone[t] = 4 + (t * 13) % 46;
     batch[S + SHORT - 1] = alone[SHORT - 1] = TOK_EOS;
-    ModelWork *w = model_work_alloc(&cfg, 2 * S, cfg.max_len, 0, &err);
-    CHECK(w != NULL);
+    ModelWork *w = encoder_work(&cfg, 2 * S, cfg.max_len);
     float *all = malloc(sizeof(float) * 2 * S * 64), *one = malloc(sizeof(float) * SHORT * 64);
     CHECK(model_encode(&m, pk, w, batch, 2, S, all, &err) == TFM_OK);
     CHECK(model_encode(&m, pk, w, alone, 1, SHORT, one, &err) == TFM_OK);
@@ -387,19 +401,14 @@ TEST(model_backward_notify_ranges_final_and_complete)
         Model m;
         TfmErr err;
         LossStats st;
-        Rng rng;
-        rng_seed(&rng, 21);
-        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-        model_init_weights(&m, &rng);
-        CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+        Rng rng = seeded_model(&m, &cfg, 21, 64, 16);
         Batch bt = fixed_batch();
         NotifyLog l = {.m = &m, .snap = calloc(m.n_params, sizeof(float)),
                        .covered = calloc(m.n_params, sizeof(int))};
-        float *plain = malloc(m.n_params * sizeof *plain);
         Rng r1 = rng, r2 = rng;
         CHECK(model_forward(&m, &bt, 0.1f, &r1, &st, &err) == TFM_OK);
         model_backward(&m, &bt);
-        memcpy(plain, m.grads, m.n_params * sizeof *plain);
+        float *plain = grads_copy(&m);
         CHECK(model_forward(&m, &bt, 0.1f, &r2, &st, &err) == TFM_OK);
         model_backward_notify(&m, &bt, log_ready, &l);
         int once = 1;
@@ -433,19 +442,14 @@ TEST(model_dropout_deterministic)
     Model m;
     TfmErr err;
     LossStats a, b, c, e;
-    Rng rng;
-    rng_seed(&rng, 8);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    seeded_model(&m, &cfg, 8, 64, 16);
     Batch bt = fixed_batch();
-    float *g1 = malloc(m.n_params * sizeof *g1);
     Rng r1, r2;
     rng_seed(&r1, 99);
     r2 = r1;
     CHECK(model_forward(&m, &bt, 0.1f, &r1, &a, &err) == TFM_OK);
     model_backward(&m, &bt);
-    memcpy(g1, m.grads, m.n_params * sizeof *g1);
+    float *g1 = grads_copy(&m);
     CHECK(model_forward(&m, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
     model_backward(&m, &bt);
     CHECK(a.loss == b.loss);
@@ -475,24 +479,19 @@ TEST(model_dropout_factor)
     Model m, half;
     TfmErr err;
     LossStats a, b, e, z;
-    Rng rng;
-    rng_seed(&rng, 8);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    seeded_model(&m, &cfg, 8, 64, 16);
     cfg.dropout = cfg.attn_dropout = cfg.relu_dropout = cfg.word_dropout = 0.5f * 0.3f;
     CHECK(model_init(&half, &cfg, &err) == TFM_OK);
     memcpy(half.params, m.params, m.n_params * sizeof *m.params);
     CHECK(model_alloc_training(&half, 64, 16, &err) == TFM_OK);
     Batch bt = fixed_batch();
-    float *g1 = malloc(m.n_params * sizeof *g1);
     Rng r1, r2;
     rng_seed(&r1, 99);
     r2 = r1;
     StepSettings s = {0.1f, 0.5f, 0.0f};
     CHECK(model_forward_step(&m, &bt, &s, &r1, &a, &err) == TFM_OK);
     model_backward(&m, &bt);
-    memcpy(g1, m.grads, m.n_params * sizeof *g1);
+    float *g1 = grads_copy(&m);
     CHECK(model_forward(&half, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
     model_backward(&half, &bt);
     CHECK(a.loss == b.loss && a.nll == b.nll);
@@ -515,19 +514,14 @@ TEST(model_replica_shares_weights)
     ModelConfig cfg = tiny_cfg(NORM_POST, true);
     Model m, r;
     TfmErr err;
-    Rng rng;
-    rng_seed(&rng, 12);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    seeded_model(&m, &cfg, 12, 64, 16);
     CHECK(model_init_replica(&r, &m, 32, 16, &err) == TFM_OK);
     CHECK(r.params == m.params && r.grads != m.grads && r.replica && !m.replica);
     Batch whole = fixed_batch();
     LossStats all, a, b;
     CHECK(model_forward(&m, &whole, 0.1f, NULL, &all, &err) == TFM_OK);
     model_backward(&m, &whole);
-    float *g = malloc(m.n_params * sizeof *g);
-    memcpy(g, m.grads, m.n_params * sizeof *g);
+    float *g = grads_copy(&m);
     /* sentence 0 on m, sentences 1-2 on the replica, each averaged over the
      * whole batch's targets */
     Batch first = whole, rest = whole;
@@ -600,12 +594,9 @@ static void learn_task_attn(int reverse, bool bf16, AttnKind attn)
     Model m;
     Adam adam;
     TfmErr err;
-    Rng rng, data;
-    rng_seed(&rng, 1);
+    Rng data;
     rng_seed(&data, 2 + reverse);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, LBATCH * LMAXLEN, LMAXLEN, &err) == TFM_OK);
+    seeded_model(&m, &cfg, 1, LBATCH * LMAXLEN, LMAXLEN);
     CHECK(adam_init(&adam, m.n_params, &tc, &err) == TFM_OK);
     static int src[LBATCH * LMAXLEN], tin[LBATCH * LMAXLEN], tout[LBATCH * LMAXLEN];
     LossStats st = {0};
@@ -657,17 +648,13 @@ TEST(model_threads_agree)
     cfg.max_len = LMAXLEN + 1;
     Model m;
     TfmErr err;
-    Rng rng;
-    rng_seed(&rng, 12);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 2 * LBATCH * (LMAXLEN + 1), LMAXLEN + 1, &err) == TFM_OK);
+    Rng rng = seeded_model(&m, &cfg, 12, 2 * LBATCH * (LMAXLEN + 1), LMAXLEN + 1);
     int src[LBATCH * (LMAXLEN + 1)], tin[LBATCH * (LMAXLEN + 1)], tout[LBATCH * (LMAXLEN + 1)];
     int S, T;
     make_task_batch(&rng, 0, src, tin, tout, &S, &T);
     Batch b = {.n = LBATCH, .src_len = S, .tgt_len = T, .src = src, .tgt_in = tin,
                .tgt_out = tout};
-    float *g1 = malloc(m.n_params * sizeof *g1);
+    float *g1 = NULL;
     double loss1 = 0;
     for (int t = 1; t <= 3; t++) {
         blas_set_threads(t);
@@ -676,7 +663,7 @@ TEST(model_threads_agree)
         model_backward(&m, &b);
         if (t == 1) {
             loss1 = st.loss;
-            memcpy(g1, m.grads, m.n_params * sizeof *g1);
+            g1 = grads_copy(&m);
             continue;
         }
         CHECK_NEAR(st.loss, loss1, 1e-5 * fabs(loss1));
@@ -725,11 +712,7 @@ TEST(model_bf16_matches_fp32)
     cfg.d_model = 64, cfg.d_ff = 128, cfg.heads = 4;
     Model m;
     TfmErr err;
-    Rng rng;
-    rng_seed(&rng, 5);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, 64, 16, &err) == TFM_OK);
+    seeded_model(&m, &cfg, 5, 64, 16);
     Batch b = fixed_batch();
     LossStats st[2];
     float *grads[2];
@@ -737,8 +720,7 @@ TEST(model_bf16_matches_fp32)
         blas_set_bf16(bf);
         CHECK(model_forward(&m, &b, 0.1f, NULL, &st[bf], &err) == TFM_OK);
         model_backward(&m, &b);
-        grads[bf] = malloc(m.n_params * sizeof(float));
-        memcpy(grads[bf], m.grads, m.n_params * sizeof(float));
+        grads[bf] = grads_copy(&m);
     }
     blas_set_bf16(false);
     CHECK_NEAR(st[1].loss, st[0].loss, 5e-3 * fabs(st[0].loss));
@@ -791,12 +773,9 @@ TEST(model_bench_step)
     const int NS = base ? 164 : 160;
     Model m;
     TfmErr err;
-    Rng rng, drop;
-    rng_seed(&rng, 1);
+    Rng drop;
     rng_seed(&drop, 2);
-    CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-    model_init_weights(&m, &rng);
-    CHECK(model_alloc_training(&m, NS * T, 130, &err) == TFM_OK);
+    Rng rng = seeded_model(&m, &cfg, 1, NS * T, 130);
     static int src[NMAX * S], tin[NMAX * T], tout[NMAX * T];
     const int V = cfg.vocab_size;
     long real_src = 0;
@@ -850,11 +829,7 @@ TEST(model_tensor_kinds)
         ModelConfig cfg = tiny_cfg(rms ? NORM_PRE : NORM_POST, rms == 0);
         cfg.norm_type = rms ? NORM_RMS : NORM_LAYER;
         Model m;
-        TfmErr err;
-        Rng rng;
-        rng_seed(&rng, 5);
-        CHECK(model_init(&m, &cfg, &err) == TFM_OK);
-        model_init_weights(&m, &rng);
+        seeded_model(&m, &cfg, 5, 0, 0);
         int vectors = 0;
         for (int i = 0; i < m.n_tensors; i++) {
             const TensorInfo *ti = &m.tensors[i];
