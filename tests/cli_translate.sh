@@ -17,6 +17,11 @@ cp "$T/out" bpe_model.txt
 expect_exit 0 "bpe encode -v the run's vocabulary" -- sh -c "\"$TFM\" bpe encode -v ck/vocab.txt < in.txt"
 check "bpe -v MODEL segments as the model's vocabulary file" cmp -s bpe_model.txt "$T/out"
 check "... and not trivially (pieces)" grep -q '▁' bpe_model.txt
+# and tfm info --vocab writes it out: the file the run wrote, byte for byte
+expect_exit 0 "info --vocab MODEL" -- "$TFM" info --vocab model.tfm
+check "info --vocab prints the run's vocab.txt" cmp -s "$T/out" ck/vocab.txt
+expect_exit 1 "info --vocab to a full disk" -- sh -c "\"$TFM\" info --vocab model.tfm > /dev/full"
+expect_err_line "its message" "tfm: stdout: write failed: No space left on device"
 expect_exit 0 "translate again" -- sh -c "\"$TFM\" translate < in.txt"
 check "output is byte-identical run to run" cmp -s first.txt "$T/out"
 expect_exit 0 "batch size 1" -- sh -c "\"$TFM\" translate --batch-size 1 < in.txt"

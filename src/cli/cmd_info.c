@@ -1,30 +1,55 @@
 /* cmd_info: `tfm info MODEL` — what a model file holds. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nn/blas.h"
 #include "model/ckpt.h"
 #include "cli/cmds.h"
 
 static const char usage[] =
-    "usage: tfm info MODEL\n"
+    "usage: tfm info [--vocab] MODEL\n"
     "\n"
     "Prints a model file's parameter count, vocabulary size, training step (not\n"
     "recorded in averaged models), the BLAS kernel this machine would use, and its\n"
-    "config as JSON.\n";
+    "config as JSON.\n"
+    "\n"
+    "      --vocab    print only the model's BPE vocabulary, as a vocabulary file\n"
+    "                 (docs/vocab-format.md): tfm info --vocab MODEL > vocab.txt\n"
+    "  -h, --help     this help\n";
+
+/* The vocabulary inside a model, as the file tfm bpe learn writes. */
+static TfmStatus print_vocab(const ModelFile *mf, TfmErr *err)
+{
+    size_t len = 0;
+    char *data = bpe_serialize(mf->bpe, &len);
+    if (!data) return err_set(err, TFM_ERR_NOMEM, "info: out of memory");
+    TfmStatus st = TFM_OK;
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+        st = err_set(err, TFM_ERR_IO, "stdout: write failed: %s", strerror(errno));
+    free(data);
+    return st;
+}
 
 TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
 {
     static const struct option longopts[] = {
+        {"vocab", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     optind = 0;
     opterr = 0;
+    bool vocab = false;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'V') {
+            vocab = true;
+            continue;
+        }
         if (c == 'h') {
             fputs(usage, stdout);
             return TFM_OK;
@@ -37,6 +62,11 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
     ModelFile mf;
     TfmStatus st = ckpt_load(path, &mf, false, err);
     if (st != TFM_OK) return st;
+    if (vocab) {
+        st = print_vocab(&mf, err);
+        ckpt_free(&mf);
+        return st;
+    }
     const ModelConfig *mc = &mf.model.cfg;
     printf("model:       %s\n", path);
     printf("kind:        %s\n", !mf.has_train_state ? "model"
