@@ -2,10 +2,20 @@
 # bench_busy.sh: `tfm translate` and `tfm train` on a machine that is doing
 # something else. With 0, 1 and 2 other CPU-bound processes (busy loops) on
 # the machine, times the default settings against --threads 1 and
-# --threads N (N: the cores), alternating them REPEAT times in one run, and
-# prints a markdown table of median seconds and default / best-of-the-two.
+# --threads N (N: the cores) and prints a markdown table.
 # The goal (BENCHMARKS.md): the default within 10% of the best of the two
 # under load, and no slower than --threads N on an idle machine.
+#
+# Made to give a readable answer on a machine that other jobs also load:
+# - each repeat runs the three variants back to back, in an order that
+#   rotates from repeat to repeat, and the ratio default / best-of-the-two
+#   is taken within the repeat (the three runs saw about the same load), so
+#   a drift of the load between repeats cancels; the table gives the median
+#   of those ratios and their range, and a verdict only when the whole range
+#   is on one side of 1.10 ("noisy" otherwise);
+# - CPU seconds (user + system) beside the wall seconds: threads that spin
+#   while waiting show there even when the wall time is lost in the noise;
+# - the load average before each row, the busy loops included.
 #
 # usage: scripts/bench_busy.sh MODEL [SRC]
 #   env: TFM (./tfm), REPEAT (5), LOADS ("0 1 2"), TRAIN (1: also time 40
@@ -30,39 +40,58 @@ trap cleanup EXIT
 [ -f "$SRC" ] || make -s data || exit 1
 cp tests/data/mini/* "$W"/
 
-# seconds of one run of "$@" (stdout and stderr dropped)
+# one run of "$@" (stdout and stderr dropped): appends "wall cpu" seconds to $1
 run_s() {
-    local s e
-    s=$(date +%s.%N)
-    env ${EXTRA_ENV:-} "$@" >/dev/null 2>&1 || { echo "bench_busy: failed: $*" >&2; exit 1; }
-    e=$(date +%s.%N)
-    awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", e - s }'
+    local out=$1; shift
+    env ${EXTRA_ENV:-} /usr/bin/time -f '%e %U %S' -o "$W/time" "$@" >/dev/null 2>&1 ||
+        { echo "bench_busy: failed: $*" >&2; exit 1; }
+    awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$W/time" >>"$out"
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { printf "%.2f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# the median of the numbers on stdin
+median() { sort -g | awk '{ a[NR] = $1 } END { printf "%.2f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# one row: the command's three variants, alternated
+# one row: the command's three variants, in a rotating order each repeat
 bench() {
     local what=$1 load=$2; shift 2
-    local i v
+    local i k v
+    local -a variants=(default 1 n)
     : >"$W/t.default"; : >"$W/t.1"; : >"$W/t.n"
     "$@" >/dev/null 2>&1       # warm-up (page cache, the re-exec)
-    for i in $(seq "$REPEAT"); do
-        run_s "$@" >>"$W/t.default"
-        run_s "$@" --threads 1 >>"$W/t.1"
-        run_s "$@" --threads "$N" >>"$W/t.n"
+    local before
+    before=$(cut -d' ' -f1 /proc/loadavg)
+    for i in $(seq 0 $((REPEAT - 1))); do
+        for k in 0 1 2; do
+            v=${variants[$(((i + k) % 3))]}
+            case $v in
+                default) run_s "$W/t.default" "$@" ;;
+                1) run_s "$W/t.1" "$@" --threads 1 ;;
+                n) run_s "$W/t.n" "$@" --threads "$N" ;;
+            esac
+        done
     done
-    local d one n
-    d=$(median <"$W/t.default"); one=$(median <"$W/t.1"); n=$(median <"$W/t.n")
-    v=$(awk -v d="$d" -v a="$one" -v b="$n" 'BEGIN { m = a < b ? a : b; printf "%.2f", d / m }')
-    echo "| $what | $load | $d | $one | $n | $v |"
+    # per repeat: default / best of the two (wall), paired line by line
+    paste "$W/t.default" "$W/t.1" "$W/t.n" |
+        awk '{ m = $3 < $5 ? $3 : $5; print $1 / m }' >"$W/ratio"
+    local d one n dc onec nc r lo hi
+    d=$(cut -d' ' -f1 "$W/t.default" | median); dc=$(cut -d' ' -f2 "$W/t.default" | median)
+    one=$(cut -d' ' -f1 "$W/t.1" | median); onec=$(cut -d' ' -f2 "$W/t.1" | median)
+    n=$(cut -d' ' -f1 "$W/t.n" | median); nc=$(cut -d' ' -f2 "$W/t.n" | median)
+    r=$(median <"$W/ratio")
+    lo=$(sort -g "$W/ratio" | head -n 1); hi=$(sort -g "$W/ratio" | tail -n 1)
+    local verdict
+    verdict=$(awk -v lo="$lo" -v hi="$hi" 'BEGIN {
+        v = hi <= 1.10 ? "within 10%" : lo > 1.10 ? "**over 10%**" : "noisy"; print v }')
+    printf '| %s | %s | %s | %s / %s | %s / %s | %s / %s | %.2f (%.2f-%.2f) %s |\n' \
+        "$what" "$load" "$before" "$d" "$dc" "$one" "$onec" "$n" "$nc" "$r" "$lo" "$hi" "$verdict"
 }
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $N cores;" \
      "$("$TFM" --version | grep 'OpenBLAS kernel'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "median seconds of $REPEAT runs each, alternated; ${EXTRA_ENV:+env $EXTRA_ENV; }$(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "median wall / CPU seconds of $REPEAT runs each, in rotating order; default / best: the"
+echo "median (range) of each repeat's own ratio of wall times; ${EXTRA_ENV:+env $EXTRA_ENV; }$(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-echo "| command | other busy processes | default | --threads 1 | --threads $N | default / best |"
-echo "|---|---|---|---|---|---|"
+echo "| command | busy loops added | load before | default | --threads 1 | --threads $N | default / best |"
+echo "|---|---|---|---|---|---|---|"
 for load in $LOADS; do
     for _ in $(seq "$load"); do
         sh -c 'while :; do :; done' &
