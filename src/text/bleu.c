@@ -16,12 +16,11 @@
 #include "text/bleu_tokenize.h"
 #include "text/metric_text.h"
 #include "base/fnv.h"
+#include "base/hash_index.h"
 #include "base/version.h"
 
-/* One n-gram of the current segment's references. An entry is live when its
- * gen equals the table's, so clearing the table between segments is O(1). */
+/* One n-gram of the current segment's references, at its id in the table. */
 typedef struct {
-    uint32_t gen;
     uint32_t order;                 /* 1..BLEU_MAX_ORDER */
     uint32_t ids[BLEU_MAX_ORDER];   /* token ids; unused tail is 0 */
     uint32_t ref_max;               /* max count over the references */
@@ -40,9 +39,9 @@ struct BleuScorer {
     size_t n_ids, cap_ids;
     size_t *ref_start;              /* n_refs + 1 offsets into ids */
     size_t cap_ref_start;
-    Ngram *tab;
-    size_t tab_cap, n_live;         /* n_live: entries of the current gen */
-    uint32_t gen;
+    HashIndex index;                /* the segment's reference n-grams */
+    Ngram *ng;                      /* by id */
+    size_t cap_ng;
 };
 
 /* ---- token interning and n-gram table ---- */
@@ -73,64 +72,47 @@ static TfmStatus add_line_ids(BleuScorer *s, const char *line, size_t len, int a
     return TFM_OK;
 }
 
-static size_t ngram_hash(uint32_t order, const uint32_t *ids)
+/* An n-gram being looked up (hash_index's HashSame context). */
+typedef struct {
+    const Ngram *ng;
+    uint32_t order;
+    const uint32_t *ids;
+} NgramKey;
+
+static inline bool ngram_same(const void *ctx, uint32_t id)
 {
-    uint64_t h = order;
-    for (uint32_t k = 0; k < order; k++) h = (h ^ ids[k]) * 0x9E3779B97F4A7C15ULL;
-    return (size_t)(h ^ (h >> 31));
+    const NgramKey *k = ctx;
+    const Ngram *e = &k->ng[id];
+    return e->order == k->order && memcmp(e->ids, k->ids, k->order * sizeof *k->ids) == 0;
 }
 
-/* Empties the table for a new segment: O(1), it bumps the generation. */
-static TfmStatus ngram_reset(BleuScorer *s, TfmErr *err)
+/* The entry of (order, ids) in the segment's table, NULL if it has none. */
+static Ngram *ngram_find(BleuScorer *s, uint32_t order, const uint32_t *ids)
 {
-    if (!s->tab) {
-        s->tab = xcalloc(1024, sizeof *s->tab, err);
-        if (!s->tab) return err->status;
-        s->tab_cap = 1024;
-    }
-    s->n_live = 0;
-    if (++s->gen == 0) {            /* wrapped: stale entries could look live */
-        memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
-        s->gen = 1;
-    }
-    return TFM_OK;
+    const NgramKey k = {s->ng, order, ids};
+    const long id = hidx_find(&s->index, fnv_hash_words(ids, order), ngram_same, &k);
+    return id < 0 ? NULL : &s->ng[id];
 }
 
-static Ngram *ngram_probe(Ngram *tab, size_t cap, uint32_t gen, uint32_t order, const uint32_t *ids)
+/* The entry of (order, ids), added (zeroed) if new. The table grows with
+ * the distinct n-grams of a segment, not its length: a 30M-character line
+ * of one letter needs 4. */
+static Ngram *ngram_get(BleuScorer *s, uint32_t order, const uint32_t *ids, TfmErr *err)
 {
-    size_t mask = cap - 1, h = ngram_hash(order, ids) & mask;
-    for (;; h = (h + 1) & mask) {
-        Ngram *e = &tab[h];
-        if (e->gen != gen) return e;
-        if (e->order == order && memcmp(e->ids, ids, order * sizeof *ids) == 0) return e;
-    }
-}
-
-/* Keeps the load at most 1/2 for one more entry, doubling the table (and
- * moving the live entries) when needed. Grows with the distinct n-grams of
- * a segment, not its length: a 30M-character line of one letter needs 4. */
-static TfmStatus ngram_make_room(BleuScorer *s, TfmErr *err)
-{
-    if ((s->n_live + 1) * 2 <= s->tab_cap) return TFM_OK;
-    if (s->tab_cap > SIZE_MAX / 2 / sizeof *s->tab)
-        return err_set(err, TFM_ERR_NOMEM, "bleu: line too long");
-    size_t cap = s->tab_cap * 2;
-    Ngram *t = xcalloc(cap, sizeof *t, err);
-    if (!t) return err->status;
-    for (size_t i = 0; i < s->tab_cap; i++) {
-        const Ngram *e = &s->tab[i];
-        if (e->gen == s->gen) *ngram_probe(t, cap, s->gen, e->order, e->ids) = *e;
-    }
-    free(s->tab);
-    s->tab = t;
-    s->tab_cap = cap;
-    return TFM_OK;
-}
-
-/* The live entry for (order, ids), or the empty slot where it belongs. */
-static Ngram *ngram_slot(BleuScorer *s, uint32_t order, const uint32_t *ids)
-{
-    return ngram_probe(s->tab, s->tab_cap, s->gen, order, ids);
+    const uint32_t next = s->index.n;
+    if (hidx_room(&s->index, 1024, err) ||
+        (next >= s->cap_ng && xgrow((void **)&s->ng, &s->cap_ng, (size_t)next + 1, sizeof *s->ng, err)))
+        return NULL;
+    const uint64_t h = fnv_hash_words(ids, order);
+    const NgramKey k = {s->ng, order, ids};
+    const size_t i = hidx_probe(&s->index, h, ngram_same, &k);
+    if (s->index.slot[i]) return &s->ng[s->index.slot[i] - 1];
+    Ngram *e = &s->ng[hidx_put(&s->index, i, h)];
+    memset(e, 0, sizeof *e);
+    e->order = order;
+    e->cur_ref = UINT32_MAX;
+    memcpy(e->ids, ids, order * sizeof *ids);
+    return e;
 }
 
 /* ---- public API ---- */
@@ -161,7 +143,8 @@ void bleu_scorer_free(BleuScorer *s)
     wordids_free(&s->tokens);
     free(s->ids);
     free(s->ref_start);
-    free(s->tab);
+    hidx_free(&s->index);
+    free(s->ng);
     free(s);
 }
 
@@ -201,23 +184,16 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
     out->ref_len = best_len;
 
     /* _extract_reference_info: per n-gram, the max count over references. */
-    if (ngram_reset(s, err)) return err->status;
+    hidx_reset(&s->index);
     for (size_t r = 0; r < n_refs; r++) {
         size_t len = s->ref_start[r + 1] - s->ref_start[r];
         if (len == 0) continue;     /* (s->ids may be NULL: all lines empty so far) */
         const uint32_t *ids = s->ids + s->ref_start[r];
         for (uint32_t order = 1; order <= BLEU_MAX_ORDER; order++) {
             for (size_t i = 0; i + order <= len; i++) {
-                if (ngram_make_room(s, err)) return err->status;
-                Ngram *e = ngram_slot(s, order, ids + i);
-                if (e->gen != s->gen) {
-                    s->n_live++;
-                    memset(e, 0, sizeof *e);
-                    e->gen = s->gen;
-                    e->order = order;
-                    memcpy(e->ids, ids + i, order * sizeof *ids);
-                    e->cur_ref = (uint32_t)r;
-                } else if (e->cur_ref != r) {
+                Ngram *e = ngram_get(s, order, ids + i, err);
+                if (!e) return err->status;
+                if (e->cur_ref != r) {
                     e->cur_ref = (uint32_t)r;
                     e->cur = 0;
                 }
@@ -235,8 +211,8 @@ TfmStatus bleu_segment_stats(BleuScorer *s, const char *hyp, size_t hyp_len,
             int unseen = 0;
             for (uint32_t k = 0; k < order; k++) unseen |= ids[i + k] == NO_ID;
             if (unseen) continue;
-            Ngram *e = ngram_slot(s, order, ids + i);
-            if (e->gen != s->gen) continue;
+            Ngram *e = ngram_find(s, order, ids + i);
+            if (!e) continue;
             if (++e->hyp_count <= e->ref_max) out->counts[order - 1]++;
         }
     }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "text/bpe.h"
+#include "base/hash_index.h"
 
 enum { KIND_SPECIAL, KIND_BYTE, KIND_MARKER, KIND_CHAR, KIND_MERGED };
 
@@ -20,18 +21,19 @@ enum { KIND_SPECIAL, KIND_BYTE, KIND_MARKER, KIND_CHAR, KIND_MERGED };
 /* The texts of the special pieces, by id: "<pad>", "<unk>", "<s>", "</s>". */
 extern const char *const bpe_special_names[BPE_N_SPECIAL];
 
-/* ---- hash maps ---- */
+/* ---- hash maps (base/hash_index.h tables) ---- */
 
-/* uint64 -> uint64 with linear probing; UINT64_MAX is the empty key. */
+/* uint64 -> uint64 with linear probing; UINT64_MAX is the empty key (not a
+ * base/hash_index.h table: bpe.c says why). */
 typedef struct { uint64_t *keys, *vals; size_t mask, n; } U64Map;
 
-/* Strings (kept by the caller as pool + off/len arrays) -> their index. */
-typedef struct { int id; uint32_t h; } StrSlot;
-typedef struct { StrSlot *slots; size_t mask, n; } StrIndex;
+/* Strings (kept by the caller as pool + off/len arrays, at ids 0, 1, ...
+ * in the order they were added) -> their id. */
+typedef HashIndex StrIndex;
 
 typedef struct { const char *pool; const size_t *off; const uint32_t *len; } StrTable;
 
-/* The hash of s[0..n) that stridx_find and stridx_add take (FNV-1a, mixed). */
+/* The hash of s[0..n) that stridx_find and stridx_add take. */
 uint64_t bpe_hash_bytes(const char *s, size_t n);
 /* An empty map with room for `want` keys; on failure *m is left zeroed. */
 TfmStatus u64map_init(U64Map *m, size_t want, TfmErr *err);
@@ -45,7 +47,7 @@ uint64_t *u64map_slot(U64Map *m, uint64_t key, TfmErr *err);
 TfmStatus stridx_init(StrIndex *x, size_t want, TfmErr *err);
 /* The id of string s[0..n) (hash h) among the strings of t, or -1. */
 int stridx_find(const StrIndex *x, StrTable t, const char *s, size_t n, uint64_t h);
-/* Adds id (not present yet) under hash h. */
+/* Adds id (the next one: x->n) under hash h. */
 TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err);
 
 /* ---- growable byte buffer ---- */

@@ -25,7 +25,7 @@ typedef struct {
 
 static void words_free(WordTable *t)
 {
-    free(t->pool); free(t->off); free(t->len); free(t->count); free(t->index.slots);
+    free(t->pool); free(t->off); free(t->len); free(t->count); hidx_free(&t->index);
 }
 
 static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)

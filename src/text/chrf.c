@@ -12,12 +12,12 @@
 #include "text/bleu_tokenize.h"
 #include "text/metric_text.h"
 #include "text/unicode.h"
+#include "base/fnv.h"
+#include "base/hash_index.h"
 #include "base/version.h"
 
-/* One distinct n-gram of the current reference. Live when gen matches. */
+/* One distinct n-gram of the current reference, at its id in the table. */
 typedef struct {
-    uint64_t hash;
-    uint32_t gen;
     uint32_t pos;                   /* start in the reference sequence */
     uint32_t ref, hyp;              /* counts in the reference, in the hypothesis */
 } Entry;
@@ -33,9 +33,9 @@ struct ChrfScorer {
     ChrfOptions opt;
     Side hyp, ref;
     WordIds words;
-    Entry *tab;
-    size_t tab_cap;
-    uint32_t gen;
+    HashIndex index;                /* one order's n-grams of the reference */
+    Entry *ent;                     /* by id */
+    size_t cap_ent;
 };
 
 void chrf_options_default(ChrfOptions *opt)
@@ -68,7 +68,8 @@ void chrf_scorer_free(ChrfScorer *s)
     side_free(&s->hyp);
     side_free(&s->ref);
     wordids_free(&s->words);
-    free(s->tab);
+    hidx_free(&s->index);
+    free(s->ent);
     free(s);
 }
 
@@ -134,15 +135,19 @@ static TfmStatus side_prepare(ChrfScorer *s, Side *d, const char *line, size_t l
 
 /* ---- n-gram matching ---- */
 
-static uint64_t hash_seq(const uint32_t *x, int n)
+/* An n-gram being looked up (hash_index's HashSame context): n values at
+ * x, against the reference r; the stored hashes reject most others. */
+typedef struct {
+    const Entry *ent;
+    const uint32_t *hash, *r, *x;
+    size_t n;
+    uint32_t h;
+} SeqKey;
+
+static inline bool seq_same(const void *ctx, uint32_t id)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL;
-    for (int k = 0; k < n; k++) {
-        h ^= x[k];
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-    }
-    return h;
+    const SeqKey *k = ctx;
+    return k->hash[id] == k->h && memcmp(k->r + k->ent[id].pos, k->x, k->n * sizeof *k->x) == 0;
 }
 
 /* CHRF._get_match_statistics for the order-n n-grams of hyp and ref:
@@ -158,39 +163,31 @@ static TfmStatus match_order(ChrfScorer *s, const uint32_t *h, size_t hn, const 
     out[2] = 0;
     if (!rc || !hc) return TFM_OK;
     if (rc > UINT32_MAX / 4) return err_set(err, TFM_ERR_NOMEM, "chrf: line too long");
-    size_t cap = 64;
-    while (cap < 2 * rc) cap *= 2;
-    if (cap > s->tab_cap) {
-        Entry *t = xcalloc(cap, sizeof *t, err);
-        if (!t) return err->status;
-        free(s->tab);
-        s->tab = t;
-        s->tab_cap = cap;
-        s->gen = 0;
-    }
-    if (++s->gen == 0) {
-        memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
-        s->gen = 1;
-    }
-    const size_t mask = cap - 1;
-    Entry *tab = s->tab;
+    hidx_reset(&s->index);
+    if (hidx_reserve(&s->index, rc, 64, err) ||
+        xgrow((void **)&s->ent, &s->cap_ent, rc, sizeof *s->ent, err))
+        return err->status;
+    HashIndex *x = &s->index;
+    SeqKey k = {s->ent, x->hash, r, NULL, un, 0};
     for (size_t i = 0; i < rc; i++) {
-        uint64_t hv = hash_seq(r + i, n);
-        size_t k = (size_t)hv & mask;
-        for (; tab[k].gen == s->gen; k = (k + 1) & mask)
-            if (tab[k].hash == hv && memcmp(r + tab[k].pos, r + i, un * sizeof *r) == 0) break;
-        if (tab[k].gen != s->gen) tab[k] = (Entry){.hash = hv, .gen = s->gen, .pos = (uint32_t)i};
-        tab[k].ref++;
+        const uint64_t hv = fnv_hash_words(r + i, un);
+        k.x = r + i;
+        k.h = (uint32_t)hv;
+        const size_t slot = hidx_probe(x, hv, seq_same, &k);
+        if (x->slot[slot]) {
+            s->ent[x->slot[slot] - 1].ref++;
+            continue;
+        }
+        s->ent[hidx_put(x, slot, hv)] = (Entry){.pos = (uint32_t)i, .ref = 1};
     }
     long long match = 0;
     for (size_t i = 0; i < hc; i++) {
-        uint64_t hv = hash_seq(h + i, n);
-        for (size_t k = (size_t)hv & mask; tab[k].gen == s->gen; k = (k + 1) & mask)
-            if (tab[k].hash == hv && memcmp(r + tab[k].pos, h + i, un * sizeof *h) == 0) {
-                /* clipping done incrementally: the c-th copy matches while c <= ref count */
-                if (++tab[k].hyp <= tab[k].ref) match++;
-                break;
-            }
+        const uint64_t hv = fnv_hash_words(h + i, un);
+        k.x = h + i;
+        k.h = (uint32_t)hv;
+        const long id = hidx_find(x, hv, seq_same, &k);
+        /* clipping done incrementally: the c-th copy matches while c <= ref count */
+        if (id >= 0 && ++s->ent[id].hyp <= s->ent[id].ref) match++;
     }
     out[2] = match;
     return TFM_OK;

@@ -86,48 +86,28 @@ void mtext_free(MText *t)
 
 void wordids_reset(WordIds *w)
 {
-    for (size_t id = 0; id < w->n_word; id++) w->slot[w->home[id]] = 0;
+    hidx_reset(&w->index);
     w->n_bytes = 0;
-    w->n_word = 0;
-}
-
-/* Rebuilds the slot table with n_slots slots from the current words. */
-static TfmStatus rehash(WordIds *w, size_t n_slots, TfmErr *err)
-{
-    uint32_t *slot = xcalloc(n_slots, sizeof *slot, err);
-    if (!slot) return err->status;
-    for (size_t id = 0; id < w->n_word; id++) {
-        size_t h = (size_t)fnv_hash_bytes(w->bytes + w->word[id].off, w->word[id].len) & (n_slots - 1);
-        while (slot[h]) h = (h + 1) & (n_slots - 1);
-        slot[h] = (uint32_t)id + 1;
-        w->home[id] = (uint32_t)h;
-    }
-    free(w->slot);
-    w->slot = slot;
-    w->n_slots = n_slots;
-    return TFM_OK;
 }
 
 TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err)
 {
-    if ((w->n_word + 1) * 2 > w->n_slots && rehash(w, w->n_slots ? w->n_slots * 2 : 256, err))
-        return err->status;
-    if (w->n_slots > UINT32_MAX) return err_set(err, TFM_ERR_NOMEM, "too many distinct words");
-    size_t h = wordids_probe(w, p, n);
-    if (w->slot[h]) {
-        *id = w->slot[h] - 1;
-        return TFM_OK;
-    }
-    if (xgrow((void **)&w->word, &w->cap_word, w->n_word + 1, sizeof *w->word, err) ||
-        xgrow((void **)&w->home, &w->cap_home, w->n_word + 1, sizeof *w->home, err) ||
+    const uint32_t next = w->index.n;
+    if (hidx_room(&w->index, 256, err) ||
+        xgrow((void **)&w->word, &w->cap_word, (size_t)next + 1, sizeof *w->word, err) ||
         xgrow((void **)&w->bytes, &w->cap_bytes, w->n_bytes + n + 1, 1, err))
         return err->status;
+    const uint64_t h = fnv_hash_bytes(p, n);
+    const WordKey k = {w, p, n};
+    const size_t i = hidx_probe(&w->index, h, wordids_same, &k);
+    if (w->index.slot[i]) {
+        *id = w->index.slot[i] - 1;
+        return TFM_OK;
+    }
     memcpy(w->bytes + w->n_bytes, p, n);
-    w->word[w->n_word] = (MTextSpan){w->n_bytes, n};
-    w->home[w->n_word] = (uint32_t)h;
+    w->word[next] = (MTextSpan){w->n_bytes, n};
     w->n_bytes += n;
-    w->slot[h] = (uint32_t)w->n_word + 1;
-    *id = (uint32_t)w->n_word++;
+    *id = hidx_put(&w->index, i, h);
     return TFM_OK;
 }
 
@@ -135,7 +115,6 @@ void wordids_free(WordIds *w)
 {
     free(w->bytes);
     free(w->word);
-    free(w->home);
-    free(w->slot);
+    hidx_free(&w->index);
     *w = (WordIds){0};
 }

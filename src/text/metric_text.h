@@ -18,6 +18,7 @@
 
 #include "base/err.h"
 #include "base/fnv.h"
+#include "base/hash_index.h"
 
 typedef struct { size_t off, len; } MTextSpan;
 
@@ -50,16 +51,13 @@ void mtext_free(MText *t);
 /* Word -> id map, ids 0, 1, 2, ... in the order words are first seen: the
  * one string table of text/'s metrics, BLEU's tokens (over a whole corpus),
  * chrF's and TER's words (emptied at each new segment, in the time of the
- * words it held). Slots of 4 bytes: the table is the metrics' inner loop,
- * and its misses are what it costs. */
+ * words it held); a base/hash_index.h table over the words' bytes. */
 typedef struct {
     unsigned char *bytes;           /* the words since the last reset, back to back */
     size_t n_bytes, cap_bytes;
     MTextSpan *word;                /* id -> bytes */
-    uint32_t *home;                 /* id -> its slot, for the reset */
-    size_t n_word, cap_word, cap_home;
-    uint32_t *slot;                 /* open addressing: id + 1, 0 = empty */
-    size_t n_slots;
+    size_t cap_word;
+    HashIndex index;                /* ids by their words' hashes */
 } WordIds;
 
 /* Forgets every word (ids restart at 0). */
@@ -76,30 +74,33 @@ static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t
 /* wordids_get's slow path: grows the table, adds the word (metric_text.c). */
 TfmStatus wordids_add(WordIds *w, const unsigned char *p, size_t n, uint32_t *id, TfmErr *err);
 
-/* The slot of word p[0..n): its own, or the free one where it belongs. */
-static inline size_t wordids_probe(const WordIds *w, const unsigned char *p, size_t n)
+/* A word being looked up (hash_index's HashSame context). */
+typedef struct {
+    const WordIds *w;
+    const unsigned char *p;
+    size_t n;
+} WordKey;
+
+static inline bool wordids_same(const void *ctx, uint32_t id)
 {
-    size_t mask = w->n_slots - 1, h = (size_t)fnv_hash_bytes(p, n) & mask;
-    for (; w->slot[h]; h = (h + 1) & mask) {
-        const MTextSpan *s = &w->word[w->slot[h] - 1];
-        if (s->len == n && memcmp(w->bytes + s->off, p, n) == 0) break;
-    }
-    return h;
+    const WordKey *k = ctx;
+    const MTextSpan *s = &k->w->word[id];
+    return s->len == k->n && memcmp(k->w->bytes + s->off, k->p, k->n) == 0;
 }
 
 static inline bool wordids_find(const WordIds *w, const unsigned char *p, size_t n, uint32_t *id)
 {
-    if (w->n_slots == 0) return false;
-    const uint32_t slot = w->slot[wordids_probe(w, p, n)];
-    if (!slot) return false;
-    *id = slot - 1;
+    const WordKey k = {w, p, n};
+    const long got = hidx_find(&w->index, fnv_hash_bytes(p, n), wordids_same, &k);
+    if (got < 0) return false;
+    *id = (uint32_t)got;
     return true;
 }
 
 static inline TfmStatus wordids_get(WordIds *w, const unsigned char *p, size_t n, uint32_t *id,
                                     TfmErr *err)
 {
-    if ((w->n_word + 1) * 2 <= w->n_slots && wordids_find(w, p, n, id)) return TFM_OK;
+    if (wordids_find(w, p, n, id)) return TFM_OK;
     return wordids_add(w, p, n, id, err);
 }
 
