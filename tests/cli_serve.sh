@@ -226,16 +226,17 @@ check "-q: only the start line" test "$(cat "$SLOG")" = "tfm: serving model.tfm 
 check "-q: exit 0" test "$SRC" = 0
 
 # ---- limits: 413, 503, 504, 401, slow clients ----
-start_server limits --max-request-bytes 100 --max-queue 4 --batch-wait-ms 4000 --timeout-ms 2000 || { cli_summary; exit 1; }
+start_server limits --max-request-bytes 100 --max-queue 4 --batch-wait-ms 8000 --timeout-ms 3000 || { cli_summary; exit 1; }
 big=$(awk 'BEGIN { printf "{\"text\": \""; for (i = 0; i < 100; i++) printf "a"; printf "\"}" }')
 expect_http 413 "a body over --max-request-bytes" "{\"error\":\"the body is larger than --max-request-bytes (100)\"}" -- --data-binary "$big" /translate
 printf '%s' "$big" >big.json
 expect_http 413 "a chunked body over --max-request-bytes" "{\"error\":\"the body is larger than --max-request-bytes (100)\"}" -- -H 'Transfer-Encoding: chunked' --data-binary @big.json /translate
 expect_http 413 "more lines than a request may hold" "{\"error\":\"'text' has 5 lines, more than the 4 a request may hold\"}" -- --data-binary '{"text":["a","b","c","d","e"]}' /translate
-# the worker waits 4 s for company: 3 lines wait (seen in /metrics, however
-# slow the machine), 2 more would be 5 > 4; at 4 s the 3 have waited over
-# --timeout-ms
+# the worker waits 8 s for company: 3 lines wait (seen in /metrics, however
+# slow the machine), 2 more would be 5 > 4; at 3 s the 3 have waited over
+# --timeout-ms and get 504 then, not when the worker gets to them
 HOUT=$T/slow
+t0=$(date +%s%N)
 expect_http 504 "a request waiting longer than --timeout-ms" "{\"error\":\"timed out: waited longer than --timeout-ms for the decoder\"}" -- --data-binary '{"text":["Hund","Katze","Haus"]}' /translate &
 cp=$!
 HOUT=$T/h
@@ -246,6 +247,10 @@ done
 expect_http 503 "the queue is full" "{\"error\":\"the queue is full (3 lines waiting, --max-queue 4): try again later\"}" -- --data-binary '{"text":["a","b"]}' /translate
 check "503 says when to come back" grep -qi '^Retry-After: 1' "$T/hhead"
 wait $cp
+t1=$(date +%s%N)
+check "504 at --timeout-ms (3 s), while the worker is still busy (8 s): $(( (t1 - t0) / 1000000 )) ms" test $(( (t1 - t0) / 1000000 )) -lt 7000
+curl -s "$(url /metrics)" >metrics_504.txt
+check "the 504's lines left the queue undecoded" grep -qx 'tfm_sentences_dropped_total{reason="timeout"} 3' metrics_504.txt
 # a silent client is dropped after --timeout-ms without holding anything up
 exec 3<>/dev/tcp/127.0.0.1/"$PORT"
 printf 'POST /translate HTTP/1.1\r\nHost: x\r\n' >&3
@@ -257,6 +262,28 @@ exec 3<&-
 check "a silent client is disconnected after about --timeout-ms ($(( (t1 - t0) / 1000000 )) ms)" test $(( (t1 - t0) / 1000000 )) -lt 8000
 stop_server
 check "after 413/503/504: exit 0" test "$SRC" = 0
+
+# a client that goes away while its lines wait costs nothing more: they
+# leave the queue undecoded (the worker waits 60 s for company here)
+start_server gone --batch-size 64 --batch-wait-ms 60000 || { cli_summary; exit 1; }
+exec 3<>/dev/tcp/127.0.0.1/"$PORT"
+body='{"text": ["Ein Hund.", "Eine Katze.", "Ein Haus.", "Ein Mann.", "Eine Frau."]}'
+printf 'POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" >&3
+for _ in $(seq 200); do
+    curl -s "$(url /metrics)" | grep -qx 'tfm_queue_sentences 5' && break
+    sleep 0.03
+done
+exec 3<&-
+for _ in $(seq 200); do
+    curl -s "$(url /metrics)" >metrics_gone.txt
+    grep -qx 'tfm_queue_sentences 0' metrics_gone.txt && break
+    sleep 0.03
+done
+check "a client gone: its 5 lines left the queue" grep -qx 'tfm_sentences_dropped_total{reason="client_gone"} 5' metrics_gone.txt
+check "... undecoded" grep -qx 'tfm_sentences_total 0' metrics_gone.txt
+stop_server
+check "a client gone: exit 0" test "$SRC" = 0
+check "a client gone: logged with 499" grep -Eq '"POST /translate" 499 [0-9]+ ' "$SLOG"
 
 printf 's3cr3t-key\n' >key.txt
 start_server key --api-key-file key.txt || { cli_summary; exit 1; }

@@ -9,6 +9,9 @@
 #include "nn/blas.h"
 #include "serve/batcher.h"
 
+/* How often the reaper asks whether the clients of queued lines are still there. */
+#define GONE_CHECK_S 0.05
+
 typedef struct {
     ServeJob *job;
     int line;
@@ -23,11 +26,14 @@ struct LineQueue {
     Pipeline *p;
     QueueConfig cfg;
     Metrics *metrics;
-    pthread_t thread;
-    bool started;
+    pthread_t thread, reaper;
+    bool started, reaper_started;
     pthread_mutex_t lock;
-    pthread_cond_t wake;
-    bool stopping;
+    pthread_cond_t wake, reap_wake;
+    bool stopping, reaper_stopping;
+    unsigned pass;          /* drop_lines' passes, so that each job is asked once a pass */
+    ServeJob **reaped;      /* (max_queue) the reaper's jobs to call back */
+    int n_reaped;
     Ref *queue;             /* (max_queue) oldest first */
     int queued;
     /* the worker's */
@@ -78,31 +84,43 @@ static bool same_options(const DecodeOptions *a, const DecodeOptions *b)
            a->no_repeat_ngram == b->no_repeat_ngram;
 }
 
-/* Under the lock: a line of job is done (or dropped); a finished job is
- * kept for its callback, made once the lock is let go. */
+/* Under the lock: a line of job is done; a finished job is kept for its
+ * callback, made once the lock is let go. */
 static void line_done(LineQueue *b, ServeJob *job)
 {
     if (--job->left == 0) b->finished[b->n_finished++] = job;
 }
 
-/* Under the lock: the lines of jobs past their deadline leave the queue. */
-static void expire(LineQueue *b, double now)
+/* Under the lock: the queued lines of jobs past their deadline, whose
+ * client went away, or that failed, leave the queue; finished jobs go to
+ * fin (*n_fin of them) for their callbacks. */
+static void drop_lines(LineQueue *b, double now, ServeJob **fin, int *n_fin)
 {
-    int w = 0;
+    b->pass++;
+    int w = 0, timed_out = 0, gone = 0;
     for (int i = 0; i < b->queued; i++) {
         ServeJob *job = b->queue[i].job;
-        if (now > job->deadline) {
-            if (job->status == 0) {
+        if (job->pass != b->pass && job->status == 0) {
+            job->pass = b->pass;
+            if (now > job->deadline) {
                 job->status = 504;
                 snprintf(job->msg, sizeof job->msg, "timed out: waited longer than --timeout-ms "
                          "for the decoder");
+            } else if (job->gone && job->gone(job->ctx)) {
+                job->status = 499;
+                snprintf(job->msg, sizeof job->msg, "the client went away");
             }
-            line_done(b, job);
-        } else {
-            b->queue[w++] = b->queue[i];
         }
+        if (job->status == 0) {
+            b->queue[w++] = b->queue[i];
+            continue;
+        }
+        timed_out += job->status == 504;
+        gone += job->status == 499;
+        if (--job->left == 0) fin[(*n_fin)++] = job;
     }
     b->queued = w;
+    if (timed_out || gone) metrics_dropped(b->metrics, timed_out, gone);
 }
 
 /* Under the lock: takes up to batch_size lines with the oldest line's
@@ -196,17 +214,19 @@ static void decode_batch(LineQueue *b, int n)
     metrics_batch(b->metrics, n, src_tokens, out_tokens);
 }
 
-static void call_back(LineQueue *b)
+/* Under the lock: calls back the jobs fin[0..*n_fin), without it. */
+static void call_back(LineQueue *b, ServeJob **fin, int *n_fin)
 {
-    int n = b->n_finished;
-    b->n_finished = 0;
+    int n = *n_fin;
+    *n_fin = 0;
+    if (n == 0) return;
     pthread_mutex_unlock(&b->lock);
-    for (int i = 0; i < n; i++) b->finished[i]->done(b->finished[i], b->finished[i]->ctx);
+    for (int i = 0; i < n; i++) fin[i]->done(fin[i], fin[i]->ctx);
     pthread_mutex_lock(&b->lock);
 }
 
-/* Waits on the condition until the absolute monotonic time t. */
-static void wait_until(LineQueue *b, double t)
+/* Waits on cond until the absolute monotonic time t. */
+static void wait_until(LineQueue *b, pthread_cond_t *cond, double t)
 {
     struct timespec ts;
     ts.tv_sec = (time_t)t;
@@ -215,7 +235,7 @@ static void wait_until(LineQueue *b, double t)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&b->wake, &b->lock, &ts);
+    pthread_cond_timedwait(cond, &b->lock, &ts);
 }
 
 static void *worker(void *arg)
@@ -231,11 +251,11 @@ static void *worker(void *arg)
         if (b->cfg.batch_wait_ms > 0 && b->queued < b->cfg.batch_size && !b->stopping) {
             const double until = clock_now_s() + b->cfg.batch_wait_ms / 1000.0;
             while (b->queued < b->cfg.batch_size && !b->stopping && clock_now_s() < until)
-                wait_until(b, until);
+                wait_until(b, &b->wake, until);
         }
-        expire(b, clock_now_s());
+        drop_lines(b, clock_now_s(), b->finished, &b->n_finished);
         if (b->queued == 0) {
-            call_back(b);
+            call_back(b, b->finished, &b->n_finished);
             continue;
         }
         int n = take_batch(b);
@@ -243,7 +263,35 @@ static void *worker(void *arg)
         decode_batch(b, n);
         pthread_mutex_lock(&b->lock);
         for (int j = 0; j < n; j++) line_done(b, b->batch[j].job);
-        call_back(b);
+        call_back(b, b->finished, &b->n_finished);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+/* While the worker decodes: drops queued lines at their job's deadline,
+ * and every GONE_CHECK_S those whose client went away. */
+static void *reaper(void *arg)
+{
+    LineQueue *b = arg;
+    double check_at = 0;        /* the next look at the clients */
+    pthread_mutex_lock(&b->lock);
+    while (!b->reaper_stopping) {
+        if (b->queued == 0) {
+            pthread_cond_wait(&b->reap_wake, &b->lock);
+            check_at = clock_now_s() + GONE_CHECK_S;
+            continue;
+        }
+        double now = clock_now_s(), next = check_at;
+        for (int i = 0; i < b->queued; i++)
+            if (b->queue[i].job->deadline < next) next = b->queue[i].job->deadline;
+        if (now < next) {
+            wait_until(b, &b->reap_wake, next);
+            continue;
+        }
+        drop_lines(b, now, b->reaped, &b->n_reaped);
+        call_back(b, b->reaped, &b->n_reaped);
+        check_at = clock_now_s() + GONE_CHECK_S;
     }
     pthread_mutex_unlock(&b->lock);
     return NULL;
@@ -263,6 +311,7 @@ TfmStatus queue_start(LineQueue **out, Pipeline *p, const QueueConfig *cfg, Metr
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&b->wake, &ca);
+    pthread_cond_init(&b->reap_wake, &ca);
     pthread_condattr_destroy(&ca);
     const size_t B = (size_t)cfg->batch_size, Q = (size_t)cfg->max_queue;
     b->queue = xcalloc(Q, sizeof *b->queue, err);
@@ -273,8 +322,9 @@ TfmStatus queue_start(LineQueue **out, Pipeline *p, const QueueConfig *cfg, Metr
     b->order = xcalloc(B, sizeof *b->order, err);
     b->hyps = xcalloc(B * (size_t)p->dopt.beam, sizeof *b->hyps, err);
     b->finished = xcalloc(Q + B, sizeof *b->finished, err);
+    b->reaped = xcalloc(Q, sizeof *b->reaped, err);
     if (!b->queue || !b->batch || !b->slots || !b->sents || !b->lens || !b->order || !b->hyps ||
-        !b->finished) {
+        !b->finished || !b->reaped) {
         queue_free(b);
         return TFM_ERR_NOMEM;
     }
@@ -283,6 +333,11 @@ TfmStatus queue_start(LineQueue **out, Pipeline *p, const QueueConfig *cfg, Metr
         return err_set(err, TFM_ERR_NOMEM, "serve: cannot start the decoding thread");
     }
     b->started = true;
+    if (pthread_create(&b->reaper, NULL, reaper, b) != 0) {
+        queue_free(b);
+        return err_set(err, TFM_ERR_NOMEM, "serve: cannot start the queue's reaper thread");
+    }
+    b->reaper_started = true;
     *out = b;
     return TFM_OK;
 }
@@ -302,8 +357,12 @@ int queue_submit(LineQueue *b, ServeJob *job, void (*before)(void *), void *arg)
         job->status = 0;
         job->msg[0] = '\0';
         job->left = job->n;
+        job->pass = 0;
         buf_reset(&job->out);
         if (before) before(arg);
+        /* the reaper sleeps only on an empty queue; later deadlines it
+         * sees within GONE_CHECK_S */
+        if (b->queued == 0) pthread_cond_signal(&b->reap_wake);
         for (int i = 0; i < job->n; i++) b->queue[b->queued++] = (Ref){job, i};
         pthread_cond_signal(&b->wake);
     }
@@ -328,6 +387,14 @@ void queue_stop(LineQueue *b)
     pthread_mutex_unlock(&b->lock);
     pthread_join(b->thread, NULL);
     b->started = false;
+    if (b->reaper_started) {
+        pthread_mutex_lock(&b->lock);
+        b->reaper_stopping = true;
+        pthread_cond_signal(&b->reap_wake);
+        pthread_mutex_unlock(&b->lock);
+        pthread_join(b->reaper, NULL);
+        b->reaper_started = false;
+    }
 }
 
 void queue_free(LineQueue *b)
@@ -344,8 +411,10 @@ void queue_free(LineQueue *b)
     free(b->order);
     free(b->hyps);
     free(b->finished);
+    free(b->reaped);
     free(b->text);
     pthread_cond_destroy(&b->wake);
+    pthread_cond_destroy(&b->reap_wake);
     pthread_mutex_destroy(&b->lock);
     free(b);
 }

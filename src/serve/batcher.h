@@ -4,10 +4,13 @@
  * company); while it decodes, new lines gather for its next batch. A batch
  * holds only lines with the same decoding options (the oldest line's), so a
  * line's translation is what `tfm translate` gives it with those options.
- * A job is finished when its last line is done, or when its deadline passed
- * while lines of it were still waiting (they leave the queue): its done
- * callback then runs on the worker's thread. Nothing is allocated per line
- * or per batch once the buffers are warm. */
+ * A job is finished when its last line is done, or when its lines leave
+ * the queue undecoded: at its deadline (504), or when its client went away.
+ * A second thread, the reaper, sees to that while the worker decodes, so a
+ * 504 goes out at its deadline (not a batch later) and a client that left
+ * costs at most the lines already in a batch; the worker checks too, before
+ * each batch. The done callback runs on either thread. Nothing is
+ * allocated per line or per batch once the buffers are warm. */
 #ifndef TFM_SERVE_BATCHER_H
 #define TFM_SERVE_BATCHER_H
 
@@ -33,15 +36,17 @@ struct ServeJob {
     DecodeOptions opt;
     double deadline;                /* clock_now_s(); the job times out after it */
     void (*done)(ServeJob *job, void *ctx);
+    bool (*gone)(void *ctx);        /* NULL, or: has the client gone away? (a cheap check) */
     void *ctx;
     /* results, for the done callback and after it */
-    int status;                     /* 0, 504 (timed out) or 500 (msg says why) */
+    int status;                     /* 0, 504 (timed out), 499 (client gone) or 500 (msg says why) */
     char msg[160];
     JobHyp *hyps;                   /* (n · opt.nbest), best first per line */
     int *full_tokens, *src_tokens;  /* (n) a line's pieces, before and after the cut */
     Buf out;
     /* the batcher's */
     int left, line_cap, hyp_cap;
+    unsigned pass;
 };
 
 /* Makes room in job for n lines of nbest hypotheses (kept for reuse). */

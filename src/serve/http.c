@@ -1,6 +1,7 @@
 /* http: see http.h. Every callback here runs on libmicrohttpd's one
  * polling thread, except job_done, which the decoding worker calls. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -243,6 +244,21 @@ static void job_done(ServeJob *job, void *ctx)
     MHD_resume_connection(c->mc);
 }
 
+/* Has the client of a suspended connection (libmicrohttpd does not watch
+ * those) closed it? Its end of the socket reads as closed: a peek reads 0
+ * bytes, or fails. A client that only shuts down its sending side while it
+ * waits would look gone too; HTTP clients do not. */
+static bool client_gone(void *ctx)
+{
+    Conn *c = ctx;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char byte;
+    ssize_t n = recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static void suspend(void *arg)
 {
     Conn *c = arg;
@@ -276,6 +292,7 @@ static enum MHD_Result start_translation(Conn *c)
     job->opt = r->opt;
     job->deadline = c->t0 + s->cfg.timeout_ms / 1000.0;
     job->done = job_done;
+    job->gone = client_gone;
     job->ctx = c;
     job->status = 0;
     buf_reset(&job->out);

@@ -16,6 +16,7 @@ struct Metrics {
     pthread_mutex_t lock;
     unsigned long long requests[N_CODES + 1];
     unsigned long long sentences, src_tokens, out_tokens, batches;
+    unsigned long long dropped_timeout, dropped_gone;
     unsigned long long batch_count[N_BATCH + 1];    /* per bucket, not cumulative */
     unsigned long long lat_count[N_LAT + 1];
     double lat_sum;
@@ -59,6 +60,14 @@ void metrics_batch(Metrics *m, int sentences, long src_tokens, long out_tokens)
     pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_dropped(Metrics *m, int timed_out, int gone)
+{
+    pthread_mutex_lock(&m->lock);
+    m->dropped_timeout += (unsigned long long)timed_out;
+    m->dropped_gone += (unsigned long long)gone;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_render(Metrics *m, Buf *o, int queued)
 {
     pthread_mutex_lock(&m->lock);
@@ -79,6 +88,12 @@ void metrics_render(Metrics *m, Buf *o, int queued)
                   "# HELP tfm_queue_sentences Lines waiting for the decoder.\n"
                   "# TYPE tfm_queue_sentences gauge\ntfm_queue_sentences %d\n",
                s.sentences, s.src_tokens, s.out_tokens, queued);
+    buf_printf(o, "# HELP tfm_sentences_dropped_total Lines that left the queue undecoded: their "
+                  "request timed out (504) or its client went away.\n"
+                  "# TYPE tfm_sentences_dropped_total counter\n"
+                  "tfm_sentences_dropped_total{reason=\"timeout\"} %llu\n"
+                  "tfm_sentences_dropped_total{reason=\"client_gone\"} %llu\n",
+               s.dropped_timeout, s.dropped_gone);
     buf_puts(o, "# HELP tfm_batch_sentences Lines decoded together, per batch.\n"
                 "# TYPE tfm_batch_sentences histogram\n");
     unsigned long long cum = 0;
