@@ -16,6 +16,7 @@
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "cli/cmds.h"
+#include "cli/decode_args.h"
 
 static const char usage[] =
     "usage: tfm serve [-m MODEL [-m MODEL ...] [--weights W,W,...]] [--host 127.0.0.1]\n"
@@ -62,27 +63,19 @@ static const char usage[] =
     "  -h, --help           this help\n";
 
 typedef struct {
-    PipelineSpec spec;
+    DecodeArgs dec;         /* models and decoding defaults, as translate reads them */
     const char *host, *api_key_file, *source_lang, *target_lang;
-    int port, batch, batch_wait_ms, max_queue, timeout_ms, threads;
-    long max_request_bytes;
+    int port, batch, batch_wait_ms, max_queue, timeout_ms;
+    int max_request_bytes;
     bool quiet;
 } Options;
 
-static TfmStatus bad_value(const char *opt, const char *value, double lo, double hi, TfmErr *err)
-{
-    return err_set(err, TFM_ERR_USAGE, "serve: %s: expected a number in [%g, %g], got '%s'", opt,
-                   lo, hi, value);
-}
-
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
-    enum { OPT_WEIGHTS = 256, OPT_HOST, OPT_PORT, OPT_BATCH, OPT_WAIT, OPT_QUEUE, OPT_TIMEOUT,
-           OPT_BYTES, OPT_KEY, OPT_SRC, OPT_TGT, OPT_ALPHA, OPT_LEN_A, OPT_LEN_B, OPT_NO_REPEAT,
-           OPT_PRECISION, OPT_THREADS };
+    enum { OPT_HOST = 256, OPT_PORT, OPT_BATCH, OPT_WAIT, OPT_QUEUE, OPT_TIMEOUT, OPT_BYTES,
+           OPT_KEY, OPT_SRC, OPT_TGT };
     static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"weights", required_argument, NULL, OPT_WEIGHTS},
+        DECODE_ARGS_LONGOPTS,
         {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT},
         {"batch-size", required_argument, NULL, OPT_BATCH},
@@ -93,81 +86,49 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"api-key-file", required_argument, NULL, OPT_KEY},
         {"source-lang", required_argument, NULL, OPT_SRC},
         {"target-lang", required_argument, NULL, OPT_TGT},
-        {"beam", required_argument, NULL, 'b'},
-        {"alpha", required_argument, NULL, OPT_ALPHA},
-        {"max-len-a", required_argument, NULL, OPT_LEN_A},
-        {"max-len-b", required_argument, NULL, OPT_LEN_B},
-        {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT},
-        {"precision", required_argument, NULL, OPT_PRECISION},
-        {"threads", required_argument, NULL, OPT_THREADS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    PipelineSpec *s = &o->spec;
     optind = 0;
     opterr = 0;
     int c, longindex = -1;
     while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, &longindex)) != -1) {
         char opt[32];
-        if (longindex >= 0) snprintf(opt, sizeof opt, "--%s", longopts[longindex].name);
-        else snprintf(opt, sizeof opt, "-%c", c);
+        decode_args_option_name(longopts, longindex, c, opt, sizeof opt);
         longindex = -1;
-        int *int_out = NULL;
-        long lo = 0, hi = 0;
-        float *flt_out = NULL;
-        double flo = 0, fhi = 0;
+        bool taken;
+        TfmStatus st = decode_args_take(&o->dec, "serve", c, opt, optarg, &taken, err);
+        if (st != TFM_OK || taken) {
+            if (st != TFM_OK) return st;
+            continue;
+        }
         switch (c) {
-        case 'm':
-            if (s->n_models == PIPELINE_MAX_MODELS)
-                return err_set(err, TFM_ERR_USAGE, "serve: at most %d models (-m)",
-                               PIPELINE_MAX_MODELS);
-            s->models[s->n_models++] = optarg;
-            break;
-        case OPT_WEIGHTS: s->weights = optarg; break;
         case OPT_HOST: o->host = optarg; break;
-        case OPT_PORT: int_out = &o->port; hi = 65535; break;
-        case OPT_BATCH: int_out = &o->batch; lo = 1; hi = 4096; break;
-        case OPT_WAIT: int_out = &o->batch_wait_ms; hi = 60000; break;
-        case OPT_QUEUE: int_out = &o->max_queue; lo = 1; hi = 1 << 20; break;
-        case OPT_TIMEOUT: int_out = &o->timeout_ms; lo = 1; hi = 24 * 3600 * 1000; break;
+        case OPT_PORT: st = cmd_option_int("serve", opt, optarg, 0, 65535, &o->port, err); break;
+        case OPT_BATCH: st = cmd_option_int("serve", opt, optarg, 1, 4096, &o->batch, err); break;
+        case OPT_WAIT:
+            st = cmd_option_int("serve", opt, optarg, 0, 60000, &o->batch_wait_ms, err);
+            break;
+        case OPT_QUEUE:
+            st = cmd_option_int("serve", opt, optarg, 1, 1 << 20, &o->max_queue, err);
+            break;
+        case OPT_TIMEOUT:
+            st = cmd_option_int("serve", opt, optarg, 1, 24 * 3600 * 1000, &o->timeout_ms, err);
+            break;
         case OPT_BYTES:
-            if (!cmd_parse_long(optarg, 16, 1L << 30, &o->max_request_bytes))
-                return bad_value(opt, optarg, 16, 1L << 30, err);
+            st = cmd_option_int("serve", opt, optarg, 16, 1L << 30, &o->max_request_bytes, err);
             break;
         case OPT_KEY: o->api_key_file = optarg; break;
         case OPT_SRC: o->source_lang = optarg; break;
         case OPT_TGT: o->target_lang = optarg; break;
-        case 'b': int_out = &s->beam; lo = 1; hi = DECODE_MAX_BEAM; s->have_beam = true; break;
-        case OPT_ALPHA: flt_out = &s->alpha; fhi = DECODE_MAX_ALPHA; s->have_alpha = true; break;
-        case OPT_LEN_A: flt_out = &s->max_len_a; fhi = DECODE_MAX_LEN_A; s->have_a = true; break;
-        case OPT_LEN_B: int_out = &s->max_len_b; hi = DECODE_MAX_LEN_B; s->have_b = true; break;
-        case OPT_NO_REPEAT: int_out = &s->no_repeat; hi = 64; break;
-        case OPT_PRECISION:
-            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0 &&
-                strcmp(optarg, "int8") != 0)
-                return err_set(err, TFM_ERR_USAGE, "serve: --precision must be fp32, bf16 or "
-                               "int8, got '%s'", optarg);
-            s->precision = optarg;
-            break;
-        case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
         case ':': return err_set(err, TFM_ERR_USAGE, "serve: option '%s' needs a value", argv[optind - 1]);
         default:
             return cmd_unknown_option("serve", argv[optind - 1], longopts, NULL, err);
         }
-        long v;
-        double d;
-        if (int_out) {
-            if (!cmd_parse_long(optarg, lo, hi, &v))
-                return err_set(err, TFM_ERR_USAGE, "serve: %s: expected an integer in [%ld, %ld], "
-                               "got '%s'", opt, lo, hi, optarg);
-            *int_out = (int)v;
-        } else if (flt_out) {
-            if (!cmd_parse_double(optarg, flo, fhi, &d)) return bad_value(opt, optarg, flo, fhi, err);
-            *flt_out = (float)d;
-        }
+        if (st != TFM_OK) return st;
     }
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "serve: unexpected argument '%s' (models go with -m)",
@@ -201,7 +162,7 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
 {
     Options o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_queue = 1024,
                  .timeout_ms = 30000, .max_request_bytes = 1 << 20};
-    o.spec.who = "serve";
+    o.dec.spec.who = "serve";
     bool help = false;
     TfmStatus st = parse_options(argc, argv, &o, &help, err);
     if (st != TFM_OK) return st;
@@ -209,10 +170,11 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
         fputs(usage, stdout);
         return TFM_OK;
     }
-    if (o.spec.n_models == 0) {
+    PipelineSpec *spec = &o.dec.spec;
+    if (spec->n_models == 0) {
         const char *env = getenv("TFM_MODEL");
-        o.spec.models[0] = env && *env ? env : "model.tfm";
-        o.spec.n_models = 1;
+        spec->models[0] = env && *env ? env : "model.tfm";
+        spec->n_models = 1;
     }
     char key[4096];
     size_t key_len = 0;
@@ -221,20 +183,20 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
     /* a signal from here on asks for a clean stop (checked below) */
     TrainStop *stop = cli_stop_on_signals(false);
     stop->started = 1;
-    blas_set_threads(o.threads);
+    blas_set_threads(o.dec.threads);
     if ((st = blas_selftest(err)) != TFM_OK) return st;
     Pipeline p;
     Metrics *metrics = NULL;
     LineQueue *batcher = NULL;
     HttpServer *http = NULL;
-    if ((st = pipeline_load(&p, &o.spec, err)) != TFM_OK) goto done;
+    if ((st = pipeline_load(&p, spec, err)) != TFM_OK) goto done;
     if (p.bf16_fallback)
         fprintf(stderr, "tfm: note: %s was trained in bf16; this CPU has no bf16 unit "
-                "(AVX512-BF16 or AMX), so it translates in fp32\n", o.spec.models[0]);
-    if ((st = pipeline_start(&p, &o.spec, o.batch, p.dopt.beam, err)) != TFM_OK) goto done;
+                "(AVX512-BF16 or AMX), so it translates in fp32\n", spec->models[0]);
+    if ((st = pipeline_start(&p, spec, o.batch, p.dopt.beam, err)) != TFM_OK) goto done;
     if ((st = metrics_new(&metrics, err)) != TFM_OK) goto done;
     QueueConfig bc = {.batch_size = o.batch, .batch_wait_ms = o.batch_wait_ms,
-                        .max_queue = o.max_queue, .threads = o.threads};
+                        .max_queue = o.max_queue, .threads = o.dec.threads};
     if ((st = queue_start(&batcher, &p, &bc, metrics, err)) != TFM_OK) goto done;
     HttpConfig hc = {
         .host = o.host, .port = o.port, .timeout_ms = o.timeout_ms,
@@ -246,8 +208,8 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
     };
     if ((st = http_start(&http, &hc, batcher, metrics, err)) != TFM_OK) goto done;
     const bool v6 = strchr(o.host, ':') != NULL;
-    fprintf(stderr, "tfm: serving %s%s on http://%s%s%s:%d\n", o.spec.models[0],
-            o.spec.n_models > 1 ? " (an ensemble)" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
+    fprintf(stderr, "tfm: serving %s%s on http://%s%s%s:%d\n", spec->models[0],
+            spec->n_models > 1 ? " (an ensemble)" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
             http_port(http));
     const struct timespec tick = {0, 50 * 1000 * 1000};
     while (!stop->signo) nanosleep(&tick, NULL);

@@ -23,6 +23,7 @@
 #include "text/bpe_subset.h"
 #include "train/progress.h"
 #include "cli/cmds.h"
+#include "cli/decode_args.h"
 
 static const char usage[] =
     "usage: tfm translate [-m MODEL [-m MODEL ...] [--weights W,W,...]] [-i IN] [-o OUT]\n"
@@ -85,41 +86,17 @@ static const char usage[] =
 enum { MAX_ENSEMBLE = PIPELINE_MAX_MODELS };
 
 typedef struct {
-    const char *model, *input, *output, *score_ref;
-    int beam, nbest, batch, max_len_b, threads, no_repeat;
-    int n_models;           /* -m given this many times: an ensemble when > 1 */
-    const char *models[MAX_ENSEMBLE];
-    const char *weights_arg;    /* --weights "w1,w2,..." */
-    const char *precision;      /* --precision "fp32", "bf16" or "int8"; NULL: the model's */
+    DecodeArgs dec;         /* models (several: an ensemble), beam, alpha, lengths, precision,
+                               threads (decode_args.h, shared with serve) */
+    const char *model;      /* the first model, or the default */
+    const char *input, *output, *score_ref;
+    int nbest, batch;
     bool sample, have_seed;
     int top_k;
     float top_p, temperature;
     long seed_l;
-    float alpha, max_len_a;
-    bool have_beam, have_alpha, have_a, have_b, quiet;
+    bool quiet;
 } Options;
-
-/* "--beam" or "-b" for the error message: argv[optind - 1] is the value
- * when it came as a separate argument. */
-static const char *option_name(const struct option *longopts, int longindex, int c, char *buf,
-                               size_t size)
-{
-    if (longindex >= 0) snprintf(buf, size, "--%s", longopts[longindex].name);
-    else snprintf(buf, size, "-%c", c);
-    return buf;
-}
-
-static TfmStatus bad_int(const char *opt, const char *value, long lo, long hi, TfmErr *err)
-{
-    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected an integer in [%ld, %ld], got '%s'",
-                   opt, lo, hi, value);
-}
-
-static TfmStatus bad_number(const char *opt, const char *value, double lo, double hi, TfmErr *err)
-{
-    return err_set(err, TFM_ERR_USAGE, "translate: %s: expected a number in [%g, %g], got '%s'",
-                   opt, lo, hi, value);
-}
 
 /* Marian's, fairseq's and OpenNMT's names for translate's options. */
 static const OptionAlias aliases[] = {
@@ -149,29 +126,20 @@ static const OptionAlias aliases[] = {
 
 static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, TfmErr *err)
 {
-    enum { OPT_ALPHA = 256, OPT_NBEST, OPT_BATCH, OPT_LEN_A, OPT_LEN_B, OPT_THREADS, OPT_NO_REPEAT,
-           OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED, OPT_SCORE_REF, OPT_WEIGHTS,
-           OPT_PRECISION };
+    enum { OPT_NBEST = 256, OPT_BATCH, OPT_SAMPLE, OPT_TOP_K, OPT_TOP_P, OPT_TEMP, OPT_SEED,
+           OPT_SCORE_REF };
     static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
+        DECODE_ARGS_LONGOPTS,
         {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},
-        {"beam", required_argument, NULL, 'b'},
-        {"alpha", required_argument, NULL, OPT_ALPHA},
         {"nbest", required_argument, NULL, OPT_NBEST},
         {"batch-size", required_argument, NULL, OPT_BATCH},
-        {"max-len-a", required_argument, NULL, OPT_LEN_A},
-        {"max-len-b", required_argument, NULL, OPT_LEN_B},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT},
         {"sample", no_argument, NULL, OPT_SAMPLE},
         {"top-k", required_argument, NULL, OPT_TOP_K},
         {"top-p", required_argument, NULL, OPT_TOP_P},
         {"temperature", required_argument, NULL, OPT_TEMP},
         {"seed", required_argument, NULL, OPT_SEED},
         {"score-reference", required_argument, NULL, OPT_SCORE_REF},
-        {"weights", required_argument, NULL, OPT_WEIGHTS},
-        {"precision", required_argument, NULL, OPT_PRECISION},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -183,47 +151,34 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     opterr = 0;
     int c, longindex = -1;
     while ((c = getopt_long(argc, argv, optstring, longopts, &longindex)) != -1) {
+        /* "--beam" or "-b" for the error message: argv[optind - 1] is the
+         * value when it came as a separate argument */
         char opt[32];
-        option_name(longopts, longindex, c, opt, sizeof opt);
+        decode_args_option_name(longopts, longindex, c, opt, sizeof opt);
         longindex = -1;
-        /* integer options: where the value goes, and its range */
-        int *int_out = NULL;
-        long lo = 0, hi = 0;
-        float *flt_out = NULL;
-        double flo = 0, fhi = 0;
+        bool taken;
+        st = decode_args_take(&o->dec, "translate", c, opt, optarg, &taken, err);
+        if (st != TFM_OK) return st;
+        if (taken) {
+            o->model = o->dec.spec.models[0];
+            continue;
+        }
         switch (c) {
-        case 'm':
-            if (o->n_models == MAX_ENSEMBLE)
-                return err_set(err, TFM_ERR_USAGE, "translate: at most %d models (-m)", MAX_ENSEMBLE);
-            o->models[o->n_models++] = optarg;
-            o->model = o->models[0];
-            break;
-        case OPT_WEIGHTS: o->weights_arg = optarg; break;
-        case OPT_PRECISION:
-            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "bf16") != 0 &&
-                strcmp(optarg, "int8") != 0)
-                return err_set(err, TFM_ERR_USAGE, "translate: --precision must be fp32, bf16 or "
-                               "int8, got '%s'", optarg);
-            o->precision = optarg;
-            break;
         case 'i': o->input = optarg; break;
         case 'o': o->output = optarg; break;
-        case 'b': int_out = &o->beam; lo = 1; hi = DECODE_MAX_BEAM; o->have_beam = true; break;
-        case OPT_ALPHA: flt_out = &o->alpha; fhi = DECODE_MAX_ALPHA; o->have_alpha = true; break;
-        case OPT_NBEST: int_out = &o->nbest; lo = 1; hi = DECODE_MAX_BEAM; break;
-        case OPT_BATCH: int_out = &o->batch; lo = 1; hi = 4096; break;
-        case OPT_LEN_A: flt_out = &o->max_len_a; fhi = DECODE_MAX_LEN_A; o->have_a = true; break;
-        case OPT_LEN_B: int_out = &o->max_len_b; hi = DECODE_MAX_LEN_B; o->have_b = true; break;
-        case OPT_THREADS: int_out = &o->threads; hi = 1024; break;
-        case OPT_NO_REPEAT: int_out = &o->no_repeat; hi = 64; break;
+        case OPT_NBEST: st = cmd_option_int("translate", opt, optarg, 1, DECODE_MAX_BEAM, &o->nbest, err); break;
+        case OPT_BATCH: st = cmd_option_int("translate", opt, optarg, 1, 4096, &o->batch, err); break;
         case OPT_SAMPLE: o->sample = true; break;
         case OPT_SCORE_REF: o->score_ref = optarg; break;
-        case OPT_TOP_K: int_out = &o->top_k; hi = 1 << 20; break;
-        case OPT_TOP_P: flt_out = &o->top_p; flo = 1e-6; fhi = 1; break;
-        case OPT_TEMP: flt_out = &o->temperature; flo = 1e-3; fhi = 1000; break;
+        case OPT_TOP_K: st = cmd_option_int("translate", opt, optarg, 0, 1 << 20, &o->top_k, err); break;
+        case OPT_TOP_P: st = cmd_option_number("translate", opt, optarg, 1e-6, 1, &o->top_p, err); break;
+        case OPT_TEMP:
+            st = cmd_option_number("translate", opt, optarg, 1e-3, 1000, &o->temperature, err);
+            break;
         case OPT_SEED:
             if (!cmd_parse_long(optarg, 0, LONG_MAX, &o->seed_l))
-                return bad_int(opt, optarg, 0, LONG_MAX, err);
+                return err_set(err, TFM_ERR_USAGE, "translate: %s: expected an integer in [0, %ld], "
+                               "got '%s'", opt, LONG_MAX, optarg);
             o->have_seed = true;
             break;
         case 'q': o->quiet = true; break;
@@ -232,15 +187,7 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         default:
             return cmd_unknown_option("translate", argv[optind - 1], longopts, aliases, err);
         }
-        long v;
-        double d;
-        if (int_out) {
-            if (!cmd_parse_long(optarg, lo, hi, &v)) return bad_int(opt, optarg, lo, hi, err);
-            *int_out = (int)v;
-        } else if (flt_out) {
-            if (!cmd_parse_double(optarg, flo, fhi, &d)) return bad_number(opt, optarg, flo, fhi, err);
-            *flt_out = (float)d;
-        }
+        if (st != TFM_OK) return st;
     }
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (the input is stdin or -i FILE)",
@@ -403,15 +350,10 @@ static bool input_waiting(FILE *f)
 static TfmStatus setup(Translator *t, TfmErr *err)
 {
     Options *o = &t->o;
-    PipelineSpec spec = {
-        .who = "translate", .n_models = o->n_models ? o->n_models : 1,
-        .weights = o->weights_arg, .precision = o->precision,
-        .beam = o->beam, .max_len_b = o->max_len_b, .nbest = o->nbest, .no_repeat = o->no_repeat,
-        .alpha = o->alpha, .max_len_a = o->max_len_a,
-        .have_beam = o->have_beam, .have_alpha = o->have_alpha, .have_a = o->have_a,
-        .have_b = o->have_b,
-    };
-    memcpy(spec.models, o->models, sizeof spec.models);
+    PipelineSpec spec = o->dec.spec;
+    spec.who = "translate";
+    spec.nbest = o->nbest;
+    if (spec.n_models == 0) spec.n_models = 1;
     spec.models[0] = o->model;
     TfmStatus st = pipeline_load(&t->p, &spec, err);
     if (st != TFM_OK) return st;
@@ -423,9 +365,9 @@ static TfmStatus setup(Translator *t, TfmErr *err)
         return err_set(err, TFM_ERR_USAGE, "translate: --top-k, --top-p, --temperature and "
                        "--seed go with --sample");
     if (o->sample) {
-        if (o->have_beam && o->beam != 1)
+        if (o->dec.spec.have_beam && o->dec.spec.beam != 1)
             return err_set(err, TFM_ERR_USAGE, "translate: --sample draws one translation a "
-                           "line; it does not go with --beam %d", o->beam);
+                           "line; it does not go with --beam %d", o->dec.spec.beam);
         t->dopt.beam = 1;
         t->dopt.sample = true;
         t->dopt.top_k = o->top_k;
@@ -583,7 +525,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         return TFM_OK;
     }
     if (!t.o.model) t.o.model = getenv("TFM_MODEL") && *getenv("TFM_MODEL") ? getenv("TFM_MODEL") : "model.tfm";
-    blas_set_threads(t.o.threads);
+    blas_set_threads(t.o.dec.threads);
     if ((st = blas_selftest(err)) != TFM_OK) return st;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
