@@ -1,5 +1,6 @@
 /* http: see http.h. Every callback here runs on libmicrohttpd's one
- * polling thread, except job_done, which the decoding worker calls. */
+ * polling thread, except job_done and client_gone, which the batcher's
+ * threads call (the decoding worker and the reaper). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
