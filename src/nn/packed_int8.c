@@ -156,15 +156,18 @@ blk_avx2(const int mr, const int8_t *a, const uint8_t *aux, int kp, int groups,
     const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++) c[r][v] = _mm256_setzero_si256();
     for (int g = 0; g < groups; g++) {
         __m256i w[4];
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             w[v] = _mm256_loadu_si256((const __m256i *)(panel + (size_t)g * GROUP_BYTES + 32 * v));
 #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
             const __m256i sx = _mm256_set1_epi32(load4(a + (size_t)r * kp + 4 * g));
             const __m256i ux = _mm256_set1_epi32(load4(aux + (size_t)r * kp + 4 * g));
+#pragma GCC unroll 4
             for (int v = 0; v < 4; v++) {
                 const __m256i pairs = _mm256_maddubs_epi16(ux, _mm256_sign_epi8(w[v], sx));
                 c[r][v] = _mm256_add_epi32(c[r][v], _mm256_madd_epi16(pairs, ones));
@@ -173,6 +176,7 @@ blk_avx2(const int mr, const int8_t *a, const uint8_t *aux, int kp, int groups,
     }
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm256_storeu_si256((__m256i *)(acc + r * NR + 8 * v), c[r][v]);
 }
 
@@ -256,6 +260,7 @@ blk_avxvnni(const int mr, const uint8_t *aux, int kp, int groups, const int8_t *
     __m256i c[MR_MAX][4];
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             c[r][v] = _mm256_sub_epi32(_mm256_setzero_si256(),
                                        _mm256_loadu_si256((const __m256i *)(corr + 8 * v)));
@@ -264,6 +269,7 @@ blk_avxvnni(const int mr, const uint8_t *aux, int kp, int groups, const int8_t *
 #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
             const __m256i ux = _mm256_set1_epi32(load4(aux + (size_t)r * kp + 4 * g));
+#pragma GCC unroll 4
             for (int v = 0; v < 4; v++)
                 c[r][v] = _mm256_dpbusd_avx_epi32(
                     c[r][v], ux, _mm256_loadu_si256((const __m256i *)(pg + 32 * v)));
@@ -271,6 +277,7 @@ blk_avxvnni(const int mr, const uint8_t *aux, int kp, int groups, const int8_t *
     }
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm256_storeu_si256((__m256i *)(acc + r * NR + 8 * v), c[r][v]);
 }
 
