@@ -21,6 +21,22 @@ for b in 400 100000; do
     check "shuffle_buffer $b: the same losses as one read" test -n "$(losses ref/ck/log.jsonl)" -a "$(losses ref/ck/log.jsonl)" = "$(losses fit$b/ck/log.jsonl)"
 done
 
+# The buffer's edge (the corpus has 400 pairs): 400 and more read it once
+# and keep it (no empty second chunk); 399 reads it in two chunks.
+for b in 399 400 401; do
+    mkdir edge$b && (cd edge$b && "$TFM" train ../m.json --set train.max_steps=1 --set data.shuffle_buffer=$b >/dev/null 2>"$T/err$b")
+done
+check "buffer 399: two chunks" grep -q "^train: read in chunks of 399 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 399 lines;" "$T/err399"
+check "buffer 400: read once" grep -q "^train: [0-9]* pairs of 400 lines (" "$T/err400"
+check "buffer 401: read once" grep -q "^train: [0-9]* pairs of 400 lines (" "$T/err401"
+# One pair, one line: said in the singular.
+head -n 1 train.de >one.de; head -n 1 train.en >one.en
+mkdir one && (cd one && expect_exit 0 "a corpus of one pair" -- "$TFM" train ../m.json --set train.max_steps=1 --set data.train_src=../one.de --set data.train_tgt=../one.en --set data.vocab=../ref/ck/vocab.txt)
+check "one pair of one line" grep -q "^train: 1 pair of 1 line (0 empty, " "$T/err"
+head -n 2 train.en >two.en
+mkdir one2 && (cd one2 && expect_exit 1 "files of 1 and 2 lines" -- "$TFM" train ../m.json --set data.train_src=../one.de --set data.train_tgt=../two.en --set data.vocab=../ref/ck/vocab.txt -q)
+expect_err_line "1 line, 2 lines" "tfm: $T/one2/../one.de has 1 line, $T/one2/../two.en has 2 lines"
+
 # Two pairs of files (one gzipped) read one after the other: the same pairs
 # in the same order, the same vocabulary (learning pools the lines): the same run.
 head -n 150 train.de >a.de; head -n 150 train.en >a.en

@@ -102,7 +102,38 @@ TEST(pair_stream_names_a_pair_ending_early)
     CHECK_EQ_INT(got, -1);
     CHECK_EQ_INT(n, 6);
     char want[1200];
-    snprintf(want, sizeof want, "%s has 2 lines, %s has 1 lines", f.src[1], f.tgt[1]);
+    snprintf(want, sizeof want, "%s has 2 lines, %s has 1 line", f.src[1], f.tgt[1]);
     CHECK_STR(err.msg, want);
     pair_stream_close(&ps);
+}
+
+/* Looking ahead for the end changes nothing of the order: asked before
+ * every pair, the same pairs come, and the end is known after the last. */
+TEST(pair_stream_at_end_looks_ahead)
+{
+    Files f;
+    make_files(&f);
+    const double w[2] = {2, 1};
+    for (int weighted = 0; weighted < 2; weighted++) {
+        char want[4096], got[4096] = "";
+        CHECK(read_epoch(&f, weighted ? w : NULL, 0, 0, want, sizeof want) > 0);
+        PairStream ps;
+        TfmErr err = {0};
+        CHECK(pair_stream_open(&ps, f.s, f.t, 2, weighted ? w : NULL, 7, 0, &err) == TFM_OK);
+        PairLine p;
+        long n = 0;
+        while (pair_stream_at_end(&ps, &err) == 0) {
+            CHECK(pair_stream_at_end(&ps, &err) == 0);      /* asking twice reads nothing more */
+            CHECK(ps.pairs == n);
+            CHECK(pair_stream_next(&ps, &p, &err) == 1);
+            size_t o = strlen(got);
+            snprintf(got + o, sizeof got - o, "%s%s", o ? " " : "", p.src);
+            CHECK(p.tgt[0] == (p.src[0] == 'a' ? 'A' : 'B') && strcmp(p.tgt + 1, p.src + 1) == 0);
+            n++;
+        }
+        CHECK(ps.ended);
+        CHECK(pair_stream_next(&ps, &p, &err) == 0);
+        CHECK_STR(got, want);
+        pair_stream_close(&ps);
+    }
 }

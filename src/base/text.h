@@ -130,4 +130,7 @@ void text_nearest_start(TextNearest *near, const char *word, size_t word_len, si
 size_t text_typo_edits(size_t n);
 void text_nearest_offer(TextNearest *near, const char *candidate, size_t len);
 
+/* The plural ending of a count: "%ld line%s", n, text_plural(n). */
+static inline const char *text_plural(long n) { return n == 1 ? "" : "s"; }
+
 #endif

@@ -89,6 +89,11 @@ TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe
             goto fail;
         if ((st = append_pair(c, &pair_cap, &s, &t, err)) != TFM_OK) goto fail;
     }
+    /* a chunk that took the epoch's last pair is its last (no empty chunk after) */
+    if (c->n_lines == max_pairs && pair_stream_at_end(ps, err) < 0) {
+        st = err->status;
+        goto fail;
+    }
     free(s.ids);
     free(t.ids);
     return TFM_OK;

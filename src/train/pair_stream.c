@@ -85,8 +85,8 @@ static int read_pair(PairStream *ps, int i, PairLine *out, TfmErr *err)
         long a = gs ? count_lines(rs, err) : rs->line_no;
         long b = gt ? count_lines(rt, err) : rt->line_no;
         if (a < 0 || b < 0) return -1;
-        err_set(err, TFM_ERR_FORMAT, "%s has %ld lines, %s has %ld lines", ps->src[i], a,
-                ps->tgt[i], b);
+        err_set(err, TFM_ERR_FORMAT, "%s has %ld line%s, %s has %ld line%s", ps->src[i], a,
+                text_plural(a), ps->tgt[i], b, text_plural(b));
         return -1;
     }
     if (!gs) return 0;
@@ -96,6 +96,13 @@ static int read_pair(PairStream *ps, int i, PairLine *out, TfmErr *err)
 
 int pair_stream_next(PairStream *ps, PairLine *out, TfmErr *err)
 {
+    if (ps->held) {
+        ps->held = false;
+        ps->pairs++;
+        *out = (PairLine){ps->held_src, ps->held_tgt, ps->held_src_len, ps->held_tgt_len,
+                          ps->held_rs, ps->held_rt};
+        return 1;
+    }
     while (!ps->ended) {
         int i = pick(ps);
         int got = read_pair(ps, i, out, err);
@@ -128,6 +135,33 @@ int pair_stream_next(PairStream *ps, PairLine *out, TfmErr *err)
     return 0;
 }
 
+/* Copies a line into a held buffer (NUL-terminated, as the readers' are). */
+static bool hold(char **buf, size_t *cap, const char *line, size_t len, TfmErr *err)
+{
+    if (xgrow((void **)buf, cap, len + 1, 1, err)) return false;
+    memcpy(*buf, line, len);
+    (*buf)[len] = '\0';
+    return true;
+}
+
+int pair_stream_at_end(PairStream *ps, TfmErr *err)
+{
+    if (ps->held) return 0;
+    PairLine p;
+    int got = pair_stream_next(ps, &p, err);
+    if (got <= 0) return got < 0 ? -1 : 1;
+    ps->pairs--;    /* not returned yet */
+    if (!hold(&ps->held_src, &ps->held_src_cap, p.src, p.src_len, err) ||
+        !hold(&ps->held_tgt, &ps->held_tgt_cap, p.tgt, p.tgt_len, err))
+        return -1;
+    ps->held_src_len = p.src_len;
+    ps->held_tgt_len = p.tgt_len;
+    ps->held_rs = p.rs;
+    ps->held_rt = p.rt;
+    ps->held = true;
+    return 0;
+}
+
 int pair_stream_skip(PairStream *ps, long n, TfmErr *err)
 {
     PairLine p;
@@ -145,5 +179,7 @@ void pair_stream_close(PairStream *ps)
     free(ps->rt);
     free(ps->open);
     free(ps->done);
+    free(ps->held_src);
+    free(ps->held_tgt);
     memset(ps, 0, sizeof *ps);
 }

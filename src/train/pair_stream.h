@@ -30,6 +30,12 @@ typedef struct {
     Rng rng;                /* with weights: which corpus the next pair is from */
     long pairs;             /* pairs returned this epoch */
     bool ended;             /* the epoch is over */
+    /* pair_stream_at_end's look ahead: the next pair, read and kept */
+    bool held;
+    char *held_src, *held_tgt;
+    size_t held_src_cap, held_tgt_cap;
+    size_t held_src_len, held_tgt_len;
+    const LineReader *held_rs, *held_rt;
 } PairStream;
 
 /* One pair: its two lines (valid until the next call) and where they are. */
@@ -48,6 +54,11 @@ TfmStatus pair_stream_open(PairStream *ps, const char *const *src, const char *c
  * TFM_ERR_FORMAT "a.de has 10 lines, a.en has 9 lines" when a pair of files
  * ends early, and text_read_line's errors. */
 int pair_stream_next(PairStream *ps, PairLine *out, TfmErr *err);
+
+/* Whether the epoch has no pair left: 1 or 0 (the next pair is then read
+ * ahead and kept for pair_stream_next), -1 on an error as pair_stream_next.
+ * So a chunk that takes the last pair knows it is the last. */
+int pair_stream_at_end(PairStream *ps, TfmErr *err);
 
 /* Reads past n pairs (for a resumed run); 0 or -1 as pair_stream_next. */
 int pair_stream_skip(PairStream *ps, long n, TfmErr *err);

@@ -13,13 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
+
 /* Says why: the keys that skipped the pairs are what the user can change. */
 static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
                                  const char *what, const char *path, TfmErr *err)
 {
     return err_set(err, TFM_ERR_FORMAT, "%s: no usable %s pairs (%ld line%s: %ld empty, %ld over "
                    "data.max_len %d tokens, %ld over train.batch_tokens %d)", path, what,
-                   c->n_lines, c->n_lines == 1 ? "" : "s", c->skipped_empty, c->skipped_long,
+                   c->n_lines, text_plural(c->n_lines), c->skipped_empty, c->skipped_long,
                    cfg->data.max_len, b->skipped_budget, cfg->train.batch_tokens);
 }
 
@@ -128,15 +130,18 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
                            false, err)) != TFM_OK)
         return st;
     if (t->resident)
-        progress_note(&t->prog, "train: %ld pairs of %ld lines (%ld empty, %ld over %d tokens, "
-                      "%ld over batch_tokens skipped); valid: %ld pairs", t->train.n_pairs,
-                      t->train.n_lines, t->train.skipped_empty, t->train.skipped_long,
-                      d->max_len, t->train_b.skipped_budget, t->valid.n_pairs);
+        progress_note(&t->prog, "train: %ld pair%s of %ld line%s (%ld empty, %ld over %d tokens, "
+                      "%ld over batch_tokens skipped); valid: %ld pair%s", t->train.n_pairs,
+                      text_plural(t->train.n_pairs), t->train.n_lines, text_plural(t->train.n_lines),
+                      t->train.skipped_empty, t->train.skipped_long, d->max_len,
+                      t->train_b.skipped_budget, t->valid.n_pairs, text_plural(t->valid.n_pairs));
     else
-        progress_note(&t->prog, "train: read in chunks of %ld pairs (data.shuffle_buffer); "
-                      "chunk %ld of epoch %ld: %ld pairs of %ld lines; valid: %ld pairs",
-                      d->shuffle_buffer, t->ts.chunk + 1, t->ts.epoch + 1, t->train.n_pairs,
-                      t->train.n_lines, t->valid.n_pairs);
+        progress_note(&t->prog, "train: read in chunks of %ld pair%s (data.shuffle_buffer); "
+                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s; valid: %ld pair%s",
+                      d->shuffle_buffer, text_plural(d->shuffle_buffer), t->ts.chunk + 1,
+                      t->ts.epoch + 1, t->train.n_pairs, text_plural(t->train.n_pairs),
+                      t->train.n_lines, text_plural(t->train.n_lines), t->valid.n_pairs,
+                      text_plural(t->valid.n_pairs));
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
         return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
