@@ -305,3 +305,64 @@ TEST(test_corpus_resegment_target_subset)
     corpus_free(&plain);
     bpe_free(bpe);
 }
+
+/* Encoding by several threads (blocks of pairs, shares appended in order)
+ * gives the corpus one thread gives, over block boundaries, with the
+ * filters, the target subset and the kept text. */
+TEST(test_corpus_chunk_same_for_any_threads)
+{
+    char src[512], tgt[512];
+    write_corpus(src, tgt);
+    Bpe *bpe = tiny_bpe(src, tgt);
+    if (!bpe) { CHECK(bpe != NULL); return; }
+    /* 20000 pairs: the 202 above repeated (its empty and long pairs too) */
+    FILE *in[2] = {fopen(src, "r"), fopen(tgt, "r")};
+    char *text[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        CHECK(in[k] != NULL);
+        if (!in[k]) return;
+        fseek(in[k], 0, SEEK_END);
+        len[k] = (size_t)ftell(in[k]);
+        rewind(in[k]);
+        text[k] = malloc(len[k] * 100 + 1);
+        CHECK(fread(text[k], 1, len[k], in[k]) == len[k]);
+        fclose(in[k]);
+        for (int r = 1; r < 99; r++) memcpy(text[k] + r * len[k], text[k], len[k]);
+        text[k][99 * len[k]] = '\0';
+    }
+    char big_src[512], big_tgt[512];
+    strcpy(big_src, test_write_file("big.de", text[0]));
+    strcpy(big_tgt, test_write_file("big.en", text[1]));
+    free(text[0]);
+    free(text[1]);
+    bool *in_sub = calloc((size_t)bpe_vocab_size(bpe), 1);
+    for (int id = 0; id < BPE_MIN_VOCAB + 10; id++) in_sub[id] = true;
+    BpeSubset *sub = NULL;
+    TfmErr err = {0};
+    CHECK(bpe_subset_new(&sub, bpe, in_sub, &err) == TFM_OK);
+    free(in_sub);
+    const char *sp[1] = {big_src}, *tp[1] = {big_tgt};
+    Corpus c[3];
+    const int threads[3] = {1, 2, 3};
+    for (int k = 0; k < 3; k++) {
+        PairStream ps;
+        CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
+        CHECK(corpus_load_chunk(&c[k], &ps, 19000, bpe, sub, 60, true, threads[k], &err) == TFM_OK);
+        pair_stream_close(&ps);
+    }
+    CHECK_EQ_INT(c[0].n_lines, 19000);
+    CHECK(c[0].skipped_empty == 94 && c[0].skipped_long == 94);
+    for (int k = 1; k < 3; k++) {
+        CHECK(c[k].n_pairs == c[0].n_pairs && c[k].n_lines == c[0].n_lines);
+        CHECK(c[k].skipped_empty == c[0].skipped_empty && c[k].skipped_long == c[0].skipped_long);
+        long n_tok = c[0].tgt_off[c[0].n_pairs - 1] + c[0].tgt_len[c[0].n_pairs - 1];
+        CHECK(memcmp(c[k].tokens, c[0].tokens, (size_t)n_tok * sizeof(int)) == 0);
+        CHECK(memcmp(c[k].src_len, c[0].src_len, (size_t)c[0].n_pairs * sizeof(int)) == 0);
+        CHECK(memcmp(c[k].tgt_off, c[0].tgt_off, (size_t)c[0].n_pairs * sizeof(long)) == 0);
+        CHECK(memcmp(c[k].text, c[0].text, c[0].text_off[2 * c[0].n_pairs]) == 0);
+    }
+    for (int k = 0; k < 3; k++) corpus_free(&c[k]);
+    bpe_subset_free(sub);
+    bpe_free(bpe);
+}

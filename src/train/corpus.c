@@ -2,6 +2,7 @@
 #include "train/corpus.h"
 
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,17 +10,6 @@
 #include "base/text.h"
 
 typedef struct { int *ids; int n, cap; } IdBuf;
-
-/* sub: NULL, or the pieces the ids must be spelled in (targets of a model
- * with model.output_vocab "target") */
-static TfmStatus encode_line(const Bpe *bpe, const BpeSubset *sub, const LineReader *r,
-                             const char *line, size_t len, IdBuf *out, TfmErr *err)
-{
-    TfmStatus st = bpe_encode(bpe, line, len, &out->ids, &out->n, &out->cap, err);
-    if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &out->ids, &out->n, &out->cap, err);
-    if (st != TFM_OK) err_prefix(err, "%s: line %ld: ", r->name, r->line_no);
-    return st;
-}
 
 /* Appends the text of the next pair (kept for corpus_resegment). */
 static TfmStatus append_text(Corpus *c, const char *ls, size_t ns, const char *lt, size_t nt,
@@ -68,38 +58,192 @@ static TfmStatus append_pair(Corpus *c, size_t *pair_cap, const IdBuf *s, const 
     return TFM_OK;
 }
 
-TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
-                            const BpeSubset *tgt_subset, int max_len, bool keep_text, TfmErr *err)
+/* A block of pairs read one after another and then encoded by several
+ * threads, each a contiguous share; appended in the order read, so the
+ * corpus is the same whatever the number of threads. */
+enum { BLOCK_PAIRS = 8192, BLOCK_MAX_THREADS = 64 };
+
+typedef struct { int *ids; size_t n, cap; } Pool;
+
+typedef struct {
+    long n;
+    char *text;
+    size_t text_len, text_cap;
+    size_t off[2 * BLOCK_PAIRS + 1];   /* pair i: source [off[2i], off[2i+1]), target to off[2i+2] */
+    const LineReader *rs[BLOCK_PAIRS], *rt[BLOCK_PAIRS];    /* for messages */
+    long src_line[BLOCK_PAIRS], tgt_line[BLOCK_PAIRS];
+    /* encoded: pair i's ids at pool[k].ids + at[i] (k: the share holding i),
+     * source then target */
+    size_t at[BLOCK_PAIRS];
+    int src_n[BLOCK_PAIRS], tgt_n[BLOCK_PAIRS];
+    long lo[BLOCK_MAX_THREADS + 1];
+    int shares;
+    Pool pool[BLOCK_MAX_THREADS];
+} Block;
+
+static void block_free(Block *b)
 {
-    memset(c, 0, sizeof *c);
-    IdBuf s = {0}, t = {0};
-    size_t pair_cap = 0;
-    TfmStatus st = TFM_OK;
-    while (c->n_lines < max_pairs) {
+    if (!b) return;
+    free(b->text);
+    for (int k = 0; k < BLOCK_MAX_THREADS; k++) free(b->pool[k].ids);
+    free(b);
+}
+
+/* Reads up to `want` pairs into b: 1 when some were read, 0 at the end, -1 on an error. */
+static int block_read(Block *b, PairStream *ps, long want, TfmErr *err)
+{
+    b->n = 0;
+    b->text_len = 0;
+    b->off[0] = 0;
+    while (b->n < want && b->n < BLOCK_PAIRS) {
         PairLine p;
         int got = pair_stream_next(ps, &p, err);
+        if (got < 0) return -1;
+        if (!got) break;
+        if (xgrow((void **)&b->text, &b->text_cap, b->text_len + p.src_len + p.tgt_len + 2, 1, err))
+            return -1;
+        /* NUL-terminated like a reader's lines */
+        memcpy(b->text + b->text_len, p.src, p.src_len);
+        b->text[b->text_len + p.src_len] = '\0';
+        b->text_len += p.src_len + 1;
+        b->off[2 * b->n + 1] = b->text_len;
+        memcpy(b->text + b->text_len, p.tgt, p.tgt_len);
+        b->text[b->text_len + p.tgt_len] = '\0';
+        b->text_len += p.tgt_len + 1;
+        b->off[2 * b->n + 2] = b->text_len;
+        b->rs[b->n] = p.rs;
+        b->rt[b->n] = p.rt;
+        b->src_line[b->n] = p.rs->line_no;
+        b->tgt_line[b->n] = p.rt->line_no;
+        b->n++;
+    }
+    return b->n > 0;
+}
+
+static TfmStatus pool_add(Pool *p, const IdBuf *x, TfmErr *err)
+{
+    if (xgrow((void **)&p->ids, &p->cap, p->n + (size_t)x->n, sizeof(int), err)) return TFM_ERR_NOMEM;
+    memcpy(p->ids + p->n, x->ids, (size_t)x->n * sizeof(int));
+    p->n += (size_t)x->n;
+    return TFM_OK;
+}
+
+/* Encodes pairs [lo, hi) of b into pool k; the index of the first that
+ * failed (err set), or hi. */
+static long block_encode_share(Block *b, int k, long lo, long hi, const Bpe *bpe,
+                               const BpeSubset *sub, TfmErr *err)
+{
+    IdBuf s = {0}, t = {0};
+    Pool *p = &b->pool[k];
+    p->n = 0;
+    long i;
+    for (i = lo; i < hi; i++) {
+        const char *src = b->text + b->off[2 * i], *tgt = b->text + b->off[2 * i + 1];
+        size_t ns = b->off[2 * i + 1] - b->off[2 * i] - 1, nt = b->off[2 * i + 2] - b->off[2 * i + 1] - 1;
+        TfmStatus st = bpe_encode(bpe, src, ns, &s.ids, &s.n, &s.cap, err);
+        if (st != TFM_OK) {
+            err_prefix(err, "%s: line %ld: ", b->rs[i]->name, b->src_line[i]);
+            break;
+        }
+        st = bpe_encode(bpe, tgt, nt, &t.ids, &t.n, &t.cap, err);
+        if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &t.ids, &t.n, &t.cap, err);
+        if (st != TFM_OK) {
+            err_prefix(err, "%s: line %ld: ", b->rt[i]->name, b->tgt_line[i]);
+            break;
+        }
+        b->at[i] = p->n;
+        b->src_n[i] = s.n;
+        b->tgt_n[i] = t.n;
+        if (pool_add(p, &s, err) != TFM_OK || pool_add(p, &t, err) != TFM_OK) break;
+    }
+    free(s.ids);
+    free(t.ids);
+    return i;
+}
+
+/* Encodes the block with up to `threads` threads (same ids for any count). */
+static TfmStatus block_encode(Block *b, int threads, const Bpe *bpe, const BpeSubset *sub,
+                              TfmErr *err)
+{
+    if (threads > BLOCK_MAX_THREADS) threads = BLOCK_MAX_THREADS;
+    if (threads > b->n / 256) threads = (int)(b->n / 256);   /* small blocks: not worth a team */
+    if (threads < 1) threads = 1;
+    long failed[BLOCK_MAX_THREADS];
+    TfmErr *errs = threads > 1 ? xcalloc((size_t)threads, sizeof *errs, err) : NULL;
+    if (threads > 1 && !errs) return TFM_ERR_NOMEM;
+    if (threads == 1) {
+        b->shares = 1;
+        b->lo[0] = 0;
+        b->lo[1] = b->n;
+        failed[0] = block_encode_share(b, 0, 0, b->n, bpe, sub, err);
+        return failed[0] < b->n ? err->status : TFM_OK;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        int k = omp_get_thread_num(), T = omp_get_num_threads();
+#pragma omp single
+        {
+            b->shares = T;
+            for (int j = 0; j <= T; j++) b->lo[j] = b->n * j / T;
+        }
+        failed[k] = block_encode_share(b, k, b->lo[k], b->lo[k + 1], bpe, sub, &errs[k]);
+    }
+    TfmStatus st = TFM_OK;
+    for (int k = 0; k < b->shares && st == TFM_OK; k++)
+        if (failed[k] < b->lo[k + 1]) {      /* the first in reading order */
+            *err = errs[k];
+            st = err->status;
+        }
+    free(errs);
+    return st;
+}
+
+/* Filters the block's pairs and appends those kept, in order. */
+static TfmStatus block_append(Corpus *c, size_t *pair_cap, const Block *b, int max_len,
+                              bool keep_text, TfmErr *err)
+{
+    for (int k = 0; k < b->shares; k++)
+        for (long i = b->lo[k]; i < b->lo[k + 1]; i++) {
+            const int *ids = b->pool[k].ids + b->at[i];
+            IdBuf s = {(int *)ids, b->src_n[i], 0}, t = {(int *)ids + b->src_n[i], b->tgt_n[i], 0};
+            if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
+            if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
+            const char *src = b->text + b->off[2 * i], *tgt = b->text + b->off[2 * i + 1];
+            size_t ns = b->off[2 * i + 1] - b->off[2 * i] - 1, nt = b->off[2 * i + 2] - b->off[2 * i + 1] - 1;
+            TfmStatus st;
+            if (keep_text && (st = append_text(c, src, ns, tgt, nt, err)) != TFM_OK) return st;
+            if ((st = append_pair(c, pair_cap, &s, &t, err)) != TFM_OK) return st;
+        }
+    return TFM_OK;
+}
+
+TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
+                            const BpeSubset *tgt_subset, int max_len, bool keep_text, int threads,
+                            TfmErr *err)
+{
+    memset(c, 0, sizeof *c);
+    size_t pair_cap = 0;
+    TfmStatus st = TFM_OK;
+    Block *b = xcalloc(1, sizeof *b, err);
+    if (!b) return TFM_ERR_NOMEM;
+    for (;;) {
+        int got = block_read(b, ps, max_pairs - c->n_lines, err);
         if (got < 0) { st = err->status; goto fail; }
         if (!got) break;
-        c->n_lines++;
-        if ((st = encode_line(bpe, NULL, p.rs, p.src, p.src_len, &s, err)) != TFM_OK) goto fail;
-        if ((st = encode_line(bpe, tgt_subset, p.rt, p.tgt, p.tgt_len, &t, err)) != TFM_OK) goto fail;
-        if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
-        if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
-        if (keep_text && (st = append_text(c, p.src, p.src_len, p.tgt, p.tgt_len, err)) != TFM_OK)
+        c->n_lines += b->n;
+        if ((st = block_encode(b, threads, bpe, tgt_subset, err)) != TFM_OK ||
+            (st = block_append(c, &pair_cap, b, max_len, keep_text, err)) != TFM_OK)
             goto fail;
-        if ((st = append_pair(c, &pair_cap, &s, &t, err)) != TFM_OK) goto fail;
     }
     /* a chunk that took the epoch's last pair is its last (no empty chunk after) */
     if (c->n_lines == max_pairs && pair_stream_at_end(ps, err) < 0) {
         st = err->status;
         goto fail;
     }
-    free(s.ids);
-    free(t.ids);
+    block_free(b);
     return TFM_OK;
 fail:
-    free(s.ids);
-    free(t.ids);
+    block_free(b);
     corpus_free(c);
     return st;
 }
@@ -114,7 +258,7 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
         memset(c, 0, sizeof *c);
         return st;
     }
-    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, err);
+    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, 1, err);
     pair_stream_close(&ps);
     return st;
 }

@@ -41,9 +41,12 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
                       const Bpe *bpe, const BpeSubset *tgt_subset, int max_len, bool keep_text,
                       TfmErr *err);
 /* Reads, encodes and filters the next max_pairs pairs of ps (fewer at the
- * end of its epoch) as corpus_load does; n_lines counts the pairs read. */
+ * end of its epoch) as corpus_load does; n_lines counts the pairs read.
+ * Encodes with up to `threads` OpenMP threads; the corpus is the same for
+ * any number. */
 TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
-                            const BpeSubset *tgt_subset, int max_len, bool keep_text, TfmErr *err);
+                            const BpeSubset *tgt_subset, int max_len, bool keep_text, int threads,
+                            TfmErr *err);
 void corpus_free(Corpus *c);
 
 /* Encodes every pair again from its kept text with BPE-dropout p (the

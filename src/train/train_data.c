@@ -10,6 +10,7 @@
  * the same whatever the buffer. The validation set is read whole. */
 #include "train/trainer.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +96,7 @@ static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
     corpus_free(&t->train);
     t->loaded_epoch = t->loaded_chunk = -1;
     if ((st = corpus_load_chunk(&t->train, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
-                                d->bpe_dropout > 0, err)) != TFM_OK ||
+                                d->bpe_dropout > 0, omp_get_max_threads(), err)) != TFM_OK ||
         (st = batcher_init(&t->train_b, &t->train, cfg->train.batch_tokens,
                            chunk_seed(t, chunk), true, err)) != TFM_OK)
         return st;
