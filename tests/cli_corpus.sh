@@ -96,6 +96,9 @@ done
 check "bpe_sample: said how many" grep -q "^data.bpe_sample: learned from [23][0-9][0-9] of the 800 lines$" "$T/err"
 check "bpe_sample: the same sample each time" cmp -s bs1/ck/vocab.txt bs2/ck/vocab.txt
 check "bpe_sample: another vocabulary than all lines'" not cmp -s bs1/ck/vocab.txt ref/ck/vocab.txt
+# More than 4x the sample: runs of lines from stripes of the files (not read whole).
+mkdir bs4 && (cd bs4 && expect_exit 0 "bpe_sample in stripes" -- "$TFM" train ../m.json --set data.bpe_sample=50 --set train.max_steps=1)
+check "bpe_sample in stripes: said so" grep -q "^data.bpe_sample: learned from [45][0-9] of about 800 lines (runs of lines spread over the files)$" "$T/err"
 mkdir bs3 && (cd bs3 && "$TFM" train ../m.json --set data.bpe_sample=800 --set train.max_steps=1 -q >/dev/null 2>&1)
 check "bpe_sample: a corpus within it is read whole" cmp -s bs3/ck/vocab.txt ref/ck/vocab.txt
 cli_summary

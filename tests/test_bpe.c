@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "text/bpe.h"
+#include "text/bpe_cache.h"
 #include "test.h"
 
 static const char tiny_corpus[] =
@@ -532,5 +533,35 @@ TEST(bpe_dropout_segments_randomly_and_losslessly)
         CHECK(len == hl && memcmp(out, hostile[i], hl) == 0);
     }
     free(plain); free(ids); free(again); free(out);
+    bpe_free(b);
+}
+
+/* The word cache changes nothing: the same ids as bpe_encode for every
+ * line (hostile ones too: raw bytes, long words), when words come again,
+ * and when the cache is full and forgets (2 words). */
+TEST(bpe_encode_cached_equals_encode)
+{
+    Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 320);
+    CHECK(b != NULL);
+    if (!b) return;
+    TfmErr err = {0};
+    for (int size = 2; size <= 4096; size *= 2048) {
+        BpeCache *c = bpe_cache_new(size, &err);
+        CHECK(c != NULL);
+        if (!c) break;
+        int *a = NULL, na = 0, ca = 0, *x = NULL, nx = 0, cx = 0;
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < N_HOSTILE + 1; i++) {
+                const char *s = i < N_HOSTILE ? hostile[i] : tiny_corpus;
+                size_t n = strlen(s);
+                CHECK(bpe_encode(b, s, n, &a, &na, &ca, &err) == TFM_OK);
+                CHECK(bpe_encode_cached(b, c, s, n, &x, &nx, &cx, &err) == TFM_OK);
+                CHECK(na == nx && memcmp(a, x, (size_t)na * sizeof *a) == 0);
+            }
+        }
+        free(a);
+        free(x);
+        bpe_cache_free(c);
+    }
     bpe_free(b);
 }

@@ -348,7 +348,7 @@ TEST(test_corpus_chunk_same_for_any_threads)
     for (int k = 0; k < 3; k++) {
         PairStream ps;
         CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
-        CHECK(corpus_load_chunk(&c[k], &ps, 19000, bpe, sub, 60, true, threads[k], &err) == TFM_OK);
+        CHECK(corpus_load_chunk(&c[k], &ps, 19000, bpe, sub, 60, true, threads[k], NULL, &err) == TFM_OK);
         pair_stream_close(&ps);
     }
     CHECK_EQ_INT(c[0].n_lines, 19000);

@@ -268,6 +268,33 @@ too_long:
     return -1;
 }
 
+int text_reader_is_gzip(LineReader *r, TfmErr *err)
+{
+    if (!r->sniffed && !sniff(r, err)) return -1;
+    return r->sniffed == 2;
+}
+
+TfmStatus text_reader_seek_line(LineReader *r, uint64_t pos, TfmErr *err)
+{
+    if (!r->sniffed && !sniff(r, err)) return err->status;
+    if (r->gz) return err_set(err, TFM_ERR_IO, "%s: cannot seek: gzip data", r->name);
+    r->n_peek = r->i_peek = 0;
+    if (fseeko(r->f, pos ? (off_t)pos - 1 : 0, SEEK_SET) != 0)
+        return err_set(err, TFM_ERR_IO, "%s: cannot seek: %s", r->name, strerror(errno));
+    if (pos) {      /* the rest of the line byte pos-1 is in ("\n": none) */
+        int c;
+        while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {}
+    }
+    r->line_no = 0;
+    return TFM_OK;
+}
+
+uint64_t text_reader_tell(LineReader *r)
+{
+    off_t o = ftello(r->f);
+    return o < 0 ? 0 : (uint64_t)o - (uint64_t)(r->n_peek - r->i_peek);
+}
+
 void text_reader_close(LineReader *r)
 {
     if (r->f && r->owns_file) fclose(r->f);

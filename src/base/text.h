@@ -130,6 +130,18 @@ void text_nearest_start(TextNearest *near, const char *word, size_t word_len, si
 size_t text_typo_edits(size_t n);
 void text_nearest_offer(TextNearest *near, const char *candidate, size_t len);
 
+/* Whether the reader's input is gzip (looking at its first bytes if no
+ * line was read yet): 1, 0, or -1 with err set. */
+int text_reader_is_gzip(LineReader *r, TfmErr *err);
+
+/* Moves a reader of a plain (not gzip) file to the first line that starts
+ * at byte pos or after it (pos 0: the first line). Its line numbers then
+ * count from there. TFM_ERR_IO "NAME: cannot seek: REASON". */
+TfmStatus text_reader_seek_line(LineReader *r, uint64_t pos, TfmErr *err);
+
+/* The byte offset of a plain file's reader: where its next line starts. */
+uint64_t text_reader_tell(LineReader *r);
+
 /* The plural ending of a count: "%ld line%s", n, text_plural(n). */
 static inline const char *text_plural(long n) { return n == 1 ? "" : "s"; }
 

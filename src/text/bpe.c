@@ -451,6 +451,11 @@ TfmStatus bpe_encode(const Bpe *b, const char *line, size_t len, int **ids, int 
     return bpe_encode_dropout(b, line, len, 0.0f, NULL, ids, n, cap, err);
 }
 
+int bpe_word_pieces(const Bpe *b, const char *line, const Word *w, int *sym)
+{
+    return apply_merges(b, sym, word_symbols(b, line, w, sym), 0.0f, NULL);
+}
+
 TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p, Rng *rng,
                              int **ids, int *n, int *cap, TfmErr *err)
 {

@@ -23,6 +23,7 @@
 
 #include "base/err.h"
 #include "base/rng.h"
+#include "text/line_sample.h"
 
 /* The special ids, owned here and used by everyone (model, corpus, decoder). */
 enum { TOK_PAD = 0, TOK_UNK = 1, TOK_BOS = 2, TOK_EOS = 3 };
@@ -51,14 +52,12 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
                     TfmErr *err);
 
 /* bpe_learn from a sample of about `sample` of the files' lines (0: every
- * line): when they hold more, each line is in the sample or not by a hash
- * of its file's index and its number, so the same files give the same
- * sample, and learning reads (pretokenizes and counts) only those; the
- * files are read once more before, to count their lines. lines_read and
- * lines_total (may be NULL) get the lines learned from and the lines there
- * are. Errors as bpe_learn's. */
+ * line), chosen by line_sample.h (the same files give the same sample; a
+ * large corpus of plain files is not read whole). sample_stats (may be
+ * NULL) gets the lines learned from and the lines there are. Errors as
+ * bpe_learn's (a line of a stripe named by its byte). */
 TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
-                           long sample, long *lines_read, long *lines_total, TfmErr *err);
+                           long sample, LineSampleStats *sample_stats, TfmErr *err);
 
 /* Writes the vocabulary file (docs/vocab-format.md) atomically: a temporary
  * file in the same folder, fsync, rename. TFM_ERR_IO on failure (path is

@@ -99,6 +99,13 @@ TfmStatus bpe_index(Bpe *b, TfmErr *err);
 typedef struct { size_t start, end; bool marker, raw; } Word;
 typedef struct { const char *s; size_t n, pos; bool pending; } Pretok;
 
+/* At most this many pieces in one word. */
+#define BPE_MAX_WORD_PIECES (1 + 4 * BPE_MAX_WORD_CHARS)
+
+/* The pieces of word w of line (no dropout) into sym (BPE_MAX_WORD_PIECES
+ * of room); returns their count. */
+int bpe_word_pieces(const Bpe *b, const char *line, const Word *w, int *sym);
+
 /* Starts cutting line s[0..n) into words. */
 void pretok_init(Pretok *p, const char *s, size_t n);
 /* The next word in *w; false when the line is done. */

@@ -59,45 +59,20 @@ static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
     return stridx_add(&t->index, t->n++, h, err);
 }
 
-/* Whether line `line` (from 1) of file f is in a sample that keeps a share
- * `keep` (out of 2^64) of the lines: a hash, so the same files give the same
- * sample. keep UINT64_MAX: every line. */
-static bool sampled(int f, long line, uint64_t keep)
+/* Counts the words of a line (line_sample's callback). */
+static TfmStatus count_words(void *ctx, int file, const char *line, size_t len, TfmErr *err)
 {
-    if (keep == UINT64_MAX) return true;
-    uint64_t z = ((uint64_t)f << 40 ^ (uint64_t)line) + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;    /* splitmix64's finalizer */
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return (z ^ (z >> 31)) < keep;
-}
-
-/* Counts the words of the sampled lines of every file. */
-static TfmStatus words_read(WordTable *t, const char *const *paths, int n_paths, uint64_t keep,
-                            long *lines_read, TfmErr *err)
-{
+    (void)file;
+    WordTable *t = ctx;
     char key[1 + 4 * BPE_MAX_WORD_CHARS];
-    for (int f = 0; f < n_paths; f++) {
-        LineReader r;
-        if (text_reader_open(&r, paths[f], err)) { text_reader_close(&r); return err->status; }
-        char *line;
-        size_t len;
-        int got;
-        while ((got = text_read_line(&r, &line, &len, err)) > 0) {
-            if (!sampled(f, r.line_no, keep)) continue;
-            ++*lines_read;
-            Pretok p;
-            Word w;
-            pretok_init(&p, line, len);
-            while (pretok_next(&p, &w)) {
-                if (w.raw) continue;
-                key[0] = (char)w.marker;
-                memcpy(key + 1, line + w.start, w.end - w.start);
-                if (words_add(t, key, 1 + w.end - w.start, err)) { got = -1; break; }
-            }
-            if (got < 0) break;
-        }
-        text_reader_close(&r);
-        if (got < 0) return err->status;
+    Pretok p;
+    Word w;
+    pretok_init(&p, line, len);
+    while (pretok_next(&p, &w)) {
+        if (w.raw) continue;
+        key[0] = (char)w.marker;
+        memcpy(key + 1, line + w.start, w.end - w.start);
+        if (words_add(t, key, 1 + w.end - w.start, err)) return err->status;
     }
     return TFM_OK;
 }
@@ -391,35 +366,15 @@ static TfmStatus spell_words(const Bpe *b, const WordTable *t, int n_alpha, int 
     return TFM_OK;
 }
 
-/* The lines of every file (read, not checked: learning checks those it reads). */
-static TfmStatus count_lines(const char *const *paths, int n_paths, long *total, TfmErr *err)
-{
-    *total = 0;
-    for (int f = 0; f < n_paths; f++) {
-        LineReader r;
-        if (text_reader_open(&r, paths[f], err)) { text_reader_close(&r); return err->status; }
-        r.check_utf8 = false;
-        char *line;
-        size_t len;
-        int got;
-        while ((got = text_read_line(&r, &line, &len, err)) > 0) {}
-        *total += r.line_no;
-        text_reader_close(&r);
-        if (got < 0) return err->status;
-    }
-    return TFM_OK;
-}
-
 TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_size, TfmErr *err)
 {
-    return bpe_learn_sample(out, paths, n_paths, vocab_size, 0, NULL, NULL, err);
+    return bpe_learn_sample(out, paths, n_paths, vocab_size, 0, NULL, err);
 }
 
 TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
-                           long sample, long *lines_read, long *lines_total, TfmErr *err)
+                           long sample, LineSampleStats *sample_stats, TfmErr *err)
 {
     *out = NULL;
-    long read = 0, total = -1;
     if (vocab_size < BPE_MIN_VOCAB || vocab_size > BPE_MAX_VOCAB)
         return err_set(err, TFM_ERR_CONFIG,
                        "vocabulary size %d out of range [%d, %d] (4 specials + 256 bytes + "
@@ -429,16 +384,11 @@ TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int
     Bpe *b = NULL;
     int *sym_pool = NULL, *sym_len = NULL, *word_stamp = NULL;
     size_t *sym_off = NULL;
-    uint64_t keep = UINT64_MAX;
+    LineSampleStats stats;
     TfmStatus st = stridx_init(&t.index, 1 << 15, err);
     if (st) goto fail;
-    if (sample > 0) {
-        if ((st = count_lines(paths, n_paths, &total, err))) goto fail;
-        if (total > sample) keep = (uint64_t)((double)sample / (double)total * 0x1.0p64);
-    }
-    if ((st = words_read(&t, paths, n_paths, keep, &read, err))) goto fail;
-    if (lines_read) *lines_read = read;
-    if (lines_total) *lines_total = total < 0 ? read : total;
+    if ((st = line_sample_read(paths, n_paths, sample, count_words, &t, &stats, err))) goto fail;
+    if (sample_stats) *sample_stats = stats;
     if (t.n == 0) {
         if (n_paths == 1) st = err_set(err, TFM_ERR_FORMAT, "%s: no text to learn from", paths[0]);
         else st = err_set(err, TFM_ERR_FORMAT, "no text to learn from in %s and %d other file%s",

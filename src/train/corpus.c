@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "base/text.h"
+#include "text/bpe_cache.h"
 
 typedef struct { int *ids; int n, cap; } IdBuf;
 
@@ -79,13 +80,21 @@ typedef struct {
     long lo[BLOCK_MAX_THREADS + 1];
     int shares;
     Pool pool[BLOCK_MAX_THREADS];
+    BpeCache *cache[BLOCK_MAX_THREADS];     /* share k's words, kept from block to block */
 } Block;
+
+/* Words a share's cache holds: most of a corpus's running words are among
+ * the most frequent 2^18. */
+enum { CACHE_WORDS = 1 << 18 };
 
 static void block_free(Block *b)
 {
     if (!b) return;
     free(b->text);
-    for (int k = 0; k < BLOCK_MAX_THREADS; k++) free(b->pool[k].ids);
+    for (int k = 0; k < BLOCK_MAX_THREADS; k++) {
+        free(b->pool[k].ids);
+        bpe_cache_free(b->cache[k]);
+    }
     free(b);
 }
 
@@ -136,16 +145,18 @@ static long block_encode_share(Block *b, int k, long lo, long hi, const Bpe *bpe
     IdBuf s = {0}, t = {0};
     Pool *p = &b->pool[k];
     p->n = 0;
+    if (!b->cache[k] && !(b->cache[k] = bpe_cache_new(CACHE_WORDS, err))) return lo;
+    BpeCache *cache = b->cache[k];
     long i;
     for (i = lo; i < hi; i++) {
         const char *src = b->text + b->off[2 * i], *tgt = b->text + b->off[2 * i + 1];
         size_t ns = b->off[2 * i + 1] - b->off[2 * i] - 1, nt = b->off[2 * i + 2] - b->off[2 * i + 1] - 1;
-        TfmStatus st = bpe_encode(bpe, src, ns, &s.ids, &s.n, &s.cap, err);
+        TfmStatus st = bpe_encode_cached(bpe, cache, src, ns, &s.ids, &s.n, &s.cap, err);
         if (st != TFM_OK) {
             err_prefix(err, "%s: line %ld: ", b->rs[i]->name, b->src_line[i]);
             break;
         }
-        st = bpe_encode(bpe, tgt, nt, &t.ids, &t.n, &t.cap, err);
+        st = bpe_encode_cached(bpe, cache, tgt, nt, &t.ids, &t.n, &t.cap, err);
         if (st == TFM_OK && sub) st = bpe_subset_apply(sub, &t.ids, &t.n, &t.cap, err);
         if (st != TFM_OK) {
             err_prefix(err, "%s: line %ld: ", b->rt[i]->name, b->tgt_line[i]);
@@ -219,7 +230,7 @@ static TfmStatus block_append(Corpus *c, size_t *pair_cap, const Block *b, int m
 
 TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
                             const BpeSubset *tgt_subset, int max_len, bool keep_text, int threads,
-                            TfmErr *err)
+                            const atomic_bool *cancel, TfmErr *err)
 {
     memset(c, 0, sizeof *c);
     size_t pair_cap = 0;
@@ -227,6 +238,10 @@ TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe
     Block *b = xcalloc(1, sizeof *b, err);
     if (!b) return TFM_ERR_NOMEM;
     for (;;) {
+        if (cancel && atomic_load(cancel)) {
+            st = err_set(err, TFM_INTERRUPTED, "reading the corpus: cancelled");
+            goto fail;
+        }
         int got = block_read(b, ps, max_pairs - c->n_lines, err);
         if (got < 0) { st = err->status; goto fail; }
         if (!got) break;
@@ -258,7 +273,7 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
         memset(c, 0, sizeof *c);
         return st;
     }
-    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, 1, err);
+    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, 1, NULL, err);
     pair_stream_close(&ps);
     return st;
 }

@@ -7,6 +7,7 @@
 #ifndef TFM_CORPUS_H
 #define TFM_CORPUS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "text/bpe.h"
@@ -43,10 +44,11 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
 /* Reads, encodes and filters the next max_pairs pairs of ps (fewer at the
  * end of its epoch) as corpus_load does; n_lines counts the pairs read.
  * Encodes with up to `threads` OpenMP threads; the corpus is the same for
- * any number. */
+ * any number. When *cancel (may be NULL) turns true it stops within a
+ * block of pairs: TFM_INTERRUPTED, the corpus empty. */
 TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
                             const BpeSubset *tgt_subset, int max_len, bool keep_text, int threads,
-                            TfmErr *err);
+                            const atomic_bool *cancel, TfmErr *err);
 void corpus_free(Corpus *c);
 
 /* Encodes every pair again from its kept text with BPE-dropout p (the

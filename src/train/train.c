@@ -65,13 +65,15 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
         else if (files)
             progress_note(&t->prog, "learning a %d-token BPE vocabulary from the %d training "
                           "files", d->vocab_size, 2 * n);
-        long read = 0, total = 0;
+        LineSampleStats got = {0};
         if (files)
-            st = bpe_learn_sample(&t->bpe, files, 2 * n, d->vocab_size, d->bpe_sample, &read,
-                                  &total, err);
-        if (st == TFM_OK && read < total)
-            progress_note(&t->prog, "data.bpe_sample: learned from %ld of the %ld lines", read,
-                          total);
+            st = bpe_learn_sample(&t->bpe, files, 2 * n, d->vocab_size, d->bpe_sample, &got, err);
+        if (st == TFM_OK && got.estimated)
+            progress_note(&t->prog, "data.bpe_sample: learned from %ld of about %ld lines (runs "
+                          "of lines spread over the files)", got.read, got.total);
+        else if (st == TFM_OK && got.read < got.total)
+            progress_note(&t->prog, "data.bpe_sample: learned from %ld of the %ld lines", got.read,
+                          got.total);
         free(files);
     }
     if (st == TFM_OK) st = bpe_save(t->bpe, path, err);

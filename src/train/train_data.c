@@ -7,10 +7,13 @@
  * epoch and k, so a checkpoint's (epoch, chunk, batch) is all a resumed run
  * needs: it reads its way back to the chunk's first pair. Chunk 0 batches
  * and shuffles as the resident corpus does, so a corpus that fits trains
- * the same whatever the buffer. The validation set is read whole. */
+ * the same whatever the buffer. While a chunk trains, the next is read on
+ * a thread of its own (the prefetch), so reading costs the training little.
+ * The validation set is read whole. */
 #include "train/trainer.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,15 +74,17 @@ static uint64_t chunk_seed(const Trainer *t, long k)
     return t->cfg->train.seed ^ ((uint64_t)k * 0xc2b2ae3d27d4eb4fULL);
 }
 
-/* Reads chunk `chunk` of `epoch` into t->train and prepares its batcher
- * (planned by data_ready). The stream goes on from where it is when that
- * is the chunk's start, else it reads its way there from the epoch's. */
-static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
+/* Reads chunk `chunk` of `epoch` into c from t->stream, which goes on from
+ * where it is when that is the chunk's start, else reads its way there from
+ * the epoch's; *last: it is the epoch's last chunk. */
+static TfmStatus read_chunk(Trainer *t, Corpus *c, long epoch, long chunk, int threads,
+                            const atomic_bool *cancel, bool *last, TfmErr *err)
 {
     const TfmConfig *cfg = t->cfg;
     const DataConfig *d = &cfg->data;
     const long B = d->shuffle_buffer;
     TfmStatus st;
+    memset(c, 0, sizeof *c);
     if (!t->stream_open || t->stream_epoch != epoch || t->stream.pairs != chunk * B) {
         if (t->stream_open) pair_stream_close(&t->stream);
         t->stream_open = false;
@@ -92,17 +97,100 @@ static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
         t->stream_epoch = epoch;
         if (pair_stream_skip(&t->stream, chunk * B, err) < 0) return err->status;
     }
+    if ((st = corpus_load_chunk(c, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
+                                d->bpe_dropout > 0, threads, cancel, err)) != TFM_OK)
+        return st;
+    *last = t->stream.ended;
+    return TFM_OK;
+}
+
+/* The next chunk, read on a thread of its own while the current one trains
+ * (one thread: the run's threads are training). Only that thread touches
+ * t->stream until it is joined. */
+struct Prefetch {
+    pthread_t thread;
+    Trainer *t;
+    long epoch, chunk;
+    Corpus c;
+    bool last;
+    TfmStatus st;
+    TfmErr err;
+    atomic_bool cancel;
+};
+
+static void *prefetch_main(void *arg)
+{
+    struct Prefetch *p = arg;
+    p->st = read_chunk(p->t, &p->c, p->epoch, p->chunk, 1, &p->cancel, &p->last, &p->err);
+    return NULL;
+}
+
+/* Waits for the prefetch (cancelled first when `cancel`) and hands it over. */
+static struct Prefetch *prefetch_join(Trainer *t, bool cancel)
+{
+    struct Prefetch *p = t->prefetch;
+    if (!p) return NULL;
+    if (cancel) atomic_store(&p->cancel, true);
+    pthread_join(p->thread, NULL);
+    t->prefetch = NULL;
+    return p;
+}
+
+static void prefetch_free(struct Prefetch *p)
+{
+    if (!p) return;
+    corpus_free(&p->c);
+    free(p);
+}
+
+/* Starts reading the chunk after the loaded one (the next epoch's first
+ * after the last); without a thread the chunk is read when needed. */
+static void prefetch_start(Trainer *t)
+{
+    if (t->resident || t->prefetch) return;
+    TfmErr err = {0};
+    struct Prefetch *p = xcalloc(1, sizeof *p, &err);
+    if (!p) return;
+    p->t = t;
+    p->epoch = t->last_chunk ? t->loaded_epoch + 1 : t->loaded_epoch;
+    p->chunk = t->last_chunk ? 0 : t->loaded_chunk + 1;
+    atomic_init(&p->cancel, false);
+    if (pthread_create(&p->thread, NULL, prefetch_main, p) != 0) {
+        free(p);
+        return;
+    }
+    t->prefetch = p;
+}
+
+/* Makes chunk `chunk` of `epoch` t->train and prepares its batcher (planned
+ * by data_ready): the prefetched one when it is that chunk, else read now
+ * with all the run's threads. */
+static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
+{
+    struct Prefetch *p = prefetch_join(t, false);
+    bool take = p && p->epoch == epoch && p->chunk == chunk;
     batcher_free(&t->train_b);
     corpus_free(&t->train);
     t->loaded_epoch = t->loaded_chunk = -1;
-    if ((st = corpus_load_chunk(&t->train, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
-                                d->bpe_dropout > 0, omp_get_max_threads(), err)) != TFM_OK ||
-        (st = batcher_init(&t->train_b, &t->train, cfg->train.batch_tokens,
+    TfmStatus st;
+    bool last = false;
+    if (take) {
+        /* its error is this chunk's: met when the training got there */
+        if ((st = p->st) != TFM_OK) *err = p->err;
+        t->train = p->c;
+        last = p->last;
+        memset(&p->c, 0, sizeof p->c);
+    } else {
+        st = read_chunk(t, &t->train, epoch, chunk, omp_get_max_threads(), NULL, &last, err);
+    }
+    prefetch_free(p);
+    if (st != TFM_OK ||
+        (st = batcher_init(&t->train_b, &t->train, t->cfg->train.batch_tokens,
                            chunk_seed(t, chunk), true, err)) != TFM_OK)
         return st;
     t->loaded_epoch = epoch;
     t->loaded_chunk = chunk;
-    t->last_chunk = t->stream.ended;
+    t->last_chunk = last;
     return TFM_OK;
 }
 
@@ -148,6 +236,7 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
         return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", d->valid_src, err);
     batcher_plan_epoch(&t->valid_b, 0);
+    prefetch_start(t);
     return TFM_OK;
 }
 
@@ -168,9 +257,10 @@ int data_ready(Trainer *t, TfmErr *err)
 {
     TrainState *ts = &t->ts;
     for (;;) {
-        if (!t->resident && (t->loaded_epoch != ts->epoch || t->loaded_chunk != ts->chunk) &&
-            load_chunk(t, ts->epoch, ts->chunk, err) != TFM_OK)
-            return -1;
+        if (!t->resident && (t->loaded_epoch != ts->epoch || t->loaded_chunk != ts->chunk)) {
+            if (load_chunk(t, ts->epoch, ts->chunk, err) != TFM_OK) return -1;
+            prefetch_start(t);
+        }
         if (t->train_b.epoch != ts->epoch) {
             if (resegment(t, err) != TFM_OK) return -1;
             batcher_plan_epoch(&t->train_b, ts->epoch);
@@ -188,6 +278,7 @@ int data_ready(Trainer *t, TfmErr *err)
 
 void data_close(Trainer *t)
 {
+    prefetch_free(prefetch_join(t, true));
     if (t->stream_open) pair_stream_close(&t->stream);
     t->stream_open = false;
 }

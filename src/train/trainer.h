@@ -50,6 +50,7 @@ typedef struct {
     long loaded_epoch, loaded_chunk;
     bool last_chunk;            /* `train` is its epoch's last chunk */
     bool resident;              /* the epoch is one chunk, kept: read once */
+    struct Prefetch *prefetch;  /* the chunk after `train`, read on a thread while it trains */
 } Trainer;
 
 /* ---- trainer.c ---- */
