@@ -70,6 +70,18 @@ check "chunks: a second epoch" grep -q '"epoch": 2,' sa/ck/log.jsonl
 (cd sb && expect_exit 0 "chunks: resumed" -- "$TFM" train ../m.json $S --set train.log_every=1 -q)
 check "chunks: resumed model equals uninterrupted" cmp -s sa/model.tfm sb/model.tfm
 check "chunks: resumed log equals uninterrupted" test "$(no_times sa/ck/log.jsonl)" = "$(no_times sb/ck/log.jsonl)"
+# model.output_vocab "target" read in chunks: the output pieces are the
+# targets' of the whole corpus (a sample within data.bpe_sample: every
+# line), not the first chunk's; the same as when it is read once; exact resume.
+O='--set model.output_vocab=target --set data.max_len=200'   # no pair left out: the same targets
+mkdir oa ob oc && (cd oa && expect_exit 0 "output_vocab target in chunks" -- "$TFM" train ../m.json $S $O --set train.log_every=1)
+check "output_vocab target in chunks: from the sample" grep -q '^model.output_vocab "target": the output layer scores [0-9]* of the 500 pieces (those of 400 target lines of data.bpe_sample)$' "$T/err"
+(cd oc && "$TFM" train ../m.json $O --set train.max_steps=1 -q >/dev/null 2>&1)
+"$TFM" info oa/model.tfm >"$T/info_a" 2>&1; "$TFM" info oc/model.tfm >"$T/info_c" 2>&1
+check "output_vocab target in chunks: the pieces of the whole" test -n "$(grep '^vocabulary:' "$T/info_a")" -a "$(grep '^vocabulary:' "$T/info_a")" = "$(grep '^vocabulary:' "$T/info_c")"
+(cd ob && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "output_vocab target in chunks: SIGTERM" -- "$TFM" train ../m.json $S $O --set train.log_every=1 -q)
+(cd ob && expect_exit 0 "output_vocab target in chunks: resumed" -- "$TFM" train ../m.json $S $O --set train.log_every=1 -q)
+check "output_vocab target in chunks: resumed model equals uninterrupted" cmp -s oa/model.tfm ob/model.tfm
 mkdir se && (cd se && expect_exit 0 "chunks: max_epochs" -- "$TFM" train ../m.json $S --set train.max_steps=0 --set train.max_epochs=2)
 check "chunks: max_epochs ends the run" grep -q "^finished: train.max_epochs (2) reached at step [0-9]* (epoch 3)" "$T/err"
 

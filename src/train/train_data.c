@@ -9,7 +9,13 @@
  * and shuffles as the resident corpus does, so a corpus that fits trains
  * the same whatever the buffer. While a chunk trains, the next is read on
  * a thread of its own (the prefetch), so reading costs the training little.
- * The validation set is read whole. */
+ * The validation set is read whole.
+ *
+ * Under mpirun every rank reads and encodes every chunk, also the pairs the
+ * other ranks train on: a global batch is cut from the whole chunk sorted by
+ * encoded length, so a rank's share is known only then, and a rank batching
+ * a shard of its own would train another model than one process does.
+ * Reading is ~1% of training's time (docs/distributed.md). */
 #include "train/trainer.h"
 
 #include <omp.h>
@@ -18,6 +24,8 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "text/bpe_cache.h"
+#include "text/line_sample.h"
 
 /* Says why: the keys that skipped the pairs are what the user can change. */
 static TfmStatus no_usable_pairs(const Corpus *c, const Batcher *b, const TfmConfig *cfg,
@@ -41,27 +49,61 @@ static TfmStatus make_target_subset(Trainer *t, TfmErr *err)
     return st;
 }
 
-/* model.output_vocab "target" on a fresh start: the output pieces are those
- * the training targets of the first chunk use (all of them when the corpus
- * fits in one), and the specials, bytes and marker. */
+/* Marks the pieces of a target line (line_sample's callback). */
+typedef struct { const Bpe *bpe; BpeCache *cache; bool *in; int *ids, n, cap; } TargetPieces;
+
+static TfmStatus mark_pieces(void *ctx, int file, const char *line, size_t len, TfmErr *err)
+{
+    (void)file;
+    TargetPieces *tp = ctx;
+    if (bpe_encode_cached(tp->bpe, tp->cache, line, len, &tp->ids, &tp->n, &tp->cap, err) != TFM_OK)
+        return err->status;
+    for (int j = 0; j < tp->n; j++) tp->in[tp->ids[j]] = true;
+    return TFM_OK;
+}
+
+/* model.output_vocab "target" on a fresh start: the output pieces are the
+ * specials, bytes and marker, and those the training targets use: all of
+ * them when the corpus is read once and kept (the targets of the pairs
+ * kept), else those of a sample of data.bpe_sample lines of the target
+ * files (line_sample.h; every line with 0), so that no chunk decides
+ * alone. */
 static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
 {
     const int V = t->model.cfg.vocab_size;
     const Corpus *c = &t->train;
+    const DataConfig *d = &t->cfg->data;
     bool *in = xcalloc((size_t)V, sizeof(bool), err);
     int *ids = xmalloc(sizeof(int) * (size_t)V, err);
     TfmStatus st = TFM_ERR_NOMEM;
+    LineSampleStats got = {0};
     if (in && ids) {
+        st = TFM_OK;
         for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
-        for (long i = 0; i < c->n_pairs; i++)
-            for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
+        if (t->resident) {
+            for (long i = 0; i < c->n_pairs; i++)
+                for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
+        } else {
+            TargetPieces tp = {t->bpe, bpe_cache_new(1 << 16, err), in, NULL, 0, 0};
+            st = tp.cache ? line_sample_read((const char *const *)d->train_tgt.v, d->train_tgt.n,
+                                             d->bpe_sample, mark_pieces, &tp, &got, err)
+                          : TFM_ERR_NOMEM;
+            bpe_cache_free(tp.cache);
+            free(tp.ids);
+        }
+    }
+    if (st == TFM_OK) {
         int n = 0;
         for (int id = 0; id < V; id++)
             if (in[id]) ids[n++] = id;
         st = model_set_output_vocab(&t->model, ids, n, err);
-        if (st == TFM_OK)
+        if (st == TFM_OK && t->resident)
             progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
                           "of the %d pieces", n, V);
+        else if (st == TFM_OK)
+            progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
+                          "of the %d pieces (those of %ld target line%s of data.bpe_sample)", n,
+                          V, got.read, text_plural(got.read));
     }
     free(in);
     free(ids);
@@ -210,9 +252,13 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
         pair_stream_close(&t->stream);
         t->stream_open = false;
     }
-    if (restrict_out && !t->model.out_ids &&
-        ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK))
-        return st;
+    if (restrict_out && !t->model.out_ids) {
+        if ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK)
+            return st;
+        /* from a sample: the chunk read again, its targets in the output pieces */
+        if (!t->resident && (st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK)
+            return st;
+    }
     if ((st = corpus_load(&t->valid, d->valid_src, d->valid_tgt, t->bpe, t->tgt_subset,
                           d->max_len, false, err)) != TFM_OK ||
         (st = batcher_init(&t->valid_b, &t->valid, cfg->train.batch_tokens, cfg->train.seed,
