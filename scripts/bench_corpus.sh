@@ -10,13 +10,19 @@
 #     memory (/usr/bin/time's max RSS) and the median training tok/s of
 #     log.jsonl's rows, against the smallest size's (whose corpus fits in
 #     the buffer: read once and kept, "in memory");
+#   - streaming against in memory: at the middle size, STREAM_STEPS steps
+#     read in chunks of STREAM_BUFFER pairs (a chunk used up every ~20
+#     steps, the next prefetched) against the same corpus read once and
+#     kept (shuffle_buffer = its size); median tok/s of each, two runs
+#     each, alternating;
 #   - at the largest size, the vocabulary learned from the default sample
 #     against one learned from every line (data.bpe_sample 0): tokens per
 #     sentence on test_2016_flickr (both sides), and the learning times.
 #   scripts/bench_corpus.sh [SIZES...]     (default: 100000 1000000 10000000)
 # Env: WORK (default /tmp/tfm-bench-corpus; the corpora are kept there for
 # reruns: 10M pairs take 1.5 GB), STEPS (default 60), THREADS (default 2),
-# FULL_VOCAB=0 skips the every-line vocabulary (minutes at 10M).
+# FULL_VOCAB=0 skips the every-line vocabulary (minutes at 10M),
+# STREAM_STEPS (default 80; 0 skips), STREAM_BUFFER (default 4000).
 # Prints a Markdown table. The machine's load changes the times: say it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +33,8 @@ WORK=${WORK:-/tmp/tfm-bench-corpus}
 STEPS=${STEPS:-60}
 THREADS=${THREADS:-2}
 FULL_VOCAB=${FULL_VOCAB:-1}
+STREAM_STEPS=${STREAM_STEPS:-80}
+STREAM_BUFFER=${STREAM_BUFFER:-4000}
 SIZES=${*:-"100000 1000000 10000000"}
 mkdir -p "$WORK"
 
@@ -84,6 +92,24 @@ for n in $SIZES; do
     echo "| $n | $t1 | $((m1 / 1024)) | $((m2 / 1024)) | $tok | $(echo "scale=3; $tok / $first_tok" | bc) |"
     last=$n
 done
+
+set -- $SIZES
+mid=${2:-$1}
+if [ "$STREAM_STEPS" -gt 0 ]; then
+    C=(--set "data.train_src=$WORK/c$mid.de" --set "data.train_tgt=$WORK/c$mid.en"
+       --set "data.vocab=$WORK/first$mid/vocab.txt" --set train.max_steps="$STREAM_STEPS")
+    s_tok=() m_tok=()
+    for k in 1 2; do
+        run "stream$mid" "${C[@]}" --set data.shuffle_buffer="$STREAM_BUFFER"
+        s_tok+=("$(median_tok_s "$WORK/stream$mid/log.jsonl")")
+        run "memory$mid" "${C[@]}" --set data.shuffle_buffer="$mid"
+        m_tok+=("$(median_tok_s "$WORK/memory$mid/log.jsonl")")
+    done
+    echo
+    echo "Streaming at $mid pairs, $STREAM_STEPS steps: chunks of $STREAM_BUFFER pairs against all in memory (median tok/s, two runs each)"
+    echo "- streaming: ${s_tok[*]}; in memory: ${m_tok[*]}"
+    echo "- streaming / in memory: $(echo "scale=3; (${s_tok[0]} + ${s_tok[1]}) / (${m_tok[0]} + ${m_tok[1]})" | bc)"
+fi
 
 echo
 echo "data.bpe_sample at $last pairs: tokens per sentence on test_2016_flickr (de and en)"
