@@ -41,7 +41,7 @@ BpeCache *bpe_cache_new(int max_words, TfmErr *err)
 void bpe_cache_free(BpeCache *c)
 {
     if (!c) return;
-    free(c->index.slots);
+    hidx_free(&c->index);
     free(c->keys);
     free(c->key_off);
     free(c->key_len);
@@ -54,8 +54,7 @@ void bpe_cache_free(BpeCache *c)
 /* Forgets every word (the index keeps its size). */
 static void forget(BpeCache *c)
 {
-    for (size_t i = 0; i <= c->index.mask; i++) c->index.slots[i].id = -1;
-    c->index.n = 0;
+    hidx_reset(&c->index);
     c->n = 0;
     c->keys_len = c->ids_len = 0;
 }
