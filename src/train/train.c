@@ -81,37 +81,6 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
     return st;
 }
 
-/* Refuses a model and batch size this machine cannot train, before the big
- * allocations: `copies` float arrays of the parameters' size (params, grads,
- * Adam's m and v: 4; fewer when some are already held) plus the activation
- * workspace for the largest batch, and the threads' replicas. */
-TfmStatus trainer_check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err)
-{
-    size_t n = model_param_count(mc);
-    double need = n ? (double)copies * n * sizeof(float) : INFINITY;
-    need += model_work_bytes(mc, trainer_work_tokens(t->cfg, t->cfg->train.batch_tokens),
-                             config_row_len(t->cfg->data.max_len));
-    need += parts_extra_bytes(t->cfg, mc);     /* train.parallel "sentences": the replicas */
-    if (t->cfg->train.weight_decay_scope == WD_SCOPE_MATRICES)
-        need += (double)n;                     /* Adam's byte a parameter: spared from decay */
-    char what[128];
-    snprintf(what, sizeof what, "training this model (%.0f parameters, batches of %d tokens)",
-             (double)n, t->cfg->train.batch_tokens);
-    return sysmem_check(need, what, "lower model.d_model, model.d_ff, the layers, "
-                        "data.vocab_size or train.batch_tokens", err);
-}
-
-/* train.ema's average, on rank 0 (which saves it): a checkpoint's, or the
- * weights'. */
-TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err)
-{
-    if (t->cfg->train.ema <= 0) return TFM_OK;
-    const size_t bytes = sizeof(float) * t->model.n_params;
-    if (!(t->ema = xmalloc(bytes, err))) return TFM_ERR_NOMEM;
-    memcpy(t->ema, saved ? saved : t->model.params, bytes);
-    return TFM_OK;
-}
-
 /* train.weight_decay_scope "matrices": the vectors (tensor_is_vector: the
  * biases and the norms' gains and biases) get no weight decay. On every
  * rank, after the optimizer exists, so fresh and resumed runs alike. */

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -70,4 +71,15 @@ TfmStatus trainer_save_last(Trainer *t, TfmErr *err)
     free(numbered);
     if (st == TFM_OK) run_dir_prune_checkpoints(t->cfg->train.out_dir, t->cfg->train.keep);
     return st;
+}
+
+/* train.ema's average, on rank 0 (which saves it): a checkpoint's, or the
+ * weights'. */
+TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err)
+{
+    if (t->cfg->train.ema <= 0) return TFM_OK;
+    const size_t bytes = sizeof(float) * t->model.n_params;
+    if (!(t->ema = xmalloc(bytes, err))) return TFM_ERR_NOMEM;
+    memcpy(t->ema, saved ? saved : t->model.params, bytes);
+    return TFM_OK;
 }

@@ -1,7 +1,8 @@
 /* trainer: the state of one `tfm train` run, shared by the files of
  * train/: train.c (start-up and the loop), trainer.c (the helpers below on
- * the Trainer), evaluate.c (validation and the end of the run),
- * data_parallel.c (ranks) and sentence_parallel.c (threads' replicas).
+ * the Trainer), train_memory.c (the memory check), finetune.c (train.init),
+ * train_data.c (the chunks), evaluate.c (validation and the end of the
+ * run), data_parallel.c (ranks) and sentence_parallel.c (threads' replicas).
  * Private to train/: callers use train.h. */
 #ifndef TFM_TRAINER_H
 #define TFM_TRAINER_H
@@ -73,7 +74,7 @@ void trainer_mark_changed(Trainer *t);
 
 /* Refuses a model and batch size this machine cannot train, before the big
  * allocations (`copies` float arrays of the parameters' size, and the
- * activations). */
+ * activations; train_memory.c). */
 TfmStatus trainer_check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err);
 
 /* train.ema's average on rank 0: saved's copy, or the weights' when NULL. */
