@@ -556,7 +556,7 @@ TEST(bpe_encode_cached_equals_encode)
                 size_t n = strlen(s);
                 CHECK(bpe_encode(b, s, n, &a, &na, &ca, &err) == TFM_OK);
                 CHECK(bpe_encode_cached(b, c, s, n, &x, &nx, &cx, &err) == TFM_OK);
-                CHECK(na == nx && memcmp(a, x, (size_t)na * sizeof *a) == 0);
+                CHECK(na == nx && (na == 0 || memcmp(a, x, (size_t)na * sizeof *a) == 0));
             }
         }
         free(a);

@@ -147,7 +147,11 @@ Bpe *bpe_alloc(TfmErr *err)
 {
     Bpe *b = xcalloc(1, sizeof *b, err);
     if (!b) return NULL;
-    if (stridx_init(&b->texts, 1024, err)) { free(b); return NULL; }
+    if (stridx_init(&b->texts, 1024, err)) {
+        hidx_free(&b->texts);   /* what a half-made table holds */
+        free(b);
+        return NULL;
+    }
     return b;
 }
 
