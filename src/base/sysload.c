@@ -1,8 +1,9 @@
-/* sysload: other runnable tasks, from /proc/loadavg. */
+/* sysload: other runnable tasks and the cores they leave, from /proc/loadavg. */
 #include "base/sysload.h"
 
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The 4th field of /proc/loadavg, "R/T": R tasks runnable now (this one
  * included), -1 when unreadable. */
@@ -29,4 +30,13 @@ int sysload_other_runnable(void)
         if (least <= 1) break;                      /* only this process: idle */
     }
     return least - 1;
+}
+
+int sysload_free_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    int others = sysload_other_runnable();
+    long free_cores = others > 0 ? cores - others : cores;
+    return free_cores > 1 ? (int)free_cores : 1;
 }

@@ -10,4 +10,9 @@
  * short burst is not). -1 when it cannot be read. */
 int sysload_other_runnable(void);
 
+/* The cores that other programs leave free right now (at least 1): a
+ * decoder run on more threads than that waits at every step for a thread
+ * the kernel has put aside (BENCHMARKS.md, the busy machine). */
+int sysload_free_cores(void);
+
 #endif

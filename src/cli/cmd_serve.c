@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sysload.h"
 #include "nn/blas.h"
 #include "model/pipeline.h"
 #include "serve/batcher.h"
@@ -59,7 +60,8 @@ static const char usage[] =
     "      --alpha A, --max-len-a A, --max-len-b B, --no-repeat-ngram N,\n"
     "      --precision P    as in tfm translate (requests may change alpha and\n"
     "                       max_len_b)\n"
-    "      --threads N      decoding threads (0: all cores, the default)\n"
+    "      --threads N      decoding threads (default 0: the cores other programs\n"
+    "                       leave free when the server starts)\n"
     "  -q, --quiet          no access log\n"
     "  -h, --help           this help\n";
 
@@ -184,6 +186,8 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
     /* a signal from here on asks for a clean stop (checked below) */
     TrainStop *stop = cli_stop_on_signals(false);
     stop->started = 1;
+    /* as translate: the cores other programs leave free when it starts */
+    if (o.dec.threads == 0) o.dec.threads = sysload_free_cores();
     blas_set_threads(o.dec.threads);
     if ((st = blas_selftest(err)) != TFM_OK) return st;
     Pipeline p;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/sysload.h"
 #include "base/text.h"
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
@@ -76,7 +77,7 @@ static const char usage[] =
     "                       for an int8 model (tfm quantize), else the precision\n"
     "                       the model was trained with; a bf16 model on a CPU\n"
     "                       without a bf16 unit translates in fp32, with a note\n"
-    "      --threads N      threads (0: all cores, the default)\n"
+    "      --threads N      threads (default 0: the cores other programs leave free)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
     "\n"
@@ -525,6 +526,9 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         return TFM_OK;
     }
     if (!t.o.model) t.o.model = getenv("TFM_MODEL") && *getenv("TFM_MODEL") ? getenv("TFM_MODEL") : "model.tfm";
+    /* the default leaves the cores that other programs keep busy: a line's
+     * translation does not depend on the thread count, only its speed does */
+    if (t.o.dec.threads == 0) t.o.dec.threads = sysload_free_cores();
     blas_set_threads(t.o.dec.threads);
     if ((st = blas_selftest(err)) != TFM_OK) return st;
     struct timespec t0, t1;

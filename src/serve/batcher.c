@@ -11,6 +11,8 @@
 
 /* How often the reaper asks whether the clients of queued lines are still there. */
 #define GONE_CHECK_S 0.05
+/* Batches of fewer lines than this run on one thread (worker()). */
+#define PARALLEL_MIN_LINES 16
 
 typedef struct {
     ServeJob *job;
@@ -243,7 +245,8 @@ static void *worker(void *arg)
     LineQueue *b = arg;
     /* the thread count is a per-thread setting in OpenMP: set it here,
      * where the products run */
-    blas_set_threads(b->cfg.threads);
+    int threads = blas_set_threads(b->cfg.threads);
+    const int all_threads = threads;
     pthread_mutex_lock(&b->lock);
     for (;;) {
         while (b->queued == 0 && !b->stopping) pthread_cond_wait(&b->wake, &b->lock);
@@ -260,6 +263,13 @@ static void *worker(void *arg)
         }
         int n = take_batch(b);
         pthread_mutex_unlock(&b->lock);
+        /* A small batch runs on one thread: on 8 sentences two threads
+         * translated 1.1x faster for 1.7x the CPU, and beside the server's
+         * own request threads (and clients on the same machine) they halved
+         * its throughput (BENCHMARKS.md, a busy machine). The translation
+         * does not depend on the thread count. */
+        const int want = n < PARALLEL_MIN_LINES ? 1 : all_threads;
+        if (want != threads) threads = blas_set_threads(want);
         decode_batch(b, n);
         pthread_mutex_lock(&b->lock);
         for (int j = 0; j < n; j++) line_done(b, b->batch[j].job);
