@@ -173,6 +173,9 @@ head -n 3 in.txt >ref3.txt
 printf 'Ein Hund.\n\nZwei Männer.\n  \nEine Frau.\n' | gzip >ref5.gz
 expect_exit 0 "--score-reference" -- "$TFM" translate -i in.txt --score-reference ref5.gz -q
 check "--score-reference: a number a line" test "$(grep -c '^-[0-9]*\.[0-9]*$' "$T/out")" = 5
+expect_exit 0 "--score-reference, summary" -- "$TFM" translate -i in.txt --score-reference ref5.gz
+check "--score-reference: the summary counts the reference's tokens" \
+    grep -qE '^tfm: scored 5 lines \([1-9][0-9]* source tokens, [1-9][0-9]* reference tokens\) in ' "$T/err"
 expect_exit 1 "--score-reference, short reference" -- "$TFM" translate -i in.txt --score-reference ref3.txt -q
 expect_err_line "--score-reference: short reference message" "tfm: translate: --score-reference: ref3.txt ends after 3 lines, in.txt goes on"
 head -n 1 in.txt >in1.txt

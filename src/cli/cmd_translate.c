@@ -475,6 +475,8 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
             }
             t->sents[n] = t->lines[n].ids;
             t->lens[n] = t->lines[n].n;
+            t->src_tokens += t->lines[n].n;
+            t->out_tokens += refs[n].n;
             tgts[n] = refs[n].ids;
             tlens[n] = refs[n].n;
             n++;
@@ -597,9 +599,10 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     if (st == TFM_OK && !t.o.quiet) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        fprintf(stderr, "tfm: translated %ld line%s (%lld source tokens, %lld output tokens) in "
-                "%.2f s, %.2f sentences/s\n", t.lines_done, t.lines_done == 1 ? "" : "s",
-                t.src_tokens, t.out_tokens, secs,
+        fprintf(stderr, "tfm: %s %ld line%s (%lld source tokens, %lld %s tokens) in "
+                "%.2f s, %.2f sentences/s\n", t.o.score_ref ? "scored" : "translated",
+                t.lines_done, t.lines_done == 1 ? "" : "s", t.src_tokens, t.out_tokens,
+                t.o.score_ref ? "reference" : "output", secs,
                 secs > 0 ? (double)t.lines_done / secs : 0.0);
     }
 done:
