@@ -388,23 +388,26 @@ int queue_queued(LineQueue *b)
     return n;
 }
 
+/* Raises *stop under the lock, wakes the thread waiting on cond, joins it. */
+static void stop_thread(LineQueue *b, pthread_t thread, bool *started, bool *stop,
+                        pthread_cond_t *cond)
+{
+    if (!*started) return;
+    pthread_mutex_lock(&b->lock);
+    *stop = true;
+    pthread_cond_signal(cond);
+    pthread_mutex_unlock(&b->lock);
+    pthread_join(thread, NULL);
+    *started = false;
+}
+
 void queue_stop(LineQueue *b)
 {
-    if (!b || !b->started) return;
-    pthread_mutex_lock(&b->lock);
-    b->stopping = true;
-    pthread_cond_signal(&b->wake);
-    pthread_mutex_unlock(&b->lock);
-    pthread_join(b->thread, NULL);
-    b->started = false;
-    if (b->reaper_started) {
-        pthread_mutex_lock(&b->lock);
-        b->reaper_stopping = true;
-        pthread_cond_signal(&b->reap_wake);
-        pthread_mutex_unlock(&b->lock);
-        pthread_join(b->reaper, NULL);
-        b->reaper_started = false;
-    }
+    if (!b) return;
+    /* the worker first: it decodes what is queued while the reaper still
+     * drops the lines whose clients go */
+    stop_thread(b, b->thread, &b->started, &b->stopping, &b->wake);
+    stop_thread(b, b->reaper, &b->reaper_started, &b->reaper_stopping, &b->reap_wake);
 }
 
 void queue_free(LineQueue *b)
