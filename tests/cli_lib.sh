@@ -43,6 +43,14 @@ expect_err_line() {
 # not CMD...: succeeds when CMD fails.
 not() { ! "$@"; }
 
+# until_true CMD...: runs CMD every 0.1 s until it succeeds; fails after two
+# minutes (a bound for a run that is stuck, not a guess at the machine's speed).
+until_true() {
+    local _
+    for _ in $(seq 1200); do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+
 # check NAME CMD...: passes when CMD succeeds.
 check() {
     local name=$1; shift

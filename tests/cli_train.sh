@@ -244,7 +244,7 @@ sed 's/"max_steps": 40/"max_steps": 100000/; s/"save_every": 5/"save_every": 3/'
 (cd c || exit 1
  "$TFM" train ../long.json -q >/dev/null 2>&1 &
  pid=$!
- for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ until_true test -e ck/last.tfm
  kill -TERM $pid; wait $pid; echo $? >rc)
 check "kill -TERM exits 143" test "$(cat c/rc)" = 143
 (cd c && expect_exit 0 "killed run's last.tfm loads" -- "$TFM" info ck/last.tfm)
@@ -267,7 +267,7 @@ mkdir g
 (cd g || exit 1
  "$TFM" train ../long.json -q >/dev/null 2>&1 &
  pid=$!
- for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ until_true test -e ck/last.tfm
  sleep 0.3
  kill -KILL $pid; wait $pid 2>/dev/null
  : >ck/last.tfm.tmp.999999
@@ -283,7 +283,8 @@ check "stale log temp removed" test ! -e g/ck/log.jsonl.tmp.999999
 # run (SIGPIPE); before the first step a signal exits at once.
 # run_then NAME CONFIG SIGNALS...: starts CONFIG in $T/NAME, waits for its
 # first save, sends the signals 0.05 s apart, leaves the exit code in NAME/rc.
-# slow.json's steps take about 0.1 s, so a second signal comes mid-step.
+# slow.json's steps are long (about 0.1 s here): a second SIGTERM mostly comes
+# mid-step.
 sed 's/"d_model": 32/"d_model": 128/; s/"d_ff": 64/"d_ff": 4096/; s/"save_every": 3/"save_every": 2/
      s/"enc_layers": 1, "dec_layers": 1/"enc_layers": 2, "dec_layers": 2/' long.json >slow.json
 run_then() {
@@ -292,7 +293,7 @@ run_then() {
     (cd "$dir" || exit 1
      "$TFM" train "../$config" -q >/dev/null 2>err &
      pid=$!
-     for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+     until_true test -e ck/last.tfm
      for s in "$@"; do kill -"$s" $pid; sleep 0.05; done
      wait $pid; echo $? >rc)
 }
@@ -302,7 +303,32 @@ check "SIGTERM twice still saves" grep -q "^tfm: interrupted at step" sig_tt/err
 run_then sig_hup long.json HUP
 check "SIGHUP exits 129" test "$(cat sig_hup/rc)" = 129
 check "SIGHUP saves" grep -q "^tfm: interrupted at step" sig_hup/err
-run_then sig_ii slow.json INT INT
+# interrupt_on NAME CONFIG PATTERN...: runs CONFIG in $T/NAME, reads its
+# progress through a fifo as it is written and sends SIGINT as each line that
+# matches a PATTERN comes (no sleep: a run on a fast or a loaded machine is
+# signalled at the same point); leaves stderr in NAME/err, the exit code in NAME/rc.
+interrupt_on() {
+    local dir=$1 config=$2; shift 2
+    mkdir -p "$dir"
+    (cd "$dir" || exit 1
+     mkfifo progress
+     "$TFM" train "../$config" --set train.log_every=1 2>progress >/dev/null &
+     pid=$!
+     while IFS= read -r -t 120 line; do
+         printf '%s\n' "$line" >>err
+         for p in "$@"; do
+             # shellcheck disable=SC2053
+             [[ $line == $p ]] && kill -INT $pid
+         done
+     done <progress
+     kill -KILL $pid 2>/dev/null        # stuck for two minutes: fails below
+     wait $pid; echo $? >rc)
+}
+# The second SIGINT must come after the first was handled (two pending
+# SIGINTs are one) and before the run has finished its step and saved: the
+# first as step 3's line is read (step 4, one of slow.json's long steps, has
+# just begun), the second as the run says it is stopping.
+interrupt_on sig_ii slow.json "step 3 *" "tfm: stopping: *"
 check "SIGINT twice exits 130" test "$(cat sig_ii/rc)" = 130
 check "SIGINT twice stops at once" grep -qx "tfm: stopped at once, without saving" sig_ii/err
 mkdir sig_pipe
@@ -311,7 +337,7 @@ mkdir sig_pipe
  head -c 1 <progress >/dev/null &
  "$TFM" train ../long.json 2>progress >/dev/null &
  pid=$!
- for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ until_true test -e ck/last.tfm
  sleep 0.5
  kill -TERM $pid; wait $pid; echo $? >rc)
 check "a closed progress pipe does not kill training" test "$(cat sig_pipe/rc)" = 143
@@ -324,11 +350,7 @@ awk 'BEGIN { srand(7); for (i = 0; i < 20000; i++) { l = ""
        print l } }' >sig_setup/words.txt
 sed 's/"vocab_size": 500/"vocab_size": 8000/; s/"train\.de"/"sig_setup\/words.txt"/; s/"train\.en"/"sig_setup\/words.txt"/' \
     long.json >setup.json
-(cd sig_setup || exit 1
- "$TFM" train ../setup.json >/dev/null 2>err &
- pid=$!
- for _ in $(seq 100); do grep -q "learning a" err && break; sleep 0.05; done
- kill -INT $pid; wait $pid; echo $? >rc)
+interrupt_on sig_setup setup.json "*learning a *"
 check "SIGINT in set-up exits 130" test "$(cat sig_setup/rc)" = 130
 check "SIGINT in set-up: nothing saved" test ! -e sig_setup/ck/last.tfm
 check "SIGINT in set-up message" grep -qx "tfm: interrupted before the first step; nothing was saved" sig_setup/err
@@ -358,7 +380,7 @@ mkdir h
 (cd h || exit 1
  "$TFM" train ../long.json -q >/dev/null 2>&1 &
  pid=$!
- for _ in $(seq 100); do [ -e ck/last.tfm ] && break; sleep 0.1; done
+ until_true test -e ck/last.tfm
  expect_exit 1 "second run on a busy out_dir" -- "$TFM" train ../long.json -q
  kill -TERM $pid; wait $pid 2>/dev/null)
 expect_err_line "busy out_dir message" "tfm: ck: in use by another tfm train"
