@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/sysload.h"
 #include "nn/blas.h"
 #include "model/pipeline.h"
 #include "serve/batcher.h"
@@ -173,12 +172,6 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
         fputs(usage, stdout);
         return TFM_OK;
     }
-    PipelineSpec *spec = &o.dec.spec;
-    if (spec->n_models == 0) {
-        const char *env = getenv("TFM_MODEL");
-        spec->models[0] = env && *env ? env : "model.tfm";
-        spec->n_models = 1;
-    }
     char key[4096];
     size_t key_len = 0;
     if (o.api_key_file && (st = read_key(o.api_key_file, key, sizeof key, &key_len, err)) != TFM_OK)
@@ -186,10 +179,8 @@ TfmStatus cmd_serve(int argc, char **argv, TfmErr *err)
     /* a signal from here on asks for a clean stop (checked below) */
     TrainStop *stop = cli_stop_on_signals(false);
     stop->started = 1;
-    /* as translate: the cores other programs leave free when it starts */
-    if (o.dec.threads == 0) o.dec.threads = sysload_free_cores();
-    blas_set_threads(o.dec.threads);
-    if ((st = blas_selftest(err)) != TFM_OK) return st;
+    if ((st = decode_args_start(&o.dec, err)) != TFM_OK) return st;
+    PipelineSpec *spec = &o.dec.spec;
     Pipeline p;
     Metrics *metrics = NULL;
     LineQueue *batcher = NULL;

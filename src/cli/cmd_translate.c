@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
-#include "base/sysload.h"
 #include "base/text.h"
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
@@ -527,12 +526,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
         fputs(usage, stdout);
         return TFM_OK;
     }
-    if (!t.o.model) t.o.model = getenv("TFM_MODEL") && *getenv("TFM_MODEL") ? getenv("TFM_MODEL") : "model.tfm";
-    /* the default leaves the cores that other programs keep busy: a line's
-     * translation does not depend on the thread count, only its speed does */
-    if (t.o.dec.threads == 0) t.o.dec.threads = sysload_free_cores();
-    blas_set_threads(t.o.dec.threads);
-    if ((st = blas_selftest(err)) != TFM_OK) return st;
+    if ((st = decode_args_start(&t.o.dec, err)) != TFM_OK) return st;
+    t.o.model = t.o.dec.spec.models[0];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     LineReader in = {0};

@@ -1,7 +1,10 @@
 /* decode_args: see decode_args.h. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/sysload.h"
+#include "nn/blas.h"
 #include "cli/cmds.h"
 #include "cli/decode_args.h"
 #include "model/decode.h"
@@ -76,4 +79,19 @@ TfmStatus decode_args_take(DecodeArgs *a, const char *cmd, int c, const char *op
         *taken = false;
         return TFM_OK;
     }
+}
+
+TfmStatus decode_args_start(DecodeArgs *a, TfmErr *err)
+{
+    PipelineSpec *spec = &a->spec;
+    if (spec->n_models == 0) {
+        const char *env = getenv("TFM_MODEL");
+        spec->models[0] = env && *env ? env : "model.tfm";
+        spec->n_models = 1;
+    }
+    /* a line's translation does not depend on the thread count, only its
+     * speed does: by default, leave the cores that other programs keep busy */
+    if (a->threads == 0) a->threads = sysload_free_cores();
+    blas_set_threads(a->threads);
+    return blas_selftest(err);
 }

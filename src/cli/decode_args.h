@@ -30,7 +30,7 @@ enum { DA_WEIGHTS = 1000, DA_ALPHA, DA_LEN_A, DA_LEN_B, DA_NO_REPEAT, DA_PRECISI
 typedef struct {
     PipelineSpec spec;      /* models (n_models 0: none given), weights, precision, beam,
                                alpha, lengths, no_repeat, and which were given */
-    int threads;            /* 0: all cores */
+    int threads;            /* 0: the cores other programs leave free (decode_args_start) */
 } DecodeArgs;
 
 /* Option c (getopt's return; opt its name as written, "--beam" or "-b")
@@ -38,6 +38,11 @@ typedef struct {
  * is a usage error "CMD: ...". */
 TfmStatus decode_args_take(DecodeArgs *a, const char *cmd, int c, const char *opt,
                            const char *value, bool *taken, TfmErr *err);
+
+/* What both commands do once the options are read: the model defaults to
+ * $TFM_MODEL, else model.tfm; threads 0 becomes the cores other programs
+ * leave free right now; the threads are set and sgemm is checked. */
+TfmStatus decode_args_start(DecodeArgs *a, TfmErr *err);
 
 /* The option's name for messages: "--NAME" (longindex >= 0) or "-C". */
 void decode_args_option_name(const struct option *longopts, int longindex, int c, char *buf,
