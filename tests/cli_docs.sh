@@ -9,6 +9,13 @@ check "docs/errors.md is what scripts/gen_errors_doc.py writes (run it)" cmp -s 
 check "docs/errors.md lists over 150 tested cases" \
     test "$(grep -c '^| .* | [12] |' docs/errors.md)" -gt 150
 
+# Every link to a heading (#anchor) lands on one; a broken one is caught.
+check "links to headings in README.md, BENCHMARKS.md and docs/ land" \
+    /usr/bin/python3 scripts/check_anchors.py README.md BENCHMARKS.md docs/*.md
+printf '# One\n\n[see](#two)\n' >"$T/anchor.md"
+check "a link to a missing heading is caught" \
+    sh -c '! /usr/bin/python3 scripts/check_anchors.py "$1" >/dev/null' sh "$T/anchor.md"
+
 # Every option the docs' command examples use is one `tfm help COMMAND` lists.
 python3 scripts/doc_commands.py README.md docs/*.md >"$T/commands"
 check "the docs show over 15 tfm commands" test "$(wc -l <"$T/commands")" -gt 15
