@@ -524,3 +524,52 @@ TEST(test_decoder_memory_refused_up_front)
     CHECK(strstr(err.msg, "decoding 16 sentences at once with beam 1 needs about "));
     model_free(&m);
 }
+
+/* Translation after model_release_matrices: the decoder reads only its
+ * packed products, so the results are the same bits; the pages of the
+ * matrices are gone (they read zero: the test can fail), the embeddings,
+ * biases and norms are kept, and a new decoder is refused. */
+TEST(test_release_matrices_keeps_translations)
+{
+    for (int share = 0; share < 2; share++) {
+        Setup f;
+        setup_open(&f, NORM_PRE, share, ATTN_SOFTMAX, 4, 81);
+        TfmErr err = {0};
+        DecodeOptions opt = {.beam = 4, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 4};
+        Hypothesis hyp[NSENT * 4];
+        CHECK(decoder_run(f.d, f.src, NSENT, f.S, &opt, hyp, &err) == TFM_OK);
+        int tok[NSENT * 4][MAXLEN], len[NSENT * 4];
+        float score[NSENT * 4];
+        keep_tokens(hyp, NSENT * 4, tok, len);
+        for (int i = 0; i < NSENT * 4; i++) score[i] = hyp[i].score;
+        float *before = malloc(sizeof(float) * f.m.n_params);
+        memcpy(before, f.m.params, sizeof(float) * f.m.n_params);
+
+        model_release_matrices(&f.m);
+        CHECK(f.m.matrices_released);
+        size_t zeroed = 0;
+        for (int t = 0; t < f.m.n_tensors; t++) {
+            const TensorInfo *ti = &f.m.tensors[t];
+            const size_t n = (size_t)ti->rows * ti->cols;
+            const float *now = f.m.params + ti->offset, *was = before + ti->offset;
+            const bool out_only = !share && strcmp(ti->name, "out.proj") == 0;
+            if (ti->kind != TENSOR_MATRIX && !out_only) {
+                CHECK(memcmp(now, was, sizeof(float) * n) == 0);
+                continue;
+            }
+            for (size_t i = 0; i < n; i++) zeroed += now[i] == 0.0f && was[i] != 0.0f;
+        }
+        CHECK(zeroed > 0);
+
+        CHECK(decoder_run(f.d, f.src, NSENT, f.S, &opt, hyp, &err) == TFM_OK);
+        for (int i = 0; i < NSENT * 4; i++) {
+            CHECK_EQ_INT(hyp[i].len, len[i]);
+            CHECK(hyp[i].len == len[i] && memcmp(hyp[i].tokens, tok[i], sizeof(int) * len[i]) == 0);
+            CHECK(hyp[i].score == score[i]);
+        }
+        Decoder *d2 = NULL;
+        CHECK(decoder_init(&d2, &f.m, 1, 1, &err) == TFM_ERR_USAGE && d2 == NULL);
+        free(before);
+        setup_close(&f);
+    }
+}

@@ -136,7 +136,7 @@ static void run_kernel(const char *name, float **y_ref)
             fill(b, 1, out, RANDOM, 1.0f, &rng);
             fill(x, n, in, (enum Fill)f, -1.0f, &rng);
             PackedInt8 p;
-            CHECK(packed_int8_init(&p, w, b, in, out, NULL) == TFM_OK);
+            CHECK(packed_int8_init(&p, w, NULL, b, in, out, NULL) == TFM_OK);
             const int relu = f == NEGATIVE;
             packed_int8_forward(&p, y, x, n, relu);
             const double e = worst_error(y, x, w, b, n, in, out, relu);
@@ -184,7 +184,7 @@ TEST(test_int8_close_to_float)
     fill(w, out, in, RANDOM, 1, &rng);
     fill(x, n, in, RANDOM, 1, &rng);
     PackedInt8 p;
-    CHECK(packed_int8_init(&p, w, NULL, in, out, NULL) == TFM_OK);
+    CHECK(packed_int8_init(&p, w, NULL, NULL, in, out, NULL) == TFM_OK);
     packed_int8_forward(&p, y, x, n, 0);
     for (int r = 0; r < n; r++)
         for (int j = 0; j < out; j++) {
@@ -211,7 +211,7 @@ TEST(test_int8_special_rows)
     memset(x + in, 0, sizeof(float) * in);      /* row 1: zeros */
     x[2 * in + 4] = NAN;                        /* row 2: a NaN */
     PackedInt8 p;
-    CHECK(packed_int8_init(&p, w, b, in, out, NULL) == TFM_OK);
+    CHECK(packed_int8_init(&p, w, NULL, b, in, out, NULL) == TFM_OK);
     packed_int8_forward(&p, y, x, 3, 0);
     for (int j = 0; j < out; j++) {
         CHECK(isfinite(y[j]));
@@ -241,7 +241,7 @@ TEST(test_int8_batch_and_thread_independent)
         if (!int8_kernel_available(kernel_names[i])) continue;
         CHECK(int8_kernel_select(kernel_names[i], NULL) == TFM_OK);
         PackedInt8 p;
-        CHECK(packed_int8_init(&p, w, b, in, out, NULL) == TFM_OK);
+        CHECK(packed_int8_init(&p, w, NULL, b, in, out, NULL) == TFM_OK);
         for (int t = 1; t <= 2; t++) {
             omp_set_num_threads(t);
             packed_int8_forward(&p, y, x, n, 0);
@@ -268,8 +268,8 @@ TEST(test_int8_through_packed_linear)
     for (int i = 0; i < 20; i++) x[i] = cosf((float)i);
     PackedLinear pl;
     PackedInt8 p8;
-    CHECK(packed_linear_init_int8(&pl, w, b, 10, 6, NULL) == TFM_OK);
-    CHECK(packed_int8_init(&p8, w, b, 10, 6, NULL) == TFM_OK);
+    CHECK(packed_linear_init_int8(&pl, w, NULL, b, 10, 6, NULL) == TFM_OK);
+    CHECK(packed_int8_init(&p8, w, NULL, b, 10, 6, NULL) == TFM_OK);
     packed_linear_forward(&pl, y, x, 2, 1);
     packed_int8_forward(&p8, y2, x, 2, 1);
     CHECK(memcmp(y, y2, sizeof y) == 0);

@@ -33,6 +33,9 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
     if (max_beam > DECODE_MAX_BEAM)
         return err_set(err, TFM_ERR_USAGE, "decoder: beam %d is larger than %d", max_beam,
                        DECODE_MAX_BEAM);
+    if (m->matrices_released)
+        return err_set(err, TFM_ERR_USAGE, "decoder: the model's matrices were released after "
+                       "packing (model_release_matrices)");
     if (max_sents > INT_MAX / max_beam)
         return err_set(err, TFM_ERR_USAGE, "decoder: %d sentences at once with beam %d are "
                        "too many rows", max_sents, max_beam);

@@ -41,20 +41,18 @@ double dec_step_packed_bytes(const ModelConfig *c)
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
 {
     /* an int8 model's products run in int8 */
-    TfmStatus (*const init)(PackedLinear *, const float *, const float *, int, int, TfmErr *) =
-        s->m->int8 ? packed_linear_init_int8 : packed_linear_init;
+    TfmStatus (*const init)(PackedLinear *, const float *, const int *, const float *, int, int,
+                            TfmErr *) = s->m->int8 ? packed_linear_init_int8 : packed_linear_init;
     TfmStatus st;
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
         for (int j = 0; j < LP_COUNT; j++) {
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
-            if ((st = init(&s->layer[i].pk[j], p.w, p.b, p.in, p.out, err)) != TFM_OK) return st;
+            if ((st = init(&s->layer[i].pk[j], p.w, NULL, p.b, p.in, p.out, err)) != TFM_OK)
+                return st;
         }
     /* model.output_vocab "target": the product covers the output pieces'
-     * rows only (out_w), and dec_step_forward spreads them over the
-     * vocabulary */
-    if (s->m->out_ids) model_gather_output(s->m, s->out_w);
-    if ((st = init(&s->p_out, s->m->out_ids ? s->out_w : s->m->out_proj, NULL, s->D, s->Vo,
-                   err)) != TFM_OK)
+     * rows only (out_ids: NULL, every row, otherwise) */
+    if ((st = init(&s->p_out, s->m->out_proj, s->m->out_ids, NULL, s->D, s->Vo, err)) != TFM_OK)
         return st;
     return encoder_pack_new(&s->enc_pack, s->m, err);
 }
@@ -67,8 +65,7 @@ void dec_step_update_weights(DecStep *s)
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
             packed_linear_update(&s->layer[i].pk[j], p.w, p.b);
         }
-    if (m->out_ids) model_gather_output(m, s->out_w);
-    packed_linear_update(&s->p_out, m->out_ids ? s->out_w : m->out_proj, NULL);
+    packed_linear_update(&s->p_out, m->out_proj, NULL);
     encoder_pack_update(s->enc_pack, m);
 }
 
@@ -117,7 +114,6 @@ void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max
     }
     s->anc = s->linear ? NULL : arena_take(a, R * T, sizeof(int));
     s->anc_next = s->linear ? NULL : arena_take(a, R * T, sizeof(int));
-    s->out_w = m->out_ids ? arena_take(a, (size_t)s->Vo * D, f) : NULL;
     s->logits_out = m->out_ids ? arena_take(a, R * (size_t)s->Vo, f) : NULL;
     model_dec_final_ln(m, &s->fin_g, &s->fin_b);
 

@@ -53,7 +53,6 @@ typedef struct {
                                             position p (its ancestor in the beam);
                                             a reorder moves these, not the caches */
     const float *fin_g, *fin_b;          /* pre-norm final LayerNorm */
-    float *out_w;                        /* (Vo, D) the output pieces' rows, or NULL */
     float *logits_out;                   /* (R, Vo) their log-probabilities, or NULL */
     PackedLinear p_out;                  /* output projection to the vocabulary */
     EncoderPack *enc_pack;               /* the encoder's weights, packed */

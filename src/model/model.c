@@ -607,17 +607,17 @@ TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
         return TFM_ERR_NOMEM;
     }
     /* an int8 model's products run in int8 */
-    TfmStatus (*const init)(PackedLinear *, const float *, const float *, int, int, TfmErr *) =
-        m->int8 ? packed_linear_init_int8 : packed_linear_init;
+    TfmStatus (*const init)(PackedLinear *, const float *, const int *, const float *, int, int,
+                            TfmErr *) = m->int8 ? packed_linear_init_int8 : packed_linear_init;
     for (int i = 0; i < layers; i++) {
         const EncP *lp = &m->layout->enc[i];
         PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
         pk->layers = i + 1;
         TfmStatus st;
-        if ((st = init(&l[PK_QKV], P(lp->self.w), P(lp->self.b), D, 3 * D, err)) ||
-            (st = init(&l[PK_O], P(lp->self.wo), P(lp->self.bo), D, D, err)) ||
-            (st = init(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1), D, F, err)) ||
-            (st = init(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2), F, D, err))) {
+        if ((st = init(&l[PK_QKV], P(lp->self.w), NULL, P(lp->self.b), D, 3 * D, err)) ||
+            (st = init(&l[PK_O], P(lp->self.wo), NULL, P(lp->self.bo), D, D, err)) ||
+            (st = init(&l[PK_F1], P(lp->ffn.w1), NULL, P(lp->ffn.b1), D, F, err)) ||
+            (st = init(&l[PK_F2], P(lp->ffn.w2), NULL, P(lp->ffn.b2), F, D, err))) {
             encoder_pack_free(pk);
             return st;
         }

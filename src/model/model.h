@@ -102,6 +102,8 @@ typedef struct {
      * int8 values times its rows' scales, and inference packs its products
      * in int8 (nn/packed_int8.h). */
     bool int8;
+    /* model_release_matrices: the products' float weights are gone. */
+    bool matrices_released;
 } Model;
 
 /* Builds the tensor table and allocates params (zeroed). cfg must be valid
@@ -247,6 +249,14 @@ void model_dec_final_ln(const Model *m, const float **g, const float **b);
 void model_quantize(Model *m);
 /* Whether tensor t is stored as int8 in an int8 model. */
 static inline bool model_tensor_int8(const TensorInfo *t) { return t->rows > 1; }
+
+/* Translation, once every decoder is made (their products packed): the
+ * float weights that only the products read (every TENSOR_MATRIX, and an
+ * output projection of its own) go back to the system, the pages wholly
+ * inside them (they then read as zeros). Embeddings, biases and norms stay.
+ * Sets m->matrices_released: decoder_init refuses the model then, and
+ * nothing may train, save or repack it. */
+void model_release_matrices(Model *m);
 
 /* Looks up a tensor by name; NULL if absent. */
 const TensorInfo *model_tensor(const Model *m, const char *name);

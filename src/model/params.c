@@ -25,9 +25,12 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "nn/layers.h"
 #include "model/layout.h"
@@ -291,4 +294,41 @@ void model_gather_output(const Model *m, float *dst)
     const int D = m->cfg.d_model;
     if (m->out_ids) gather_rows(dst, m->out_proj, m->out_ids, m->n_out, D);
     else memcpy(dst, m->out_proj, sizeof(float) * (size_t)m->cfg.vocab_size * (size_t)D);
+}
+
+/* Whether only the packed products read tensor t at inference. */
+static bool product_only(const Model *m, const TensorInfo *t)
+{
+    const float *at = m->params + t->offset;
+    if (t->kind == TENSOR_MATRIX) return true;
+    return at == m->out_proj && at != m->emb_src && at != m->emb_tgt;
+}
+
+/* The whole pages of [from, to) floats of params, back to the system. */
+static void release_range(const Model *m, size_t from, size_t to)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = ((uintptr_t)(m->params + from) + page - 1) & ~(page - 1);
+    const uintptr_t b = (uintptr_t)(m->params + to) & ~(page - 1);
+    /* advice only: on failure the memory stays, nothing else changes */
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void model_release_matrices(Model *m)
+{
+    if (m->replica || m->matrices_released) return;
+    /* neighbours (a layer's q, k and v) as one range: fewer partial pages */
+    size_t from = 0, to = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        if (!product_only(m, t)) continue;
+        const size_t end = t->offset + (size_t)t->rows * t->cols;
+        if (t->offset != to) {
+            release_range(m, from, to);
+            from = t->offset;
+        }
+        to = end;
+    }
+    release_range(m, from, to);
+    m->matrices_released = true;
 }

@@ -137,8 +137,12 @@ TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int 
                          TfmErr *err)
 {
     TfmStatus st = decoder_init(&p->dec, &p->mf.model, max_sents, max_beam, err);
+    if (st == TFM_OK) st = start_ensemble(p, s, max_sents, max_beam, err);
     if (st != TFM_OK) return st;
-    return start_ensemble(p, s, max_sents, max_beam, err);
+    /* every product is packed now: its float weights are dead */
+    model_release_matrices(&p->mf.model);
+    for (int i = 0; i < p->n_extra; i++) model_release_matrices(&p->extra_mf[i].model);
+    return TFM_OK;
 }
 
 TfmStatus pipeline_encode(const Pipeline *p, const char *line, size_t len, int **ids, int *n,

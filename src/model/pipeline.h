@@ -53,7 +53,8 @@ TfmStatus pipeline_load(Pipeline *p, const PipelineSpec *spec, TfmErr *err);
 
 /* Makes the decoder for max_sents sentences with beams up to max_beam and,
  * with several models, loads and checks the others (one vocabulary, one
- * max_len) and makes them its ensemble. */
+ * max_len) and makes them its ensemble. Then releases the models' product
+ * weights (model_release_matrices): the decoders hold them packed. */
 TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *spec, int max_sents, int max_beam,
                          TfmErr *err);
 

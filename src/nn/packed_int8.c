@@ -366,8 +366,8 @@ static void *alloc64(size_t bytes, TfmErr *err)
     return p;
 }
 
-TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const float *b, int in, int out,
-                           TfmErr *err)
+TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const float *b,
+                           int in, int out, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     if (!kernel) {
@@ -388,16 +388,16 @@ TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const float *b, int in
         packed_int8_free(p);
         return TFM_ERR_NOMEM;
     }
-    packed_int8_update(p, w, b);
+    packed_int8_update(p, w, rows, b);
     return TFM_OK;
 }
 
-void packed_int8_update(PackedInt8 *p, const float *w, const float *b)
+void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const float *b)
 {
     const int in = p->in;
     int8_t row[in > 0 ? in : 1];
     for (int j = 0; j < p->out; j++) {
-        p->scale[j] = int8_quantize_row(row, w + (size_t)j * in, in);
+        p->scale[j] = int8_quantize_row(row, w + (size_t)(rows ? rows[j] : j) * in, in);
         int8_t *panel = p->w + (size_t)(j / NR) * p->groups * GROUP_BYTES;
         int32_t sum = 0;
         for (int k = 0; k < in; k++) {

@@ -32,13 +32,15 @@ typedef struct {
     Int8Scratch *scratch;   /* the quantized inputs of a call (grown as needed) */
 } PackedInt8;
 
-/* Quantizes w (out, in) row by row and packs it; copies b (out, or NULL).
- * Errors: TFM_ERR_NOMEM; TFM_ERR_CONFIG for a TFM_INT8_KERNEL this CPU
- * cannot run or that does not exist. */
-TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const float *b, int in, int out,
-                           TfmErr *err);
-/* Requantizes after the weights changed (same shape). */
-void packed_int8_update(PackedInt8 *p, const float *w, const float *b);
+/* Quantizes the rows of w (in floats each) row by row and packs them:
+ * output j is row rows[j] of w, or row j when rows is NULL (so a product
+ * over some rows of a matrix needs no gathered copy); copies b (out, or
+ * NULL). Errors: TFM_ERR_NOMEM; TFM_ERR_CONFIG for a TFM_INT8_KERNEL this
+ * CPU cannot run or that does not exist. */
+TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const float *b,
+                           int in, int out, TfmErr *err);
+/* Requantizes after the weights changed (same shape, rows as at init). */
+void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. A row of x
  * holding NaN or ±Inf gives a row of NaN (as float32 would give NaN or
  * Inf); a row of zeros gives the bias. Not reentrant for one p (its

@@ -85,12 +85,13 @@ static void free_aligned(float *p)
     if (p) free(((void **)p)[-1]);
 }
 
-TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
-                             TfmErr *err)
+TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, const float *b,
+                             int in, int out, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     p->in = in;
     p->out = out;
+    p->rows = rows;
     p->panels = (out + NR - 1) / NR;
     const size_t cols = (size_t)p->panels * NR;
     p->b = alloc_aligned(cols, err);
@@ -113,15 +114,16 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, in
     return TFM_OK;
 }
 
-TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const float *b, int in,
-                                  int out, TfmErr *err)
+TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *rows,
+                                  const float *b, int in, int out, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     p->in = in;
     p->out = out;
+    p->rows = rows;
     p->i8 = xcalloc(1, sizeof *p->i8, err);
     if (!p->i8) return TFM_ERR_NOMEM;
-    TfmStatus st = packed_int8_init(p->i8, w, b, in, out, err);
+    TfmStatus st = packed_int8_init(p->i8, w, rows, b, in, out, err);
     if (st != TFM_OK) {
         free(p->i8);
         p->i8 = NULL;
@@ -133,23 +135,24 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
 {
     const int in = p->in;
     if (p->i8) {
-        packed_int8_update(p->i8, w, b);
+        packed_int8_update(p->i8, w, p->rows, b);
         return;
     }
     if (p->wh) {
         const int pairs = (in + 1) / 2;
         for (int j = 0; j < p->out; j++) {
             uint16_t *panel = p->wh + (size_t)(j / NR) * pairs * NR * 2;
+            const float *wj = w + (size_t)(p->rows ? p->rows[j] : j) * in;
             for (int k = 0; k < in; k++)
-                panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] =
-                    bf16_from_float(w[(size_t)j * in + k]);
+                panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] = bf16_from_float(wj[k]);
             p->b[j] = b ? b[j] : 0.0f;
         }
         return;
     }
     for (int j = 0; j < p->out; j++) {
         float *panel = p->w + (size_t)(j / NR) * in * NR;
-        for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = w[(size_t)j * in + k];
+        const float *wj = w + (size_t)(p->rows ? p->rows[j] : j) * in;
+        for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = wj[k];
         p->b[j] = b ? b[j] : 0.0f;
     }
 }
@@ -166,6 +169,7 @@ void packed_linear_free(PackedLinear *p)
     free(p->scratch);
     p->w = p->b = NULL;
     p->wh = NULL;
+    p->rows = NULL;
     p->scratch = NULL;
 }
 

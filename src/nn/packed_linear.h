@@ -28,6 +28,8 @@ typedef struct {
 
 typedef struct {
     int in, out, panels;
+    const int *rows;    /* output j is row rows[j] of the caller's matrix, or NULL
+                           (row j); the caller's array, read again by updates */
     float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
     /* bf16 (packed while blas_bf16() is on, as in tfm translate --precision
@@ -41,17 +43,21 @@ typedef struct {
     PackedInt8 *i8;
 } PackedLinear;
 
-/* Packs w (out, in) row-major and copies b (out, or NULL); in bf16 when
- * blas_bf16() is on (the CPU has AVX512-BF16 then: blas_use_bf16 checked).
- * In bf16 each output element is still one chain in a fixed order, with
- * the inputs and weights rounded to bf16 and float32 sums. */
-TfmStatus packed_linear_init(PackedLinear *p, const float *w, const float *b, int in, int out,
-                             TfmErr *err);
+/* Packs w (row-major, in floats a row; output j is row rows[j], or row j
+ * when rows is NULL: a product over some rows of a matrix, such as the
+ * output pieces' rows of the output projection, needs no gathered copy)
+ * and copies b (out, or NULL); in bf16 when blas_bf16() is on (the CPU has
+ * AVX512-BF16 then: blas_use_bf16 checked). In bf16 each output element is
+ * still one chain in a fixed order, with the inputs and weights rounded to
+ * bf16 and float32 sums. rows must outlive p (updates read it). */
+TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, const float *b,
+                             int in, int out, TfmErr *err);
 /* The same product in int8 (packed_int8.h): weights quantized per output
  * row, inputs per row as they come. Errors as packed_int8_init. */
-TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const float *b, int in,
-                                  int out, TfmErr *err);
-/* Repacks after the weights changed (same shape), e.g. during training. */
+TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *rows,
+                                  const float *b, int in, int out, TfmErr *err);
+/* Repacks after the weights changed (same shape and rows), e.g. during
+ * training. */
 void packed_linear_update(PackedLinear *p, const float *w, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
