@@ -2,6 +2,7 @@
  * bit-flipped, empty and wrong-version files are refused with a clear error. */
 #include "test.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -645,6 +646,9 @@ TEST(test_ckpt_refuses_damaged_int8)
                         "or Inf scale");
     const int8_t m128 = -128;
     expect_int8_refused(buf, len, values + 3, &m128, 1, "int8 tensor 'emb.shared' holds -128");
+    /* a finite scale whose values overflow (a row's largest |value| is 127) */
+    const float huge = FLT_MAX;
+    expect_int8_refused(buf, len, scale, &huge, 4, "tensor 'emb.shared' holds NaN or Inf");
     const char v1 = 1;
     expect_int8_refused(buf, len, 8, &v1, 1, "int8 tensors (QTEN section) in a version 1 file");
     /* bit flips: the checksum */

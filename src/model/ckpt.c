@@ -457,16 +457,22 @@ static TfmStatus read_tensors(Reader *r, Model *m, char *seen, bool int8, const 
                 if (!all_in(&sc, 1, 0))
                     return err_set(err, TFM_ERR_FORMAT, "%s: int8 tensor '%s' has a negative, "
                                    "NaN or Inf scale", path, nm);
+                const int8_t *qr = q + (size_t)row * cols;
+                float *dr = dst + (size_t)row * cols;
+                int least = 0, most = 0;        /* reductions, so the loops vectorize */
                 for (uint32_t c = 0; c < cols; c++) {
-                    const int8_t v = q[(size_t)row * cols + c];
-                    if (v == -128)
-                        return err_set(err, TFM_ERR_FORMAT, "%s: int8 tensor '%s' holds -128",
-                                       path, nm);
-                    dst[(size_t)row * cols + c] = (float)v * sc;
+                    least = qr[c] < least ? qr[c] : least;
+                    most = qr[c] > most ? qr[c] : most;
                 }
+                if (least == -128)
+                    return err_set(err, TFM_ERR_FORMAT, "%s: int8 tensor '%s' holds -128", path,
+                                   nm);
+                /* the largest |value| times the scale: finite, or the row is not */
+                if (!((float)(most > -least ? most : -least) * sc <= FLT_MAX))
+                    return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path,
+                                   nm);
+                for (uint32_t c = 0; c < cols; c++) dr[c] = (float)qr[c] * sc;
             }
-            if (!all_in(dst, nv, -FLT_MAX))
-                return err_set(err, TFM_ERR_FORMAT, "%s: tensor '%s' holds NaN or Inf", path, nm);
         }
         seen[t - m->tensors] = 1;
     }

@@ -9,6 +9,9 @@
 
 #include "nn/blas.h"
 
+/* Below this, a loop runs here without a parallel region: even an if(0)
+ * region makes libgomp allocate a team and end it with a futex wake (a
+ * system call), and a decoder step makes dozens of such small calls. */
 #define PAR_MIN_FLOPS 65536L
 
 long attn_probs_size(const AttnShape *s)
@@ -97,74 +100,85 @@ static int key_visible(const AttnShape *s, int b, int i, int j)
     return 1;
 }
 
+/* attention_forward for one (sentence, head) pair bh. */
+static inline void attend_pair(float *out, float *att, float *att_d, const float *q,
+                               const float *k, const float *v, const AttnShape *s, float p,
+                               uint64_t seed, long bh)
+{
+    const int H = s->heads, dh = s->dh, tq = s->tq, tk = s->tk;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const int b = (int)(bh / H), h = (int)(bh % H);
+    const float *qb = q + b * s->q_stride + h * dh;
+    /* with key_row, k and v start at sentence 0's rows */
+    const KeyRows kr = {s->key_row ? s->key_row + (long)b * s->key_row_stride : NULL,
+                        s->k_stride};
+    const float *kb = k + (kr.rows ? 0 : b * s->k_stride) + h * dh;
+    const float *vb = v + (kr.rows ? 0 : b * s->v_stride) + h * dh;
+    float *ob = out + b * s->o_stride + h * dh;
+    float *a = att + bh * tq * tk;
+    const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;
+    const int ql = s->query_pad && kl < tq ? kl : tq;     /* query rows computed */
+    /* S = Q·Kᵀ/sqrt(Dh) */
+    scores(a, tk, qb, s->ldq, kb, s->ldk, kr, ql, kl, dh, scale);
+    for (int i = ql; i < tq; i++) {                        /* padding queries */
+        for (int j = 0; j < tk; j++) a[(long)i * tk + j] = 0.0f;
+        for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
+    }
+    for (int i = 0; i < ql; i++) {
+        float *row = a + (long)i * tk;
+        for (int j = kl; j < tk; j++) row[j] = 0.0f;
+        float mx = -INFINITY;
+        for (int j = 0; j < kl; j++) {
+            if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
+            else if (row[j] > mx) mx = row[j];
+        }
+        if (mx == -INFINITY) {      /* every key masked: zeros, not NaN */
+            for (int j = 0; j < kl; j++) row[j] = 0.0f;
+            continue;
+        }
+        /* exp (exactly 0 for masked keys) and their sum, in 16 lanes
+         * fixed by the key index, so the sum does not depend on how
+         * the compiler handles the loop's tail */
+        float lane[16] = {0};
+        int j = 0;
+        for (; j + 16 <= kl; j += 16)
+            for (int c = 0; c < 16; c++) {
+                row[j + c] = exp_fast(row[j + c] - mx);
+                lane[c] += row[j + c];
+            }
+        float sum = 0;
+        for (; j < kl; j++) {
+            row[j] = exp_fast(row[j] - mx);
+            sum += row[j];
+        }
+        for (int c = 0; c < 16; c++) sum += lane[c];
+        const float inv = 1.0f / sum;
+        for (j = 0; j < kl; j++) row[j] *= inv;
+    }
+    float *ad = a;
+    if (p > 0) {
+        /* Each pair has its own stream, so the mask does not depend on
+         * which thread runs which pair. */
+        ad = att_d + bh * tq * tk;
+        dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
+    }
+    /* O = P·V */
+    weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, kr, ql, kl, dh);
+}
+
 void attention_forward(float *out, float *att, float *att_d, const float *q,
                        const float *k, const float *v, const AttnShape *s,
                        float p, uint64_t seed)
 {
-    const int H = s->heads, dh = s->dh, tq = s->tq, tk = s->tk;
-    const float scale = 1.0f / sqrtf((float)dh);
-    const long pairs = (long)s->n * H;
-    /* A decoding step (tq = 1, few sentences) is too small to share. */
-#pragma omp parallel for schedule(static) if (pairs * tq * tk * dh > PAR_MIN_FLOPS)
-    for (long bh = 0; bh < pairs; bh++) {
-        const int b = (int)(bh / H), h = (int)(bh % H);
-        const float *qb = q + b * s->q_stride + h * dh;
-        /* with key_row, k and v start at sentence 0's rows */
-        const KeyRows kr = {s->key_row ? s->key_row + (long)b * s->key_row_stride : NULL,
-                            s->k_stride};
-        const float *kb = k + (kr.rows ? 0 : b * s->k_stride) + h * dh;
-        const float *vb = v + (kr.rows ? 0 : b * s->v_stride) + h * dh;
-        float *ob = out + b * s->o_stride + h * dh;
-        float *a = att + bh * tq * tk;
-        const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;
-        const int ql = s->query_pad && kl < tq ? kl : tq;     /* query rows computed */
-        /* S = Q·Kᵀ/sqrt(Dh) */
-        scores(a, tk, qb, s->ldq, kb, s->ldk, kr, ql, kl, dh, scale);
-        for (int i = ql; i < tq; i++) {                        /* padding queries */
-            for (int j = 0; j < tk; j++) a[(long)i * tk + j] = 0.0f;
-            for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
-        }
-        for (int i = 0; i < ql; i++) {
-            float *row = a + (long)i * tk;
-            for (int j = kl; j < tk; j++) row[j] = 0.0f;
-            float mx = -INFINITY;
-            for (int j = 0; j < kl; j++) {
-                if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
-                else if (row[j] > mx) mx = row[j];
-            }
-            if (mx == -INFINITY) {      /* every key masked: zeros, not NaN */
-                for (int j = 0; j < kl; j++) row[j] = 0.0f;
-                continue;
-            }
-            /* exp (exactly 0 for masked keys) and their sum, in 16 lanes
-             * fixed by the key index, so the sum does not depend on how
-             * the compiler handles the loop's tail */
-            float lane[16] = {0};
-            int j = 0;
-            for (; j + 16 <= kl; j += 16)
-                for (int c = 0; c < 16; c++) {
-                    row[j + c] = exp_fast(row[j + c] - mx);
-                    lane[c] += row[j + c];
-                }
-            float sum = 0;
-            for (; j < kl; j++) {
-                row[j] = exp_fast(row[j] - mx);
-                sum += row[j];
-            }
-            for (int c = 0; c < 16; c++) sum += lane[c];
-            const float inv = 1.0f / sum;
-            for (j = 0; j < kl; j++) row[j] *= inv;
-        }
-        float *ad = a;
-        if (p > 0) {
-            /* Each pair has its own stream, so the mask does not depend on
-             * which thread runs which pair. */
-            ad = att_d + bh * tq * tk;
-            dropout_apply(ad, a, (long)tq * tk, p, dropout_site_seed(seed, (uint64_t)bh));
-        }
-        /* O = P·V */
-        weighted_sum(ob, s->ldo, ad, tk, vb, s->ldv, kr, ql, kl, dh);
+    const long pairs = (long)s->n * s->heads;
+    /* A decoding step (tq = 1, few sentences) is too small to share, and
+     * runs here without entering libgomp (see PAR_MIN_FLOPS). */
+    if (pairs * s->tq * s->tk * s->dh <= PAR_MIN_FLOPS) {
+        for (long bh = 0; bh < pairs; bh++) attend_pair(out, att, att_d, q, k, v, s, p, seed, bh);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (long bh = 0; bh < pairs; bh++) attend_pair(out, att, att_d, q, k, v, s, p, seed, bh);
 }
 
 /* forward: S = c·Q·Kᵀ (c = 1/sqrt(Dh)), P = softmax(S), P' = drop(P), O = P'·V.

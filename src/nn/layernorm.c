@@ -5,31 +5,42 @@
 #include <omp.h>
 #include <string.h>
 
+/* Row r of layernorm_forward. */
+static inline void layernorm_row(float *y, float *mean, float *rstd, const float *x,
+                                 const float *g, const float *b, int d, int r)
+{
+    const float *xr = x + (long)r * d;
+    float *yr = y + (long)r * d;
+    /* Two passes (mean, then centred variance): no cancellation when
+     * |mean| >> std, which a residual stream can reach. */
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < d; j++) s += xr[j];
+    float mu = s / d;
+    float v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int j = 0; j < d; j++) {
+        float c = xr[j] - mu;
+        v += c * c;
+    }
+    float rs = 1.0f / sqrtf(v / d + LN_EPS);
+#pragma omp simd
+    for (int j = 0; j < d; j++) yr[j] = (xr[j] - mu) * rs * g[j] + b[j];
+    if (mean) mean[r] = mu;
+    if (rstd) rstd[r] = rs;
+}
+
 void layernorm_forward(float *y, float *mean, float *rstd, const float *x,
                        const float *g, const float *b, int n, int d)
 {
-#pragma omp parallel for schedule(static) if ((long)n * d > 16384)
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (long)r * d;
-        float *yr = y + (long)r * d;
-        /* Two passes (mean, then centred variance): no cancellation when
-         * |mean| >> std, which a residual stream can reach. */
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int j = 0; j < d; j++) s += xr[j];
-        float mu = s / d;
-        float v = 0;
-#pragma omp simd reduction(+ : v)
-        for (int j = 0; j < d; j++) {
-            float c = xr[j] - mu;
-            v += c * c;
-        }
-        float rs = 1.0f / sqrtf(v / d + LN_EPS);
-#pragma omp simd
-        for (int j = 0; j < d; j++) yr[j] = (xr[j] - mu) * rs * g[j] + b[j];
-        if (mean) mean[r] = mu;
-        if (rstd) rstd[r] = rs;
+    /* a decoder step's few rows stay out of libgomp (whose if(0) region
+     * still allocates a team and ends with a futex wake) */
+    if ((long)n * d <= 16384) {
+        for (int r = 0; r < n; r++) layernorm_row(y, mean, rstd, x, g, b, d, r);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) layernorm_row(y, mean, rstd, x, g, b, d, r);
 }
 
 /* forward: y = x̂·g + b, x̂ = (x - μ)·rstd, with μ and rstd functions of the row.

@@ -6,7 +6,9 @@
 #include <omp.h>
 #include <string.h>
 
-/* Below this many elements a parallel region costs more than it saves. */
+/* Below this many elements a parallel region costs more than it saves. The
+ * loops a decoder step runs then stay out of libgomp: even an if(0) region
+ * allocates a team and ends with a futex wake (a system call). */
 #define PAR_MIN 16384
 
 /* ---- dropout ---- */
@@ -101,13 +103,23 @@ void residual_dropout_forward(float *out, const float *x, const float *y, long n
         dropout_core(out, x, y, n, p, seed);
         return;
     }
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    if (n <= PAR_MIN) {
+#pragma omp simd
+        for (long i = 0; i < n; i++) out[i] = x[i] + y[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
 void add_inplace(float *y, const float *x, long n)
 {
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    if (n <= PAR_MIN) {
+#pragma omp simd
+        for (long i = 0; i < n; i++) y[i] += x[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) y[i] += x[i];
 }
 
@@ -133,20 +145,31 @@ float word_keep(long r, float p, uint64_t seed)
     return (w & 0xffffU) >= t ? dropout_scale(p) : 0.0f;
 }
 
+/* Row r of embed_forward. */
+static inline void embed_row(float *out, const int *tok, int len, const float *emb,
+                             const float *pe, int pos0, int d, float scale, float p_word,
+                             uint64_t seed, long r)
+{
+    const float *e = emb + (long)tok[r] * d;
+    const float *p = pe + (long)(pos0 + r % len) * d;
+    const float s = scale * word_keep(r, p_word, seed);
+    float *o = out + r * d;
+#pragma omp simd
+    for (int j = 0; j < d; j++) o[j] = e[j] * s + p[j];
+}
+
 void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
                    const float *pe, int pos0, int d, float scale, float p_word,
                    uint64_t seed)
 {
     const long rows = (long)n * len;
-#pragma omp parallel for schedule(static) if (rows * d > PAR_MIN)
-    for (long r = 0; r < rows; r++) {
-        const float *e = emb + (long)tok[r] * d;
-        const float *p = pe + (long)(pos0 + r % len) * d;
-        const float s = scale * word_keep(r, p_word, seed);
-        float *o = out + r * d;
-#pragma omp simd
-        for (int j = 0; j < d; j++) o[j] = e[j] * s + p[j];
+    if (rows * d <= PAR_MIN) {
+        for (long r = 0; r < rows; r++)
+            embed_row(out, tok, len, emb, pe, pos0, d, scale, p_word, seed, r);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < rows; r++) embed_row(out, tok, len, emb, pe, pos0, d, scale, p_word, seed, r);
 }
 
 /* Rows with the same token add into the same embedding row, so threads split
@@ -171,19 +194,25 @@ void embed_backward(float *demb, const float *dout, const int *tok, long rows, i
 
 /* ---- rows ---- */
 
+static inline void logsoftmax_row(float *row, int v)
+{
+    const float mx = row_max(row, v);
+    /* exp and sum in 8 lanes (rowexp.c): this runs on every decoding step
+     * over the whole vocabulary */
+    const float s = row_exp_sum(row, v, mx, NULL);
+    const float lse = mx + logf(s);
+#pragma omp simd
+    for (int j = 0; j < v; j++) row[j] -= lse;
+}
+
 void logsoftmax_rows(float *x, int n, int v)
 {
-#pragma omp parallel for schedule(static) if ((long)n * v > PAR_MIN)
-    for (int r = 0; r < n; r++) {
-        float *row = x + (long)r * v;
-        const float mx = row_max(row, v);
-        /* exp and sum in 8 lanes (rowexp.c): this runs on every decoding
-         * step over the whole vocabulary */
-        const float s = row_exp_sum(row, v, mx, NULL);
-        const float lse = mx + logf(s);
-#pragma omp simd
-        for (int j = 0; j < v; j++) row[j] -= lse;
+    if ((long)n * v <= PAR_MIN) {
+        for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * v, v);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * v, v);
 }
 
 void gather_rows(float *dst, const float *src, const int *idx, int m, int d)

@@ -517,9 +517,11 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
     int chunk = (1 << 18) / (4 * p->groups) / k->mr * k->mr;
     if (chunk < k->mr) chunk = k->mr;
     const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
-    /* A small product runs here: a parallel region costs libgomp a team
-     * even on one thread. */
-    if ((long)n * p->out * p->in <= (1L << 20) || omp_get_max_threads() == 1) {
+    /* A small product runs here: 2^22 multiply-adds take about 10 µs on one
+     * core, less than waking another thread costs on a busy host (and a
+     * parallel region costs libgomp a team even on one thread). A decoder
+     * step at batch 1 (5 rows) then runs its output layer on one thread. */
+    if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1) {
         quantize_rows(p, k, x, 0, n);
         run_tasks(p, k, y, n, relu, chunk, 0, tasks);
         return;

@@ -5,20 +5,30 @@
 #include <math.h>
 #include <omp.h>
 
+/* Row r of rmsnorm_forward. */
+static inline void rmsnorm_row(float *y, float *rstd, const float *x, const float *g, int d,
+                               int r)
+{
+    const float *xr = x + (long)r * d;
+    float *yr = y + (long)r * d;
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < d; j++) s += xr[j] * xr[j];
+    const float rs = 1.0f / sqrtf(s / d + LN_EPS);
+#pragma omp simd
+    for (int j = 0; j < d; j++) yr[j] = xr[j] * rs * g[j];
+    if (rstd) rstd[r] = rs;
+}
+
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, int n, int d)
 {
-#pragma omp parallel for schedule(static) if ((long)n * d > 16384)
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (long)r * d;
-        float *yr = y + (long)r * d;
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int j = 0; j < d; j++) s += xr[j] * xr[j];
-        const float rs = 1.0f / sqrtf(s / d + LN_EPS);
-#pragma omp simd
-        for (int j = 0; j < d; j++) yr[j] = xr[j] * rs * g[j];
-        if (rstd) rstd[r] = rs;
+    /* as layernorm_forward: small calls stay out of libgomp */
+    if ((long)n * d <= 16384) {
+        for (int r = 0; r < n; r++) rmsnorm_row(y, rstd, x, g, d, r);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) rmsnorm_row(y, rstd, x, g, d, r);
 }
 
 /* forward: y = x̂·g, x̂ = x·rstd, rstd = (mean(x²) + eps)^-1/2. With
