@@ -390,3 +390,56 @@ TEST(rmsnorm_values_and_gradcheck)
     norm_forward(NORM_RMS, y2, NULL, r2, c.x, c.g, NULL, LR, LD);
     CHECK(memcmp(y2, c.y, sizeof y2) == 0);
 }
+
+/* The row kernels run small calls in this thread and large ones in a
+ * parallel loop (a decoder step's calls stay out of libgomp): a row comes
+ * out the same bits either way. Each row alone (the small path) against
+ * one call over all rows (the large path). */
+TEST(test_row_kernels_small_and_large_calls_agree)
+{
+    enum { N = 160, D = 128, V = 300 };     /* N·D and N·V above 16384; one row below */
+    float *x = malloc(sizeof(float) * N * V), *g = malloc(sizeof(float) * D);
+    float *b = malloc(sizeof(float) * D), *all = malloc(sizeof(float) * N * V);
+    float *one = malloc(sizeof(float) * V);
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int i = 0; i < N * V; i++) x[i] = (float)(rng_uniform(&rng) * 4.0 - 2.0);
+    for (int j = 0; j < D; j++) g[j] = 1.0f + 0.1f * j / D, b[j] = 0.01f * j;
+    layernorm_forward(all, NULL, NULL, x, g, b, N, D);
+    for (int r = 0; r < N; r++) {
+        layernorm_forward(one, NULL, NULL, x + r * D, g, b, 1, D);
+        CHECK(memcmp(one, all + r * D, sizeof(float) * D) == 0);
+    }
+    rmsnorm_forward(all, NULL, x, g, N, D);
+    for (int r = 0; r < N; r++) {
+        rmsnorm_forward(one, NULL, x + r * D, g, 1, D);
+        CHECK(memcmp(one, all + r * D, sizeof(float) * D) == 0);
+    }
+    memcpy(all, x, sizeof(float) * N * V);
+    logsoftmax_rows(all, N, V);
+    for (int r = 0; r < N; r++) {
+        memcpy(one, x + r * V, sizeof(float) * V);
+        logsoftmax_rows(one, 1, V);
+        CHECK(memcmp(one, all + r * V, sizeof(float) * V) == 0);
+    }
+    /* attention: 40 sentences of 4 heads (parallel) against each alone */
+    enum { S = 40, H = 4, DH = 16, TQ = 4, TK = 16 };
+    const int Dm = H * DH;
+    float *q = malloc(sizeof(float) * S * TQ * Dm), *kv = malloc(sizeof(float) * S * TK * Dm);
+    float *out = malloc(sizeof(float) * S * TQ * Dm), *o1 = malloc(sizeof(float) * TQ * Dm);
+    float *att = malloc(sizeof(float) * S * H * TQ * TK);
+    for (int i = 0; i < S * TQ * Dm; i++) q[i] = (float)(rng_uniform(&rng) - 0.5);
+    for (int i = 0; i < S * TK * Dm; i++) kv[i] = (float)(rng_uniform(&rng) - 0.5);
+    AttnShape sh = {.n = S, .heads = H, .dh = DH, .tq = TQ, .tk = TK, .ldq = Dm, .ldk = Dm,
+                    .ldv = Dm, .ldo = Dm, .q_stride = (long)TQ * Dm, .k_stride = (long)TK * Dm,
+                    .v_stride = (long)TK * Dm, .o_stride = (long)TQ * Dm};
+    attention_forward(out, att, att, q, kv, kv, &sh, 0, 0);
+    sh.n = 1;
+    for (int s = 0; s < S; s++) {
+        attention_forward(o1, att, att, q + (long)s * TQ * Dm, kv + (long)s * TK * Dm,
+                          kv + (long)s * TK * Dm, &sh, 0, 0);
+        CHECK(memcmp(o1, out + (long)s * TQ * Dm, sizeof(float) * TQ * Dm) == 0);
+    }
+    free(q), free(kv), free(out), free(o1), free(att);
+    free(x), free(g), free(b), free(all), free(one);
+}
