@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/text.h"
 #include "nn/blas.h"
 #include "model/pipeline.h"
 #include "serve/batcher.h"
@@ -138,11 +139,12 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     return TFM_OK;
 }
 
-/* The key: F's first line without its line end; refused when empty. */
+/* The key: F's first line without its line end; refused when empty. A
+ * FIFO or folder is refused too (fopen would wait on a FIFO forever). */
 static TfmStatus read_key(const char *path, char *key, size_t size, size_t *len, TfmErr *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return err_set(err, TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = text_open_regular(path, err);
+    if (!f) return err->status;
     if (!fgets(key, (int)size, f)) key[0] = '\0';
     fclose(f);
     size_t n = strcspn(key, "\r\n");
