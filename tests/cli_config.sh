@@ -27,6 +27,10 @@ expect_exit 1 syntax -- "$TFM" train "$T/syntax.json" --dry-run &&
 
 expect_exit 1 missing -- "$TFM" train "$T/none.json" --dry-run &&
     expect_err_line missing "tfm: $T/none.json: cannot open: No such file or directory"
+# a model given where the config goes (it said "line 1 column 10: NUL byte in file")
+printf 'TFMMODEL\001\000\000\000\000\000\000\000' >"$T/first.tfm"
+expect_exit 1 "a model as the config" -- "$TFM" train "$T/first.tfm" --dry-run &&
+    expect_err_line model_as_config "tfm: $T/first.tfm: a tfm model, not a JSON config (to start from it: a config and --set train.init=$T/first.tfm)"
 # a FIFO is refused at once, not waited on (the config is read as every named input is)
 mkfifo "$T/fifo.json"
 expect_exit 1 config_fifo -- timeout 20 "$TFM" train "$T/fifo.json" --dry-run

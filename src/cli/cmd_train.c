@@ -13,6 +13,7 @@
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
 #include "cli/cmds.h"
+#include "model/ckpt.h"
 #include "model/config.h"
 #include "train/train.h"
 
@@ -222,7 +223,12 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         goto done;
     }
     TfmConfig cfg;
-    if ((st = config_load_overrides(&cfg, argv[optind], sets, n_sets, err)) != TFM_OK) goto done;
+    if ((st = config_load_overrides(&cfg, argv[optind], sets, n_sets, err)) != TFM_OK) {
+        if (st == TFM_ERR_CONFIG && ckpt_file_is_model(argv[optind]))
+            st = err_set(err, TFM_ERR_CONFIG, "%s: a tfm model, not a JSON config (to start "
+                         "from it: a config and --set train.init=%s)", argv[optind], argv[optind]);
+        goto done;
+    }
     if (have_threads) cfg.train.threads = (int)threads;
     if (have_seed) cfg.train.seed = (unsigned long long)seed;
     if ((have_threads || have_seed) && (st = config_check(&cfg, err)) != TFM_OK) {

@@ -291,6 +291,16 @@ static uint64_t le_u64(const unsigned char *b)
     return v;
 }
 
+bool ckpt_file_is_model(const char *path)
+{
+    FILE *f = text_open_regular(path, NULL);
+    if (!f) return false;
+    char head[8];
+    const bool is = fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, MAGIC, 8) == 0;
+    fclose(f);
+    return is;
+}
+
 /* Checks the magic, the version and that the section lengths chain up to an
  * END section that ends the file, reading only the heads: a large file that
  * is not a model fails here, before its size in memory is asked for. */

@@ -75,6 +75,10 @@ TfmStatus ckpt_load(const char *path, ModelFile *out, bool want_train_state, Tfm
 
 void ckpt_free(ModelFile *mf);
 
+/* Whether path starts as a model file does (its magic), for a friendlier
+ * error where a config was expected; false when it cannot be read. */
+bool ckpt_file_is_model(const char *path);
+
 /* Copies a model file atomically (best.tfm -> train.model, last.tfm ->
  * ckpt.N.tfm where hard links fail) after checking its checksum. */
 TfmStatus ckpt_copy(const char *from, const char *to, TfmErr *err);
