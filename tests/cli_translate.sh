@@ -121,6 +121,18 @@ expect_err_line "alpha range" "tfm: translate: --alpha: expected a number in [0,
 expect_exit 2 "bad alpha" -- "$TFM" translate --alpha=abc
 expect_exit 2 "unknown option" -- "$TFM" translate --frobnicate
 expect_exit 2 "stray argument" -- "$TFM" translate in.txt
+# -o naming a file the run reads: refused before it is replaced (the input
+# was lost: -i in.txt -o in.txt wrote the translation over it)
+cp in.txt self.txt
+expect_exit 2 "-o is the input" -- "$TFM" translate -i self.txt -o self.txt
+expect_err_line "-o is the input: message" "tfm: translate: -o 'self.txt' is also an input; it would be overwritten"
+check "-o is the input: the input kept" cmp -s in.txt self.txt
+ln -s self.txt self-link.txt
+expect_exit 2 "-o is a link to the input" -- "$TFM" translate -i self.txt -o self-link.txt
+cp model.tfm self.tfm
+expect_exit 2 "-o is the model" -- "$TFM" translate -m self.tfm -i in.txt -o self.tfm
+check "-o is the model: the model kept" cmp -s model.tfm self.tfm
+expect_exit 2 "-o is the reference" -- "$TFM" translate -i in.txt --score-reference self.txt -o self.txt
 expect_exit 0 "help" -- "$TFM" translate --help
 expect_exit 0 "empty input" -- sh -c "\"$TFM\" translate < /dev/null"
 check "empty input gives no output" test ! -s "$T/out"

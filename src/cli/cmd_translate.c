@@ -195,6 +195,22 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     return TFM_OK;
 }
 
+/* -o must name no file this run reads: the output would replace it. */
+static TfmStatus check_output_is_new(const Options *o, TfmErr *err)
+{
+    if (!o->output || strcmp(o->output, "-") == 0) return TFM_OK;
+    const char *reads[PIPELINE_MAX_MODELS + 2];
+    int n = 0;
+    if (o->input) reads[n++] = o->input;
+    if (o->score_ref) reads[n++] = o->score_ref;
+    for (int k = 0; k < o->dec.spec.n_models; k++) reads[n++] = o->dec.spec.models[k];
+    for (int k = 0; k < n; k++)
+        if (atomic_same_file(o->output, reads[k]))
+            return err_set(err, TFM_ERR_USAGE, "translate: -o '%s' is also an input; it would be "
+                           "overwritten", o->output);
+    return TFM_OK;
+}
+
 /* One input line of a batch. */
 typedef struct {
     int *ids;
@@ -528,6 +544,7 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
     }
     if ((st = decode_args_start(&t.o.dec, err)) != TFM_OK) return st;
     t.o.model = t.o.dec.spec.models[0];
+    if ((st = check_output_is_new(&t.o, err)) != TFM_OK) return st;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     LineReader in = {0};
