@@ -5,9 +5,12 @@
 # (configs/tiny.json, 2 threads) and measures:
 #   - start to first step: the wall time of a 1-step run that learns its
 #     vocabulary (default data.bpe_sample) and reads its first chunk
-#     (default data.shuffle_buffer), and that run's peak memory;
+#     (default data.shuffle_buffer), its CPU time (user + system: what a
+#     loaded machine changes least) and its peak memory;
 #   - training: STEPS steps with that vocabulary given: the peak resident
-#     memory (/usr/bin/time's max RSS) and the median training tok/s of
+#     memory (/usr/bin/time's max RSS), a chunk's own bytes (encoded and
+#     batched, as the run says; two are held while the next is read), the
+#     load average (1 minute) before and after, and the median training tok/s of
 #     log.jsonl's rows, against the smallest size's (whose corpus fits in
 #     the buffer: read once and kept, "in memory");
 #   - streaming against in memory: at the middle size, STREAM_STEPS steps
@@ -54,16 +57,22 @@ make_corpus() {
 head -n 200 data/val.de >"$WORK/v.de"
 head -n 200 data/val.en >"$WORK/v.en"
 
-# run NAME ARGS...: tfm train on the tiny shape; "WALL_S MAX_RSS_KB" in $WORK/NAME.time
+# run NAME ARGS...: tfm train on the tiny shape; "WALL_S MAX_RSS_KB CPU_S" in
+# $WORK/NAME.time (CPU: user + system), its notes in $WORK/NAME.err
 run() {
     local name=$1; shift
     rm -rf "$WORK/$name"
-    /usr/bin/time -f '%e %M' -o "$WORK/$name.time" "$TFM" train configs/tiny.json -q \
+    /usr/bin/time -f '%e %M %U %S' -o "$WORK/$name.time" "$TFM" train configs/tiny.json \
         --set "data.valid_src=$WORK/v.de" --set "data.valid_tgt=$WORK/v.en" \
         --set train.max_time_s=0 --set train.valid_every=1000000 --set train.save_every=1000000 \
         --set train.threads="$THREADS" --set train.log_every=5 \
-        --set "train.out_dir=$WORK/$name" --set "train.model=$WORK/$name.tfm" "$@" >/dev/null
+        --set "train.out_dir=$WORK/$name" --set "train.model=$WORK/$name.tfm" "$@" \
+        >/dev/null 2>"$WORK/$name.err"
+    awk '{printf "%s %s %.1f\n", $1, $2, $3 + $4}' "$WORK/$name.time" >"$WORK/$name.time.tmp"
+    mv "$WORK/$name.time.tmp" "$WORK/$name.time"
 }
+
+load() { cut -d' ' -f1 /proc/loadavg; }
 
 median_tok_s() {   # of the train rows after the first (its steps include the warm-up)
     grep -o '"tok_per_s": [0-9.]*' "$1" | tail -n +2 | awk '{print $2}' | sort -n |
@@ -76,20 +85,23 @@ tokens_per_sentence() {     # VOCAB: test_2016_flickr, both sides
     echo "scale=3; $n / $(cat data/test_2016_flickr.de data/test_2016_flickr.en | wc -l)" | bc
 }
 
-echo "| pairs | start → step 1 (s) | its peak RSS (MB) | training peak RSS (MB) | tok/s (median) | vs smallest |"
-echo "|---|---|---|---|---|---|"
+echo "| pairs | start → step 1 (s) | its CPU (s) | its peak RSS (MB) | training peak RSS (MB) | a chunk (MB) | tok/s (median) | vs smallest | load |"
+echo "|---|---|---|---|---|---|---|---|---|"
 first_tok=""
 last=""
 for n in $SIZES; do
     make_corpus "$n"
     C=(--set "data.train_src=$WORK/c$n.de" --set "data.train_tgt=$WORK/c$n.en")
+    l0=$(load)
     run "first$n" "${C[@]}" --set train.max_steps=1
-    read -r t1 m1 <"$WORK/first$n.time"
+    read -r t1 m1 c1 <"$WORK/first$n.time"
     run "train$n" "${C[@]}" --set "data.vocab=$WORK/first$n/vocab.txt" --set train.max_steps="$STEPS"
-    read -r _ m2 <"$WORK/train$n.time"
+    read -r _ m2 _ <"$WORK/train$n.time"
+    # a chunk's own memory, as the run said (none when the corpus is read once)
+    chunk=$(sed -n 's/.*of [0-9]* lines, \([0-9.]*\) MB encoded and batched.*/\1/p' "$WORK/train$n.err")
     tok=$(median_tok_s "$WORK/train$n/log.jsonl")
     [ -z "$first_tok" ] && first_tok=$tok
-    echo "| $n | $t1 | $((m1 / 1024)) | $((m2 / 1024)) | $tok | $(echo "scale=3; $tok / $first_tok" | bc) |"
+    echo "| $n | $t1 | $c1 | $((m1 / 1024)) | $((m2 / 1024)) | ${chunk:-(one, kept)} | $tok | $(echo "scale=3; $tok / $first_tok" | bc) | $l0-$(load) |"
     last=$n
 done
 
@@ -119,7 +131,7 @@ if [ "$FULL_VOCAB" = 1 ]; then
     run "full$last" --set "data.train_src=$WORK/c$last.de" --set "data.train_tgt=$WORK/c$last.en" \
         --set data.bpe_sample=0 --set train.max_steps=1
     full_tps=$(tokens_per_sentence "$WORK/full$last/vocab.txt")
-    read -r tf mf <"$WORK/full$last.time"
+    read -r tf mf _ <"$WORK/full$last.time"
     echo "- every line: $full_tps (start to step 1 $tf s, peak RSS $((mf / 1024)) MB)"
     echo "- sample / every line: $(echo "scale=4; $sample_tps / $full_tps" | bc)"
 fi

@@ -4,7 +4,11 @@
 # the next 157 the validation set (best.tfm by BLEU), the last 157 the test.
 # MODEL (a de→en model of configs/multi30k-de-en.json's shape, copied first)
 # is scored on the test part, fine-tuned for SECONDS of training with a
-# constant rate, and scored again (beam 5, as the recipe).
+# constant rate, and scored again (beam 5, as the recipe). First, a run that
+# stops after its step-0 validation on the whole validation set prints the
+# loss train.init starts from: it must be the loss the model's own run
+# logged on that set (its last "valid_loss" line; with train.ema, the
+# "ema" one for the moving-average model the run handed over).
 #   scripts/bench_finetune.sh MODEL [SECONDS]      (default 180)
 # Env: LR (default 0.0003), THREADS (default 2), KEEP=DIR keeps the files.
 set -euo pipefail
@@ -32,6 +36,13 @@ bleu() {    # MODEL: BLEU on the test part
 }
 
 echo "initial model: $("$TFM" info "$W/init.tfm" | sed -n 's/^step: *//p' | head -n 1)"
+"$TFM" train configs/multi30k-de-en.json --set train.init="$W/init.tfm" \
+    --set data.train_src="$W/ft.de" --set data.train_tgt="$W/ft.en" \
+    --set data.valid_src=data/val.de.gz --set data.valid_tgt=data/val.en.gz \
+    --set train.valid_bleu=false --set train.max_steps=0 --set train.max_time_s=0.001 \
+    --set train.ema=0 --set train.threads="$THREADS" \
+    --set train.out_dir="$W/zero" --set train.model="$W/zero.tfm" -q >/dev/null
+echo "step 0 on the whole validation set: $(grep -o '"step": 0, "epoch": 1, "valid_loss": [0-9.]*' "$W/zero/log.jsonl" | sed 's/.* //')"
 before=$(bleu "$W/init.tfm")
 "$TFM" train configs/multi30k-de-en.json --set train.init="$W/init.tfm" \
     --set data.train_src="$W/ft.de" --set data.train_tgt="$W/ft.en" \

@@ -64,7 +64,7 @@ expect_err_line "a missing file in a list named" "tfm: --set data.train_src: can
 # epochs as before, and an interrupted run resumes bit for bit, mid-chunk.
 S='--set data.shuffle_buffer=150'
 mkdir sa sb && (cd sa && expect_exit 0 "chunks of 150" -- "$TFM" train ../m.json $S --set train.log_every=1)
-check "chunks: said so" grep -q "^train: read in chunks of 150 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 150 lines; valid: [0-9]* pairs$" "$T/err"
+check "chunks: said so" grep -q "^train: read in chunks of 150 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 150 lines, 0\.0[0-9] MB encoded and batched (two chunks while the next is read); valid: [0-9]* pairs$" "$T/err"
 check "chunks: a second epoch" grep -q '"epoch": 2,' sa/ck/log.jsonl
 (cd sb && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "chunks: SIGTERM" -- "$TFM" train ../m.json $S --set train.log_every=1 -q)
 (cd sb && expect_exit 0 "chunks: resumed" -- "$TFM" train ../m.json $S --set train.log_every=1 -q)

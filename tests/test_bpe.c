@@ -565,3 +565,37 @@ TEST(bpe_encode_cached_equals_encode)
     }
     bpe_free(b);
 }
+
+/* Words counted by several threads (blocks of lines shared out, the tables
+ * added in order) give the vocabulary one thread learns: two blocks of lines
+ * here, whose words first appear in every share. */
+TEST(bpe_learn_threads_learn_the_same_vocabulary)
+{
+    size_t cap = 1 << 21, n = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < 20000; i++)
+        n += (size_t)snprintf(text + n, cap - n, "w%d x%d y%dz %s\n", i % 97, i * 7 % 1009,
+                              i / 50, hostile[i % N_HOSTILE]);
+    char *path = temp_file(text, n);
+    const char *paths[] = {path};
+    char *first = NULL;
+    size_t first_len = 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        Bpe *b = NULL;
+        TfmErr err = {0};
+        CHECK_EQ_INT(bpe_learn_sample(&b, paths, 1, 700, 0, threads, NULL, &err), TFM_OK);
+        if (!b) break;
+        size_t len;
+        char *s = bpe_serialize(b, &len);
+        if (!first) { first = s; first_len = len; }
+        else {
+            CHECK(len == first_len && memcmp(s, first, len) == 0);
+            free(s);
+        }
+        bpe_free(b);
+    }
+    free(first);
+    unlink(path);
+    free(path);
+    free(text);
+}

@@ -53,11 +53,12 @@ TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_
 
 /* bpe_learn from a sample of about `sample` of the files' lines (0: every
  * line), chosen by line_sample.h (the same files give the same sample; a
- * large corpus of plain files is not read whole). sample_stats (may be
- * NULL) gets the lines learned from and the lines there are. Errors as
- * bpe_learn's (a line of a stripe named by its byte). */
+ * large corpus of plain files is not read whole), its words counted by up
+ * to `threads` threads (the same vocabulary for any number). sample_stats
+ * (may be NULL) gets the lines learned from and the lines there are. Errors
+ * as bpe_learn's (a line of a stripe named by its byte). */
 TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
-                           long sample, LineSampleStats *sample_stats, TfmErr *err);
+                           long sample, int threads, LineSampleStats *sample_stats, TfmErr *err);
 
 /* Writes the vocabulary file (docs/vocab-format.md) atomically: a temporary
  * file in the same folder, fsync, rename. TFM_ERR_IO on failure (path is

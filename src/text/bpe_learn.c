@@ -28,12 +28,13 @@ static void words_free(WordTable *t)
     free(t->pool); free(t->off); free(t->len); free(t->count); hidx_free(&t->index);
 }
 
-static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
+/* Counts `count` more of the word key[0..n). */
+static TfmStatus words_add(WordTable *t, const char *key, size_t n, int64_t count, TfmErr *err)
 {
     uint64_t h = bpe_hash_bytes(key, n);
     int id = stridx_find(&t->index, (StrTable){t->pool, t->off, t->len}, key, n, h);
     if (id >= 0) {
-        t->count[id]++;
+        t->count[id] += count;
         return TFM_OK;
     }
     if (t->n == t->cap) {
@@ -54,16 +55,22 @@ static TfmStatus words_add(WordTable *t, const char *key, size_t n, TfmErr *err)
     memcpy(t->pool + t->pool_len, key, n);
     t->off[t->n] = t->pool_len;
     t->len[t->n] = (uint32_t)n;
-    t->count[t->n] = 1;
+    t->count[t->n] = count;
     t->pool_len += n;
     return stridx_add(&t->index, t->n++, h, err);
 }
 
-/* Counts the words of a line (line_sample's callback). */
-static TfmStatus count_words(void *ctx, int file, const char *line, size_t len, TfmErr *err)
+/* Forgets every word (keeping the memory). */
+static void words_reset(WordTable *t)
 {
-    (void)file;
-    WordTable *t = ctx;
+    hidx_reset(&t->index);
+    t->n = 0;
+    t->pool_len = 0;
+}
+
+/* Counts the words of a line. */
+static TfmStatus count_line(WordTable *t, const char *line, size_t len, TfmErr *err)
+{
     char key[1 + 4 * BPE_MAX_WORD_CHARS];
     Pretok p;
     Word w;
@@ -72,9 +79,90 @@ static TfmStatus count_words(void *ctx, int file, const char *line, size_t len, 
         if (w.raw) continue;
         key[0] = (char)w.marker;
         memcpy(key + 1, line + w.start, w.end - w.start);
-        if (words_add(t, key, 1 + w.end - w.start, err)) return err->status;
+        if (words_add(t, key, 1 + w.end - w.start, 1, err)) return err->status;
     }
     return TFM_OK;
+}
+
+/* Counting by several threads: the sample's lines are gathered in blocks;
+ * each thread counts a contiguous share of a block into a table of its own,
+ * and the tables are added to the total in the order of the shares. So the
+ * total lists its words in the order a single thread meets them, with the
+ * same counts: the vocabulary is the same for any number of threads. */
+enum { COUNT_BLOCK_LINES = 16384, COUNT_MAX_THREADS = 64 };
+
+typedef struct {
+    WordTable *total;
+    int threads;
+    WordTable part[COUNT_MAX_THREADS];
+    char *text;                     /* the block's lines, back to back */
+    size_t text_len, text_cap;
+    size_t off[COUNT_BLOCK_LINES + 1];
+    long n;
+} Counter;
+
+static TfmStatus count_block(Counter *c, TfmErr *err)
+{
+    int T = c->threads;
+    if (c->n < 256 * (long)T) T = 1;
+    TfmStatus st = TFM_OK;
+    if (T == 1) {
+        for (long i = 0; i < c->n && st == TFM_OK; i++)
+            st = count_line(c->total, c->text + c->off[i], c->off[i + 1] - c->off[i], err);
+        c->n = c->text_len = 0;
+        return st;
+    }
+    TfmStatus part_st[COUNT_MAX_THREADS];
+    TfmErr part_err[COUNT_MAX_THREADS];
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+    for (int k = 0; k < T; k++) {
+        WordTable *p = &c->part[k];
+        part_st[k] = TFM_OK;
+        if (!p->index.n_slots) part_st[k] = stridx_init(&p->index, 1 << 15, &part_err[k]);
+        words_reset(p);
+        for (long i = c->n * k / T; i < c->n * (k + 1) / T && part_st[k] == TFM_OK; i++)
+            part_st[k] = count_line(p, c->text + c->off[i], c->off[i + 1] - c->off[i], &part_err[k]);
+    }
+    for (int k = 0; k < T && st == TFM_OK; k++) {
+        const WordTable *p = &c->part[k];
+        if ((st = part_st[k]) != TFM_OK) {
+            *err = part_err[k];
+            break;
+        }
+        for (int w = 0; w < p->n && st == TFM_OK; w++)
+            st = words_add(c->total, p->pool + p->off[w], p->len[w], p->count[w], err);
+    }
+    c->n = c->text_len = 0;
+    return st;
+}
+
+/* Gathers a line of the sample (line_sample's callback). */
+static TfmStatus gather_line(void *ctx, int file, const char *line, size_t len, TfmErr *err)
+{
+    (void)file;
+    Counter *c = ctx;
+    if (xgrow((void **)&c->text, &c->text_cap, c->text_len + len, 1, err)) return TFM_ERR_NOMEM;
+    memcpy(c->text + c->text_len, line, len);
+    c->off[c->n] = c->text_len;
+    c->text_len += len;
+    c->off[++c->n] = c->text_len;
+    return c->n == COUNT_BLOCK_LINES ? count_block(c, err) : TFM_OK;
+}
+
+/* The words of the sample's lines, counted into t by up to `threads` threads. */
+static TfmStatus count_sample(WordTable *t, const char *const *paths, int n_paths, long sample,
+                              int threads, LineSampleStats *stats, TfmErr *err)
+{
+    Counter *c = xcalloc(1, sizeof *c, err);
+    if (!c) return TFM_ERR_NOMEM;
+    c->total = t;
+    c->threads = threads < 1 ? 1 : threads > COUNT_MAX_THREADS ? COUNT_MAX_THREADS : threads;
+    TfmStatus st = line_sample_read(paths, n_paths, sample, gather_line, c, stats, err);
+    if (st == TFM_OK) st = count_block(c, err);
+    for (int k = 0; k < COUNT_MAX_THREADS; k++) words_free(&c->part[k]);
+    free(c->text);
+    free(c);
+    return st;
 }
 
 typedef struct { uint32_t cp; int64_t count; } CharCount;
@@ -368,11 +456,11 @@ static TfmStatus spell_words(const Bpe *b, const WordTable *t, int n_alpha, int 
 
 TfmStatus bpe_learn(Bpe **out, const char *const *paths, int n_paths, int vocab_size, TfmErr *err)
 {
-    return bpe_learn_sample(out, paths, n_paths, vocab_size, 0, NULL, err);
+    return bpe_learn_sample(out, paths, n_paths, vocab_size, 0, 1, NULL, err);
 }
 
 TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int vocab_size,
-                           long sample, LineSampleStats *sample_stats, TfmErr *err)
+                           long sample, int threads, LineSampleStats *sample_stats, TfmErr *err)
 {
     *out = NULL;
     if (vocab_size < BPE_MIN_VOCAB || vocab_size > BPE_MAX_VOCAB)
@@ -387,7 +475,7 @@ TfmStatus bpe_learn_sample(Bpe **out, const char *const *paths, int n_paths, int
     LineSampleStats stats;
     TfmStatus st = stridx_init(&t.index, 1 << 15, err);
     if (st) goto fail;
-    if ((st = line_sample_read(paths, n_paths, sample, count_words, &t, &stats, err))) goto fail;
+    if ((st = count_sample(&t, paths, n_paths, sample, threads, &stats, err))) goto fail;
     if (sample_stats) *sample_stats = stats;
     if (t.n == 0) {
         if (n_paths == 1) st = err_set(err, TFM_ERR_FORMAT, "%s: no text to learn from", paths[0]);

@@ -291,6 +291,16 @@ void corpus_free(Corpus *c)
     memset(c, 0, sizeof *c);
 }
 
+size_t corpus_bytes(const Corpus *c)
+{
+    size_t n = (size_t)c->n_pairs;
+    size_t tokens = n ? (size_t)(c->tgt_off[n - 1] + c->tgt_len[n - 1]) : 0;
+    size_t bytes = tokens * sizeof(int) + n * (2 * sizeof(long) + 2 * sizeof(int));
+    if (c->text_off) bytes += c->text_off[2 * n] + (2 * n + 1) * sizeof(size_t);
+    if (c->spare) bytes += tokens * sizeof(int);     /* the segmentation before (bpe_dropout) */
+    return bytes;
+}
+
 /* One side of pair i with dropout, or plainly when that comes out too long. */
 static TfmStatus resegment_side(const Corpus *c, const Bpe *bpe, const BpeSubset *sub, long i,
                                 int side, float p, Rng *rng, int max_len, IdBuf *out, TfmErr *err)
@@ -481,6 +491,12 @@ void batcher_free(Batcher *b)
     free(b->tgt_in);
     free(b->tgt_out);
     memset(b, 0, sizeof *b);
+}
+
+size_t batcher_bytes(const Batcher *b)
+{
+    size_t n = (size_t)b->c->n_pairs + 1;
+    return n * (3 * sizeof(long) + sizeof(SortKey)) + 3 * (size_t)b->budget * sizeof(int);
 }
 
 long batch_targets(const Batch *b)

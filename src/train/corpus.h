@@ -51,6 +51,10 @@ TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe
                             const atomic_bool *cancel, TfmErr *err);
 void corpus_free(Corpus *c);
 
+/* The bytes the corpus's pairs take: their ids, offsets and lengths (and
+ * kept text), as used, not as allocated. */
+size_t corpus_bytes(const Corpus *c);
+
 /* Encodes every pair again from its kept text with BPE-dropout p (the
  * targets then spelled in tgt_subset's pieces, as by corpus_load)
  * (bpe_encode_dropout), drawing from streams seeded by seed and the pair's
@@ -90,6 +94,10 @@ void batcher_plan_epoch(Batcher *b, long epoch);
 void batcher_get(Batcher *b, long i, Batch *out);
 
 void batcher_free(Batcher *b);
+
+/* The bytes of the batcher's arrays (a pair's place in the plan, and the
+ * current batch). */
+size_t batcher_bytes(const Batcher *b);
 
 /* Source + target tokens of a batch without padding (the <s>/</s> included). */
 long batch_real_tokens(const Batch *b);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,8 @@ static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
                           "files", d->vocab_size, 2 * n);
         LineSampleStats got = {0};
         if (files)
-            st = bpe_learn_sample(&t->bpe, files, 2 * n, d->vocab_size, d->bpe_sample, &got, err);
+            st = bpe_learn_sample(&t->bpe, files, 2 * n, d->vocab_size, d->bpe_sample,
+                                  omp_get_max_threads(), &got, err);
         if (st == TFM_OK && got.estimated)
             progress_note(&t->prog, "data.bpe_sample: learned from %ld of about %ld lines (runs "
                           "of lines spread over the files)", got.read, got.total);

@@ -272,17 +272,19 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
                       t->train_b.skipped_budget, t->valid.n_pairs, text_plural(t->valid.n_pairs));
     else
         progress_note(&t->prog, "train: read in chunks of %ld pair%s (data.shuffle_buffer); "
-                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s; valid: %ld pair%s",
+                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s, %.1f MB encoded and "
+                      "batched (two chunks while the next is read); valid: %ld pair%s",
                       d->shuffle_buffer, text_plural(d->shuffle_buffer), t->ts.chunk + 1,
                       t->ts.epoch + 1, t->train.n_pairs, text_plural(t->train.n_pairs),
-                      t->train.n_lines, text_plural(t->train.n_lines), t->valid.n_pairs,
-                      text_plural(t->valid.n_pairs));
+                      t->train.n_lines, text_plural(t->train.n_lines),
+                      (double)(corpus_bytes(&t->train) + batcher_bytes(&t->train_b)) / 1e6,
+                      t->valid.n_pairs, text_plural(t->valid.n_pairs));
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
         return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
         return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", d->valid_src, err);
     batcher_plan_epoch(&t->valid_b, 0);
-    prefetch_start(t);
+    t->prefetch_after = t->ts.step;
     return TFM_OK;
 }
 
@@ -302,6 +304,9 @@ static TfmStatus resegment(Trainer *t, TfmErr *err)
 int data_ready(Trainer *t, TfmErr *err)
 {
     TrainState *ts = &t->ts;
+    /* the first step after the start has the cores to itself; the next
+     * chunk is read from the second on */
+    if (ts->step > t->prefetch_after) prefetch_start(t);
     for (;;) {
         if (!t->resident && (t->loaded_epoch != ts->epoch || t->loaded_chunk != ts->chunk)) {
             if (load_chunk(t, ts->epoch, ts->chunk, err) != TFM_OK) return -1;

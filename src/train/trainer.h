@@ -52,6 +52,7 @@ typedef struct {
     bool last_chunk;            /* `train` is its epoch's last chunk */
     bool resident;              /* the epoch is one chunk, kept: read once */
     struct Prefetch *prefetch;  /* the chunk after `train`, read on a thread while it trains */
+    long prefetch_after;        /* the step data_load left off at: no prefetch before the next */
 } Trainer;
 
 /* ---- trainer.c ---- */
