@@ -23,7 +23,7 @@ const char *const bpe_special_names[BPE_N_SPECIAL] = {"<pad>", "<unk>", "<s>", "
 
 uint64_t bpe_hash_bytes(const char *s, size_t n)
 {
-    return fnv_mix64(fnv1a64(FNV1A64_START, s, n));
+    return fnv_hash_bytes8(s, n);
 }
 
 /* U64Map keeps its keys in its slots, not in a base/hash_index.h table:
@@ -327,6 +327,16 @@ static int char_class(uint32_t cp)
     return CL_LETTER;
 }
 
+/* text_utf8_decode with ASCII inline: most characters of most text. */
+static inline int utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    return text_utf8_decode(s, n, cp);
+}
+
 void pretok_init(Pretok *p, const char *s, size_t n)
 {
     p->s = s;
@@ -356,7 +366,7 @@ bool pretok_next(Pretok *p, Word *w)
             continue;
         }
         uint32_t cp;
-        int l = text_utf8_decode(s + p->pos, p->n - p->pos, &cp);
+        int l = utf8_next(s + p->pos, p->n - p->pos, &cp);
         int cl = l ? char_class(cp) : CL_ALONE;
         if (cl == CL_ALONE) {
             if (p->pending) {
@@ -373,7 +383,7 @@ bool pretok_next(Pretok *p, Word *w)
         int chars = 1;
         while (end < p->n && chars < BPE_MAX_WORD_CHARS && s[end] != ' ') {
             uint32_t c2;
-            int l2 = text_utf8_decode(s + end, p->n - end, &c2);
+            int l2 = utf8_next(s + end, p->n - end, &c2);
             if (!l2 || char_class(c2) != cl) break;
             end += (size_t)l2;
             chars++;
