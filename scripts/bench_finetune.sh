@@ -8,9 +8,13 @@
 # stops after its step-0 validation on the whole validation set prints the
 # loss train.init starts from: it must be the loss the model's own run
 # logged on that set (its last "valid_loss" line; with train.ema, the
-# "ema" one for the moving-average model the run handed over).
+# "ema" one for the moving-average model the run handed over), when run
+# with that run's precision and threads (a sum over threads rounds its
+# last digit otherwise).
 #   scripts/bench_finetune.sh MODEL [SECONDS]      (default 180)
-# Env: LR (default 0.0003), THREADS (default 2), KEEP=DIR keeps the files.
+# Env: LR (default 0.0003), THREADS (default 2), PRECISION (default fp32,
+# as the recipe trains), CHECK_THREADS (the model's run's, default 1),
+# KEEP=DIR keeps the files.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -18,6 +22,8 @@ MODEL=${1:?usage: scripts/bench_finetune.sh MODEL [SECONDS]}
 SECONDS_BUDGET=${2:-180}
 LR=${LR:-0.0003}
 THREADS=${THREADS:-2}
+PRECISION=${PRECISION:-fp32}
+CHECK_THREADS=${CHECK_THREADS:-1}
 make -s tfm data >/dev/null
 TFM=${TFM:-$ROOT/tfm}
 W=${KEEP:-$(mktemp -d /tmp/tfm-finetune.XXXXXX)}
@@ -40,7 +46,7 @@ echo "initial model: $("$TFM" info "$W/init.tfm" | sed -n 's/^step: *//p' | head
     --set data.train_src="$W/ft.de" --set data.train_tgt="$W/ft.en" \
     --set data.valid_src=data/val.de.gz --set data.valid_tgt=data/val.en.gz \
     --set train.valid_bleu=false --set train.max_steps=0 --set train.max_time_s=0.001 \
-    --set train.ema=0 --set train.threads="$THREADS" \
+    --set train.ema=0 --set train.threads="$CHECK_THREADS" --set train.precision="$PRECISION" \
     --set train.out_dir="$W/zero" --set train.model="$W/zero.tfm" -q >/dev/null
 echo "step 0 on the whole validation set: $(grep -o '"step": 0, "epoch": 1, "valid_loss": [0-9.]*' "$W/zero/log.jsonl" | sed 's/.* //')"
 before=$(bleu "$W/init.tfm")
@@ -50,6 +56,7 @@ before=$(bleu "$W/init.tfm")
     --set train.lr.schedule=constant --set train.lr.peak="$LR" --set train.lr.warmup=1 \
     --set train.max_steps=0 --set train.max_time_s="$SECONDS_BUDGET" --set train.valid_every=10 \
     --set train.ema=0 --set train.threads="$THREADS" --set train.parallel=products \
+    --set train.precision="$PRECISION" \
     --set train.out_dir="$W/ft" --set train.model="$W/ft.tfm" -q >/dev/null
 step0=$(grep '"step": 0, "epoch": 1, "valid_loss"' "$W/ft/log.jsonl" | sed 's/.*"valid_bleu": \([0-9.]*\).*/\1/')
 best=$(grep -o '"valid_bleu": [0-9.]*' "$W/ft/log.jsonl" | awk '{print $2}' | sort -n | tail -n 1)
