@@ -26,7 +26,7 @@ done
 for b in 399 400 401; do
     mkdir edge$b && (cd edge$b && "$TFM" train ../m.json --set train.max_steps=1 --set data.shuffle_buffer=$b >/dev/null 2>"$T/err$b")
 done
-check "buffer 399: two chunks" grep -q "^train: read in chunks of 399 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 399 lines;" "$T/err399"
+check "buffer 399: two chunks" grep -q "^train: read in chunks of 399 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 399 lines, " "$T/err399"
 check "buffer 400: read once" grep -q "^train: [0-9]* pairs of 400 lines (" "$T/err400"
 check "buffer 401: read once" grep -q "^train: [0-9]* pairs of 400 lines (" "$T/err401"
 # One pair, one line: said in the singular.
@@ -64,7 +64,7 @@ expect_err_line "a missing file in a list named" "tfm: --set data.train_src: can
 # epochs as before, and an interrupted run resumes bit for bit, mid-chunk.
 S='--set data.shuffle_buffer=150'
 mkdir sa sb && (cd sa && expect_exit 0 "chunks of 150" -- "$TFM" train ../m.json $S --set train.log_every=1)
-check "chunks: said so" grep -q "^train: read in chunks of 150 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 150 lines, 0\.0[0-9] MB encoded and batched (two chunks while the next is read); valid: [0-9]* pairs$" "$T/err"
+check "chunks: said so" grep -q "^train: read in chunks of 150 pairs (data.shuffle_buffer); chunk 1 of epoch 1: [0-9]* pairs of 150 lines, [0-9]* kB encoded and batched (two chunks while the next is read); valid: [0-9]* pairs$" "$T/err"
 check "chunks: a second epoch" grep -q '"epoch": 2,' sa/ck/log.jsonl
 (cd sb && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "chunks: SIGTERM" -- "$TFM" train ../m.json $S --set train.log_every=1 -q)
 (cd sb && expect_exit 0 "chunks: resumed" -- "$TFM" train ../m.json $S --set train.log_every=1 -q)

@@ -270,15 +270,18 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
                       text_plural(t->train.n_pairs), t->train.n_lines, text_plural(t->train.n_lines),
                       t->train.skipped_empty, t->train.skipped_long, d->max_len,
                       t->train_b.skipped_budget, t->valid.n_pairs, text_plural(t->valid.n_pairs));
-    else
+    else {
+        /* a chunk's own memory: what data.shuffle_buffer costs, twice */
+        double bytes = (double)(corpus_bytes(&t->train) + batcher_bytes(&t->train_b));
         progress_note(&t->prog, "train: read in chunks of %ld pair%s (data.shuffle_buffer); "
-                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s, %.1f MB encoded and "
+                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s, %.*f %s encoded and "
                       "batched (two chunks while the next is read); valid: %ld pair%s",
                       d->shuffle_buffer, text_plural(d->shuffle_buffer), t->ts.chunk + 1,
                       t->ts.epoch + 1, t->train.n_pairs, text_plural(t->train.n_pairs),
-                      t->train.n_lines, text_plural(t->train.n_lines),
-                      (double)(corpus_bytes(&t->train) + batcher_bytes(&t->train_b)) / 1e6,
+                      t->train.n_lines, text_plural(t->train.n_lines), bytes < 1e6 ? 0 : 1,
+                      bytes < 1e6 ? bytes / 1e3 : bytes / 1e6, bytes < 1e6 ? "kB" : "MB",
                       t->valid.n_pairs, text_plural(t->valid.n_pairs));
+    }
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
         return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
