@@ -50,9 +50,9 @@ static inline uint64_t fnv_hash_bytes8(const void *data, size_t n)
         memcpy(&w, p + i, 8);
         h = (h ^ w) * 0x100000001b3ULL;
     }
-    if (i < n) {
+    if (i < n) {     /* a loop, not a memcpy of a variable length: a libc call per key */
         w = 0;
-        memcpy(&w, p + i, n - i);
+        for (size_t k = 0; k < n - i; k++) w |= (uint64_t)p[i + k] << (8 * k);
         h = (h ^ w) * 0x100000001b3ULL;
     }
     return fnv_mix64(h);
