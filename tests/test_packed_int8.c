@@ -286,3 +286,49 @@ TEST(test_int8_kernel_select_errors)
     CHECK_STR(int8_kernel_name(), "portable C");
     CHECK(int8_kernel_select(NULL, NULL) == TFM_OK);
 }
+
+/* Products sharing one buffer of quantized inputs (packed_int8_share_scratch:
+ * different input widths, calls of growing and shrinking row counts, in
+ * turn, on 1 and 2 threads) give the bits of products with their own; the
+ * sharer and the owner free in either order. */
+TEST(test_int8_shared_scratch)
+{
+    Rng rng;
+    rng_seed(&rng, 17);
+    enum { N = 300 };
+    const int ins[3] = {10, 70, 256}, outs[3] = {33, 64, 40};
+    PackedInt8 own[3], shared[3];
+    float *w[3], *x = malloc(sizeof(float) * N * 256);
+    float *y1 = malloc(sizeof(float) * N * 64), *y2 = malloc(sizeof(float) * N * 64);
+    fill(x, N, 256, RANDOM, 1.0f, &rng);
+    for (int i = 0; i < 3; i++) {
+        w[i] = malloc(sizeof(float) * ins[i] * outs[i]);
+        fill(w[i], outs[i], ins[i], RANDOM, 1.0f, &rng);
+        CHECK(packed_int8_init(&own[i], w[i], NULL, NULL, ins[i], outs[i], NULL) == TFM_OK);
+        CHECK(packed_int8_init(&shared[i], w[i], NULL, NULL, ins[i], outs[i], NULL) == TFM_OK);
+    }
+    packed_int8_share_scratch(&shared[1], &shared[0]);
+    packed_int8_share_scratch(&shared[2], &shared[0]);
+    CHECK(shared[1].scratch == shared[0].scratch && shared[2].scratch == shared[0].scratch);
+    const int saved = omp_get_max_threads();
+    const int rows[] = {1, N, 7, 200, 3, N, 64};
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t c = 0; c < sizeof rows / sizeof *rows; c++)
+            for (int i = 0; i < 3; i++) {
+                const int n = rows[c] * (i + 1) % N + 1;
+                packed_int8_forward(&own[i], y1, x, n, 0);
+                packed_int8_forward(&shared[i], y2, x, n, 0);
+                CHECK(memcmp(y1, y2, sizeof(float) * n * outs[i]) == 0);
+            }
+    }
+    omp_set_num_threads(saved);
+    packed_int8_free(&shared[0]);       /* the owner first: the others only point at it */
+    packed_int8_free(&shared[1]);
+    packed_int8_free(&shared[2]);
+    for (int i = 0; i < 3; i++) {
+        packed_int8_free(&own[i]);
+        free(w[i]);
+    }
+    free(x), free(y1), free(y2);
+}

@@ -54,6 +54,10 @@ TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
      * rows only (out_ids: NULL, every row, otherwise) */
     if ((st = init(&s->p_out, s->m->out_proj, s->m->out_ids, NULL, s->D, s->Vo, err)) != TFM_OK)
         return st;
+    /* int8: one buffer of quantized inputs for the step's products, which
+     * run one after another (each would grow its own to its largest call) */
+    for (int i = 0; i < s->m->cfg.dec_layers; i++)
+        for (int j = 0; j < LP_COUNT; j++) packed_linear_share_scratch(&s->layer[i].pk[j], &s->p_out);
     return encoder_pack_new(&s->enc_pack, s->m, err);
 }
 

@@ -622,6 +622,8 @@ TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
             return st;
         }
     }
+    /* int8: one buffer of quantized inputs for the encoder's products */
+    for (int i = 1; i < layers * PK_PER_LAYER; i++) packed_linear_share_scratch(&pk->lin[i], &pk->lin[0]);
     *out = pk;
     return TFM_OK;
 }

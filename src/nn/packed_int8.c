@@ -26,7 +26,8 @@ struct Int8Scratch {
     int8_t *q;
     uint8_t *aux;
     float *s;                   /* each row's scale */
-    size_t cap;                 /* rows the arrays hold */
+    size_t bytes, rows;         /* what q and aux hold, and s (shared by
+                                   products of different widths) */
 };
 
 /* ---- quantizers ---- */
@@ -384,6 +385,7 @@ TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const
     p->scale = alloc64(cols * sizeof *p->scale, err);
     p->b = alloc64(cols * sizeof *p->b, err);
     p->scratch = xcalloc(1, sizeof *p->scratch, err);
+    p->own_scratch = true;
     if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {
         packed_int8_free(p);
         return TFM_ERR_NOMEM;
@@ -415,13 +417,26 @@ void packed_int8_free(PackedInt8 *p)
     free(p->corr);
     free(p->scale);
     free(p->b);
-    if (p->scratch) {
+    if (p->scratch && p->own_scratch) {
         free(p->scratch->q);
         free(p->scratch->aux);
         free(p->scratch->s);
         free(p->scratch);
     }
     memset(p, 0, sizeof *p);
+}
+
+void packed_int8_share_scratch(PackedInt8 *p, const PackedInt8 *owner)
+{
+    if (p == owner || p->scratch == owner->scratch) return;
+    if (p->own_scratch) {
+        free(p->scratch->q);
+        free(p->scratch->aux);
+        free(p->scratch->s);
+        free(p->scratch);
+    }
+    p->scratch = owner->scratch;
+    p->own_scratch = false;
 }
 
 /* ---- forward ---- */
@@ -446,20 +461,25 @@ static void quantize_rows(const PackedInt8 *p, const Kernel *k, const float *x, 
     }
 }
 
-/* Room in the scratch for n quantized input rows. */
+/* Room in the scratch for n quantized input rows of this product. */
 static bool scratch_rows(const PackedInt8 *p, int n)
 {
     Int8Scratch *s = p->scratch;
-    const int kp = 4 * p->groups;
-    if ((size_t)n <= s->cap) return true;
-    int8_t *q = realloc(s->q, (size_t)n * kp);
-    if (q) s->q = q;
-    uint8_t *aux = realloc(s->aux, (size_t)n * kp);
-    if (aux) s->aux = aux;
-    float *sc = realloc(s->s, (size_t)n * sizeof *sc);
-    if (sc) s->s = sc;
-    if (!q || !aux || !sc) return false;
-    s->cap = (size_t)n;
+    const size_t bytes = (size_t)n * 4 * (size_t)p->groups;
+    if (bytes > s->bytes) {
+        int8_t *q = realloc(s->q, bytes);
+        if (q) s->q = q;
+        uint8_t *aux = realloc(s->aux, bytes);
+        if (aux) s->aux = aux;
+        if (!q || !aux) return false;
+        s->bytes = bytes;
+    }
+    if ((size_t)n > s->rows) {
+        float *sc = realloc(s->s, (size_t)n * sizeof *sc);
+        if (!sc) return false;
+        s->s = sc;
+        s->rows = (size_t)n;
+    }
     return true;
 }
 

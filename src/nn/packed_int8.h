@@ -30,6 +30,7 @@ typedef struct {
     float *scale;       /* panels × 32: each output row's weight scale, 0 past out */
     float *b;           /* panels × 32: bias, 0 when none */
     Int8Scratch *scratch;   /* the quantized inputs of a call (grown as needed) */
+    bool own_scratch;       /* false: another product's (packed_int8_share_scratch) */
 } PackedInt8;
 
 /* Quantizes the rows of w (in floats each) row by row and packs them:
@@ -47,6 +48,11 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
  * scratch). */
 void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, int relu);
 void packed_int8_free(PackedInt8 *p);
+/* Makes p quantize its inputs into owner's buffer and frees its own: one
+ * buffer for the products of a model that are called one after another
+ * (each int8 product otherwise keeps a buffer grown to its largest call).
+ * owner must outlive p's calls, and they must not run at the same time. */
+void packed_int8_share_scratch(PackedInt8 *p, const PackedInt8 *owner);
 
 /* A weight row's symmetric quantization: returns the scale s and sets
  * q[i] = round(w[i]/s) in [-127, 127]. s is max|w|/127 rounded up to 17

@@ -173,6 +173,11 @@ void packed_linear_free(PackedLinear *p)
     p->scratch = NULL;
 }
 
+void packed_linear_share_scratch(PackedLinear *p, const PackedLinear *owner)
+{
+    if (p->i8 && owner->i8) packed_int8_share_scratch(p->i8, owner->i8);
+}
+
 /* ---- bf16: the same blocking over vdpbf16ps (AVX512-BF16), compiled for
  * that instruction set whatever the build's -march, and run only when
  * blas_bf16() was on at packing (blas_use_bf16 checked the CPU). Per pair

@@ -62,6 +62,9 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
 void packed_linear_free(PackedLinear *p);
+/* int8 products (both p and owner): p uses owner's buffer of quantized
+ * inputs (packed_int8_share_scratch); nothing otherwise. */
+void packed_linear_share_scratch(PackedLinear *p, const PackedLinear *owner);
 
 /* The instruction set of the kernel, for `tfm --version`. */
 const char *packed_linear_isa(void);
