@@ -689,12 +689,14 @@ check "the model symlink is still a link" test -L link.tfm
 check "its target holds the model" test -s linked.tfm
 
 # A model too big for this machine (~830 GB to train) is refused up front
-# with one line, before anything big is allocated, instead of an OOM kill.
+# with one line, before anything big is allocated, instead of an OOM kill,
+# and before a vocabulary is learned (which may take minutes).
 sed 's/"d_model": 32,/"d_model": 65536,/' mini.json >huge.json
 mkdir o
 (cd o && expect_exit 1 "model too big to train" -- "$TFM" train ../huge.json -q)
-check "memory message" grep -Eq '^tfm: training this model \(51590725760 parameters, batches of 600 tokens\) needs about [0-9.]+ GB of memory, this machine has [0-9.]+ GB available \(lower model.d_model, model.d_ff, the layers, data.vocab_size or train.batch_tokens\)$' "$T/err"
+check "memory message" grep -Eq '^tfm: training this model \(at least 51575062656 parameters, batches of 600 tokens\) needs about [0-9.]+ GB of memory, this machine has [0-9.]+ GB available \(lower model.d_model, model.d_ff, the layers, data.vocab_size or train.batch_tokens\)$' "$T/err"
 check "nothing trained" test ! -e o/ck/last.tfm
+check "refused before the vocabulary is learned" test ! -e o/ck/vocab.txt
 
 # Early stopping: a learning rate of ~0 never improves the validation loss, so
 # training stops after `patience` validations without improvement.

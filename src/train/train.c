@@ -182,12 +182,16 @@ static TfmStatus resume(Trainer *t, TfmErr *err)
 static TfmStatus fresh_start(Trainer *t, TfmErr *err)
 {
     if (t->cfg->train.init) return finetune_start(t, err);
-    TfmStatus st = get_vocabulary(t, err);
-    if (st != TFM_OK) return st;
     ModelConfig mc = t->cfg->model;
-    mc.vocab_size = bpe_vocab_size(t->bpe);
     mc.max_len = config_positions(t->cfg->data.max_len);
-    if ((st = trainer_check_memory(t, &mc, 4 + (t->cfg->train.ema > 0), err)) != TFM_OK) return st;
+    const int copies = 4 + (t->cfg->train.ema > 0);
+    /* a model this machine cannot hold with any vocabulary is refused
+     * before the vocabulary is learned, which may take minutes */
+    TfmStatus st = trainer_check_memory_any_vocab(t, &mc, copies, err);
+    if (st == TFM_OK) st = get_vocabulary(t, err);
+    if (st != TFM_OK) return st;
+    mc.vocab_size = bpe_vocab_size(t->bpe);
+    if ((st = trainer_check_memory(t, &mc, copies, err)) != TFM_OK) return st;
     if ((st = model_init(&t->model, &mc, err)) != TFM_OK) return st;
     Rng init_rng;
     rng_seed(&init_rng, t->cfg->train.seed);

@@ -77,6 +77,10 @@ void trainer_mark_changed(Trainer *t);
  * allocations (`copies` float arrays of the parameters' size, and the
  * activations; train_memory.c). */
 TfmStatus trainer_check_memory(const Trainer *t, const ModelConfig *mc, int copies, TfmErr *err);
+/* The same check with the smallest vocabulary a run can learn (its
+ * message says "at least"): asked before the vocabulary is learned. */
+TfmStatus trainer_check_memory_any_vocab(const Trainer *t, const ModelConfig *mc, int copies,
+                                         TfmErr *err);
 
 /* train.ema's average on rank 0: saved's copy, or the weights' when NULL. */
 TfmStatus trainer_start_ema(Trainer *t, const float *saved, TfmErr *err);
