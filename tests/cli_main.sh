@@ -12,6 +12,8 @@ for c in train translate bleu bpe average info; do
     expect_exit 0 "help $c" -- "$TFM" help "$c"
     expect_exit 0 "$c --help" -- "$TFM" "$c" --help
 done
+expect_exit 0 "help help" -- "$TFM" help help
+check "help help: the overview" cmp -s "$T/out" "$T/help"
 expect_exit 2 "help for an unknown command" -- "$TFM" help frobnicate
 # "Did you mean": a command mistyped (every command of the table, so new
 # ones are covered), an option of each command mistyped or spelled as

@@ -318,7 +318,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "help") == 0) {
-        if (argc < 3) {
+        if (argc < 3 || strcmp(argv[2], "help") == 0) {
             print_usage(stdout);
             return 0;
         }
