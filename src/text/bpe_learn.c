@@ -141,8 +141,10 @@ static TfmStatus gather_line(void *ctx, int file, const char *line, size_t len, 
 {
     (void)file;
     Counter *c = ctx;
-    if (xgrow((void **)&c->text, &c->text_cap, c->text_len + len, 1, err)) return TFM_ERR_NOMEM;
-    memcpy(c->text + c->text_len, line, len);
+    /* a byte to spare: text is allocated even when the lines so far are empty
+     * (no memcpy to, or offset from, a NULL text) */
+    if (xgrow((void **)&c->text, &c->text_cap, c->text_len + len + 1, 1, err)) return TFM_ERR_NOMEM;
+    if (len > 0) memcpy(c->text + c->text_len, line, len);
     c->off[c->n] = c->text_len;
     c->text_len += len;
     c->off[++c->n] = c->text_len;
