@@ -293,6 +293,61 @@ TEST(attention_key_rows_match_gathered)
     for (int i = 0; i < N * AD; i++) CHECK(isfinite(o2[i]));
 }
 
+/* A decoding step's attention (one query, a few dozen keys: the plain
+ * loops, eight keys at a time, 32 and 16 columns at a time, and their
+ * tails) against a double-precision reference, with padded keys. */
+TEST(attention_step_matches_double_reference)
+{
+    enum { N = 3, H = 2, MAXDH = 72, MAXT = 21 };
+    static const int dhs[] = {8, 12, 32, 40, 64, 72};
+    Rng rng;
+    rng_seed(&rng, 33);
+    static float q[N * H * MAXDH], kv[N * MAXT * 2 * H * MAXDH], out[N * H * MAXDH],
+        att[N * H * MAXT];
+    int tok[N * MAXT];
+    for (size_t d = 0; d < sizeof dhs / sizeof *dhs; d++)
+        for (int tk = 1; tk <= MAXT; tk += tk < 10 ? 1 : 4) {
+            const int dh = dhs[d], D = H * dh;
+            gc_fill(q, N * D, &rng, -2, 2);
+            gc_fill(kv, N * tk * 2 * D, &rng, -2, 2);
+            for (int b = 0; b < N; b++)
+                for (int j = 0; j < tk; j++) tok[b * tk + j] = (b == 1 && j % 3 == 2) ? TOK_PAD : 7;
+            AttnShape s = {.n = N, .heads = H, .dh = dh, .tq = 1, .tk = tk, .ldq = D,
+                           .ldk = 2 * D, .ldv = 2 * D, .ldo = D, .q_stride = D,
+                           .k_stride = (long)tk * 2 * D, .v_stride = (long)tk * 2 * D,
+                           .o_stride = D, .key_tok = tok, .key_tok_stride = tk,
+                           .key_pad = TOK_PAD};
+            attention_forward(out, att, att, q, kv, kv + D, &s, 0, 0);
+            double worst = 0;
+            for (int b = 0; b < N; b++)
+                for (int h = 0; h < H; h++) {
+                    double sc[MAXT], mx = -INFINITY, sum = 0;
+                    for (int j = 0; j < tk; j++) {
+                        sc[j] = -INFINITY;
+                        if (tok[b * tk + j] == TOK_PAD) continue;
+                        double dotp = 0;
+                        for (int c = 0; c < dh; c++)
+                            dotp += (double)q[b * D + h * dh + c] *
+                                    kv[((long)b * tk + j) * 2 * D + h * dh + c];
+                        sc[j] = dotp / sqrt((double)dh);
+                        mx = sc[j] > mx ? sc[j] : mx;
+                    }
+                    for (int j = 0; j < tk; j++) sum += sc[j] == -INFINITY ? 0 : exp(sc[j] - mx);
+                    for (int c = 0; c < dh; c++) {
+                        double o = 0;
+                        for (int j = 0; j < tk; j++)
+                            if (sc[j] != -INFINITY)
+                                o += exp(sc[j] - mx) / sum *
+                                     kv[((long)b * tk + j) * 2 * D + D + h * dh + c];
+                        const double e = fabs(o - out[b * D + h * dh + c]);
+                        worst = e > worst ? e : worst;
+                    }
+                }
+            if (worst > 2e-5)
+                test_fail(__FILE__, __LINE__, "dh %d, %d keys: off by %g", dh, tk, worst);
+        }
+}
+
 /* ---- FFN ---- */
 
 enum { FN = 5, FD = 6, FF = 10 };

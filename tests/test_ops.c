@@ -254,7 +254,7 @@ TEST(logsoftmax_rows_normalised)
     CHECK_NEAR(x[7], 0.0, 1e-5);
 }
 
-/* The 8-lane row kernels: each element's exp is exp_fast's bit for bit,
+/* The 16-lane row kernels: each element's exp is exp_fast's bit for bit,
  * across lengths that exercise the tail, and special values behave as the
  * scalar form does (-inf -> 0, underflow -> 0, NaN -> not finite sums). */
 TEST(row_kernels_match_scalar_exp_fast)

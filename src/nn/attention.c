@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "nn/blas.h"
 
@@ -23,14 +24,22 @@ long attn_probs_size(const AttnShape *s)
  * (one query against a few dozen keys) costs less than sgemm's call overhead. */
 #define SMALL_PRODUCT 4096L
 
-/* x · y over n floats, in eight lanes that the compiler keeps in one vector
- * register (a reduction pragma here made GCC sum through the stack). */
+/* x · y over n floats, in eight lanes of one vector (an array of lanes
+ * made GCC add them up through the stack); the lanes are added in order
+ * after the tail, so the sum does not depend on the compiler. */
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x16 __attribute__((vector_size(64)));
+
 static inline float dot(const float *x, const float *y, int n)
 {
-    float lane[8] = {0};
+    f32x8 lane = {0};
     int c = 0;
-    for (; c + 8 <= n; c += 8)
-        for (int i = 0; i < 8; i++) lane[i] += x[c + i] * y[c + i];
+    for (; c + 8 <= n; c += 8) {
+        f32x8 a, b;
+        memcpy(&a, x + c, sizeof a);
+        memcpy(&b, y + c, sizeof b);
+        lane += a * b;
+    }
     float acc = 0;
     for (; c < n; c++) acc += x[c] * y[c];
     for (int i = 0; i < 8; i++) acc += lane[i];
@@ -49,6 +58,26 @@ static inline const float *key_at(const float *base, int ld, KeyRows kr, int j)
     return base + (kr.rows ? kr.rows[j] * kr.stride : 0) + (long)j * ld;
 }
 
+/* The sums of eight vectors' lanes, as one vector: lane i is Σ a[i]'s
+ * lanes, added by a fixed tree (pairs, then fours, then the halves). */
+static inline f32x8 sums8(const f32x8 a[8])
+{
+#define EVEN(x, y) __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14)
+#define ODD(x, y) __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15)
+    const f32x8 p01 = EVEN(a[0], a[1]) + ODD(a[0], a[1]), p23 = EVEN(a[2], a[3]) + ODD(a[2], a[3]);
+    const f32x8 p45 = EVEN(a[4], a[5]) + ODD(a[4], a[5]), p67 = EVEN(a[6], a[7]) + ODD(a[6], a[7]);
+#undef EVEN
+#undef ODD
+    /* p01 = (a0 01, a1 01, a0 23, a1 23, a0 45, a1 45, a0 67, a1 67) */
+    const f32x8 q03 = __builtin_shufflevector(p01, p23, 0, 1, 8, 9, 4, 5, 12, 13) +
+                      __builtin_shufflevector(p01, p23, 2, 3, 10, 11, 6, 7, 14, 15);
+    const f32x8 q47 = __builtin_shufflevector(p45, p67, 0, 1, 8, 9, 4, 5, 12, 13) +
+                      __builtin_shufflevector(p45, p67, 2, 3, 10, 11, 6, 7, 14, 15);
+    /* q03 = (a0..a3 over lanes 0-3, then a0..a3 over lanes 4-7) */
+    return __builtin_shufflevector(q03, q47, 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(q03, q47, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
 /* a (tq, tk; row stride lda) = scale · q (tq, dh) · k (tk, dh)ᵀ */
 static void scores(float *a, int lda, const float *q, int ldq, const float *k, int ldk,
                    KeyRows kr, int tq, int tk, int dh, float scale)
@@ -57,9 +86,36 @@ static void scores(float *a, int lda, const float *q, int ldq, const float *k, i
         blas_gemm(0, 1, tq, tk, dh, scale, q, ldq, k, ldk, 0.0f, a, lda);
         return;
     }
-    for (int i = 0; i < tq; i++)
-        for (int j = 0; j < tk; j++)
-            a[(long)i * lda + j] = dot(q + (long)i * ldq, key_at(k, ldk, kr, j), dh) * scale;
+    for (int i = 0; i < tq; i++) {
+        const float *qi = q + (long)i * ldq;
+        float *ai = a + (long)i * lda;
+        int j = 0;
+        /* a decoding step: eight keys at a time, eight sums in flight
+         * rather than one chain through a register per key */
+        if (dh % 8 == 0)
+            for (; j + 8 <= tk; j += 8) {
+                f32x8 acc[8];
+                const float *kj[8];
+#pragma GCC unroll 8
+                for (int u = 0; u < 8; u++) {
+                    kj[u] = key_at(k, ldk, kr, j + u);
+                    acc[u] = (f32x8){0};
+                }
+                for (int c = 0; c < dh; c += 8) {
+                    f32x8 x;
+                    memcpy(&x, qi + c, sizeof x);
+#pragma GCC unroll 8
+                    for (int u = 0; u < 8; u++) {
+                        f32x8 y;
+                        memcpy(&y, kj[u] + c, sizeof y);
+                        acc[u] += x * y;
+                    }
+                }
+                const f32x8 sum = sums8(acc) * scale;
+                memcpy(ai + j, &sum, sizeof sum);
+            }
+        for (; j < tk; j++) ai[j] = dot(qi, key_at(k, ldk, kr, j), dh) * scale;
+    }
 }
 
 /* o (tq, dh) = p (tq, tk; row stride ldp) · v (tk, dh) */
@@ -74,15 +130,31 @@ static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float
         float *oi = o + (long)i * ldo;
         const float *pi = p + (long)i * ldp;
         int c0 = 0;
-        /* 16 columns at a time, summed in registers over the keys */
-        for (; c0 + 16 <= dh; c0 += 16) {
-            float lane[16] = {0};
+        /* 32 columns at a time, summed in registers over the keys: two
+         * independent sums, and each key's weight read once for both */
+        for (; c0 + 32 <= dh; c0 += 32) {
+            f32x16 lo = {0}, hi = {0};
             for (int j = 0; j < tk; j++) {
-                const float *vj = key_at(v, ldv, kr, j) + c0;
                 if (pi[j] == 0.0f) continue;    /* masked or dropped */
-                for (int c = 0; c < 16; c++) lane[c] += pi[j] * vj[c];
+                const float *vj = key_at(v, ldv, kr, j) + c0;
+                f32x16 x, y;
+                memcpy(&x, vj, sizeof x);
+                memcpy(&y, vj + 16, sizeof y);
+                lo += pi[j] * x;
+                hi += pi[j] * y;
             }
-            for (int c = 0; c < 16; c++) oi[c0 + c] = lane[c];
+            memcpy(oi + c0, &lo, sizeof lo);
+            memcpy(oi + c0 + 16, &hi, sizeof hi);
+        }
+        for (; c0 + 16 <= dh; c0 += 16) {
+            f32x16 lane = {0};
+            for (int j = 0; j < tk; j++) {
+                if (pi[j] == 0.0f) continue;
+                f32x16 x;
+                memcpy(&x, key_at(v, ldv, kr, j) + c0, sizeof x);
+                lane += pi[j] * x;
+            }
+            memcpy(oi + c0, &lane, sizeof lane);
         }
         for (int c = c0; c < dh; c++) oi[c] = 0.0f;
         for (int j = 0; j < tk && c0 < dh; j++) {
@@ -136,24 +208,11 @@ static inline void attend_pair(float *out, float *att, float *att_d, const float
             for (int j = 0; j < kl; j++) row[j] = 0.0f;
             continue;
         }
-        /* exp (exactly 0 for masked keys) and their sum, in 16 lanes
-         * fixed by the key index, so the sum does not depend on how
-         * the compiler handles the loop's tail */
-        float lane[16] = {0};
-        int j = 0;
-        for (; j + 16 <= kl; j += 16)
-            for (int c = 0; c < 16; c++) {
-                row[j + c] = exp_fast(row[j + c] - mx);
-                lane[c] += row[j + c];
-            }
-        float sum = 0;
-        for (; j < kl; j++) {
-            row[j] = exp_fast(row[j] - mx);
-            sum += row[j];
-        }
-        for (int c = 0; c < 16; c++) sum += lane[c];
+        /* exp (exactly 0 for masked keys) and their sum, in the fixed
+         * lanes of rowexp.c */
+        const float sum = row_exp_inplace(row, kl, mx, NULL);
         const float inv = 1.0f / sum;
-        for (j = 0; j < kl; j++) row[j] *= inv;
+        for (int j = 0; j < kl; j++) row[j] *= inv;
     }
     float *ad = a;
     if (p > 0) {

@@ -191,7 +191,7 @@ static inline float exp_fast(float x)
     return x < -87.33654f ? 0.0f : p * two_n.f;
 }
 
-/* Row kernels in 8 fixed lanes (rowexp.c): the same bits on any compiler
+/* Row kernels in 16 fixed lanes (rowexp.c): the same bits on any compiler
  * and thread count. row_max of an empty row is -inf. */
 float row_max(const float *x, int n);
 /* Σ exp_fast(x[i] - shift); x is not changed. If sum_x is not NULL, the
