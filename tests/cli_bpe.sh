@@ -108,7 +108,7 @@ expect_err_line "learn -o onto an input message" "tfm: bpe learn: -o '$T/corpus2
 expect_exit 2 "learn -o onto an input through a symlink" -- "$TFM" bpe learn -s 300 -o "$T/corpus_link.txt" "$T/corpus2.txt"
 check "the input is untouched" cmp -s "$T/corpus.txt" "$T/corpus2.txt"
 expect_exit 1 "learn from a folder" -- "$TFM" bpe learn -s 300 -o "$T/v4" "$T"
-expect_err_line "learn from a folder line" "tfm: $T: not a regular file"
+expect_err_line "learn from a folder line" "tfm: $T: is a folder, not a file"
 check "refused learns write nothing" test ! -e "$T/v4"
 # Outputs: only regular files are replaced. A FIFO (or device, or folder) at
 # -o is refused and left as it is; a symlink is followed, and stays a link.

@@ -54,7 +54,10 @@ FILE *text_open_regular(const char *path, TfmErr *err)
     }
     if (!regular) {
         close(fd);
-        err_set(err, TFM_ERR_IO, "%s: not a regular file", path);
+        struct stat sb;
+        err_set(err, TFM_ERR_IO, stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)
+                                     ? "%s: is a folder, not a file" : "%s: not a regular file",
+                path);
         return NULL;
     }
     FILE *f = fdopen(fd, "rb");
@@ -146,6 +149,15 @@ static bool gz_start(LineReader *r, TfmErr *err)
     return true;
 }
 
+/* A read that failed: a folder gets its own words ("Is a directory" read
+ * as if the file were broken). */
+static void read_failed(const LineReader *r, TfmErr *err)
+{
+    const int e = errno ? errno : EIO;
+    if (e == EISDIR) err_set(err, TFM_ERR_IO, "%s: is a folder, not a file", r->name);
+    else err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(e));
+}
+
 /* Refills g->out. Returns 1 with bytes there, 0 at the clean end of the
  * input, -1 with err set. Concatenated gzip members read as one stream. */
 static int gz_fill(LineReader *r, TfmErr *err)
@@ -156,8 +168,7 @@ static int gz_fill(LineReader *r, TfmErr *err)
             size_t n = fread(g->in, 1, sizeof g->in, r->f);
             if (n == 0) {
                 if (ferror(r->f)) {
-                    err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name,
-                            strerror(errno ? errno : EIO));
+                    read_failed(r, err);
                     return -1;
                 }
                 g->in_eof = true;
@@ -241,7 +252,7 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     }
     if (c == -2) return -1;
     if (c == EOF && !r->gz && ferror(r->f)) {
-        err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(errno ? errno : EIO));
+        read_failed(r, err);
         return -1;
     }
     if (c == EOF && n == 0) return 0;
