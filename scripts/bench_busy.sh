@@ -68,25 +68,32 @@ run_s() {
 # the median of the numbers on stdin
 median() { sort -g | awk '{ a[NR] = $1 } END { printf "%.2f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# one row: the command's three variants, in a rotating order each repeat
-bench() {
-    local what=$1 load=$2; shift 2
-    local i k v
+# RUN PREFIX ARGS...: REPEAT times, the three variants in a rotating order,
+# each `RUN PREFIX.VARIANT ARGS... [--threads 1|N]` (no thread count: the default)
+rotate() {
+    local run=$1 prefix=$2 i k v
+    shift 2
     local -a variants=(default 1 n)
-    : >"$W/t.default"; : >"$W/t.1"; : >"$W/t.n"
-    "$@" >/dev/null 2>&1       # warm-up (page cache, the re-exec)
-    local before
-    before=$(cut -d' ' -f1 /proc/loadavg)
+    : >"$prefix.default"; : >"$prefix.1"; : >"$prefix.n"
     for i in $(seq 0 $((REPEAT - 1))); do
         for k in 0 1 2; do
             v=${variants[$(((i + k) % 3))]}
             case $v in
-                default) run_s "$W/t.default" "$@" ;;
-                1) run_s "$W/t.1" "$@" --threads 1 ;;
-                n) run_s "$W/t.n" "$@" --threads "$N" ;;
+                default) "$run" "$prefix.default" "$@" ;;
+                1) "$run" "$prefix.1" "$@" --threads 1 ;;
+                n) "$run" "$prefix.n" "$@" --threads "$N" ;;
             esac
         done
     done
+}
+
+# one row: the command's three variants, and their medians
+bench() {
+    local what=$1 load=$2; shift 2
+    "$@" >/dev/null 2>&1       # warm-up (page cache, the re-exec)
+    local before
+    before=$(cut -d' ' -f1 /proc/loadavg)
+    rotate run_s "$W/t" "$@"
     # per repeat: default / best of the two (wall), paired line by line
     paste "$W/t.default" "$W/t.1" "$W/t.n" |
         awk '{ m = $3 < $5 ? $3 : $5; print $1 / m }' >"$W/ratio"
@@ -131,21 +138,10 @@ serve_run() {
 
 # the server row: sentences/s (higher is better), best / default
 bench_serve() {
-    local load=$1 i k v
-    local -a variants=(default 1 n)
-    : >"$W/s.default"; : >"$W/s.1"; : >"$W/s.n"
+    local load=$1
     local before
     before=$(cut -d' ' -f1 /proc/loadavg)
-    for i in $(seq 0 $((REPEAT - 1))); do
-        for k in 0 1 2; do
-            v=${variants[$(((i + k) % 3))]}
-            case $v in
-                default) serve_run "$W/s.default" ;;
-                1) serve_run "$W/s.1" --threads 1 ;;
-                n) serve_run "$W/s.n" --threads "$N" ;;
-            esac
-        done
-    done
+    rotate serve_run "$W/s"
     paste "$W/s.default" "$W/s.1" "$W/s.n" |
         awk '{ m = $3 > $5 ? $3 : $5; print m / $1 }' >"$W/ratio"
     local r lo hi
