@@ -319,7 +319,7 @@ mkfifo keyfifo
 expect_exit 1 "serve: a FIFO as the API key file (it waited for a writer)" -- timeout 20 "$TFM" serve --api-key-file keyfifo --port 0
 expect_err_line "serve: FIFO key message" "tfm: keyfifo: not a regular file"
 expect_exit 1 "serve: a folder as the API key file" -- "$TFM" serve --api-key-file . --port 0
-expect_err_line "serve: folder key message" "tfm: .: not a regular file"
+expect_err_line "serve: folder key message" "tfm: .: is a folder, not a file"
 expect_exit 2 "serve: a host that is no address" -- "$TFM" serve -m model.tfm --host no.such.host.invalid --port 0
 expect_err_line "serve: host message" "tfm: serve: --host no.such.host.invalid: not an address of this machine"
 start_server busy || { cli_summary; exit 1; }

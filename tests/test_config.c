@@ -425,8 +425,8 @@ static const BadCase bad_cases[] = {
      "data.train_src: cannot open %s/nope.de: No such file or directory", TFM_ERR_IO},
     {"{\"data\": {\"train_src\": \"train.de\", \"train_tgt\": \"train.en\", \"valid_src\": \"val.de\","
      " \"valid_tgt\": \"sub\"}}",
-     "data.valid_tgt: %s/sub: not a regular file", TFM_ERR_IO},
-    {"{" DATA_PLUS("\"vocab\": \"sub\"") "}", "data.vocab: %s/sub: not a regular file", TFM_ERR_IO},
+     "data.valid_tgt: %s/sub: is a folder, not a file", TFM_ERR_IO},
+    {"{" DATA_PLUS("\"vocab\": \"sub\"") "}", "data.vocab: %s/sub: is a folder, not a file", TFM_ERR_IO},
     {"{" DATA_PLUS("\"vocab\": \"vocab.txt\"") "}",
      "data.vocab: cannot open %s/vocab.txt: No such file or directory", TFM_ERR_IO},
 };
@@ -473,7 +473,7 @@ TEST(config_load_odd_files)
     /* a config is a regular file, as every named input is (no wait on a FIFO) */
     snprintf(path, sizeof path, "%s/sub", dir);
     CHECK_EQ_INT(config_load(&c, path, &err), TFM_ERR_IO);
-    snprintf(want, sizeof want, "%s: not a regular file", path);
+    snprintf(want, sizeof want, "%s: is a folder, not a file", path);
     CHECK_STR(err.msg, want);
 
     snprintf(path, sizeof path, "%s/nul.json", dir);

@@ -44,6 +44,13 @@ int text_open_nonblocking(const char *path, bool *regular)
     return fd;
 }
 
+const char *text_not_regular(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? "is a folder, not a file"
+                                                       : "not a regular file";
+}
+
 FILE *text_open_regular(const char *path, TfmErr *err)
 {
     bool regular;
@@ -54,10 +61,7 @@ FILE *text_open_regular(const char *path, TfmErr *err)
     }
     if (!regular) {
         close(fd);
-        struct stat sb;
-        err_set(err, TFM_ERR_IO, stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)
-                                     ? "%s: is a folder, not a file" : "%s: not a regular file",
-                path);
+        err_set(err, TFM_ERR_IO, "%s: %s", path, text_not_regular(path));
         return NULL;
     }
     FILE *f = fdopen(fd, "rb");

@@ -50,17 +50,22 @@ typedef struct {
 } LineReader;
 
 /* Opens path for reading ("-" means stdin). On failure returns TFM_ERR_IO
- * with "PATH: cannot open: REASON", or "PATH: not a regular file" for a FIFO,
- * device or folder (stdin may be a pipe: "-" is an explicit choice). The
- * reader keeps a pointer to path, which must outlive it. Close with
- * text_reader_close (also after a failed open). */
+ * with "PATH: cannot open: REASON", or "PATH: not a regular file" for a
+ * FIFO or device, "PATH: is a folder, not a file" for a folder (stdin may
+ * be a pipe: "-" is an explicit choice). The reader keeps a pointer to
+ * path, which must outlive it. Close with text_reader_close (also after a
+ * failed open). */
 TfmStatus text_reader_open(LineReader *r, const char *path, TfmErr *err);
+
+/* Why path, which exists, is not a regular file: "is a folder, not a file"
+ * or "not a regular file" (a FIFO, a device). */
+const char *text_not_regular(const char *path);
 
 /* Opens path (not "-") for reading when it is a regular file, without
  * blocking on a FIFO. Returns NULL with TFM_ERR_IO "PATH: cannot open:
- * REASON" or "PATH: not a regular file". Shared by every reader of a named
- * input file (text, vocabularies, models), so none hangs on a FIFO or reads
- * a device forever. */
+ * REASON" or "PATH: " and text_not_regular's words. Shared by every reader
+ * of a named input file (text, vocabularies, models), so none hangs on a
+ * FIFO or reads a device forever. */
 FILE *text_open_regular(const char *path, TfmErr *err);
 
 /* The one "open without waiting on a FIFO" (O_NONBLOCK, which changes

@@ -571,8 +571,8 @@ static TfmStatus check_input(const KeySpec *k, const char *path, TfmErr *err)
                             path, strerror(errno));
     close(fd);
     if (!regular)
-        return err_set_keys(err, TFM_ERR_IO, ERR_KEYS(k->path), "%s: %s: not a regular file",
-                            k->path, path);
+        return err_set_keys(err, TFM_ERR_IO, ERR_KEYS(k->path), "%s: %s: %s", k->path, path,
+                            text_not_regular(path));
     return TFM_OK;
 }
 
