@@ -477,8 +477,12 @@ check "dropout_warmup 30: other losses" test "$(no_times dw1/plain/log.jsonl)" !
 expect_exit 1 "dropout_warmup below 0 refused" -- "$TFM" train mini.json --dry-run --set train.dropout_warmup=-5
 expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup: expected a non-negative integer, got -5"
 # train.rdrop (R-Drop): every sentence runs twice under two dropout masks.
-# Without dropout the copies agree, so the model is the plain run's to float
-# rounding (the KL term and its gradient vanish); with dropout, a run under
+# Without dropout the copies agree to float rounding (the products over the
+# doubled batch round a copy's rows apart by about 1e-7), so the KL term and
+# its gradient all but vanish and the model is the plain run's: the same
+# validation loss to 1e-5, the weights to 1e-2 (a rounding difference that
+# flips one ReLU can grow under Adam in a few weights: seed 3 gave 3.8e-3 in
+# one bias, seeds 4-7 below 4e-6); with dropout, a run under
 # train.parallel sentences stopped by SIGTERM resumes to the uninterrupted
 # model, and the losses differ from the plain run's.
 sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >rd0.json
@@ -487,7 +491,11 @@ mkdir rd rd2 rdn rdn1
 (cd rdn && expect_exit 0 "rdrop 5 without dropout" -- "$TFM" train ../rd0.json --threads 1 --set train.rdrop=5)
 check "rdrop: the workspace holds the batch twice" grep -q 'activations for [0-9]* tokens run twice (train.rdrop)' "$T/err"
 python3 "$ROOT/tests/model_diff.py" rdn1/model.tfm rdn/model.tfm >"$T/diff"
-check "rdrop without dropout: the plain model (max_rel < 1e-4: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "rdrop without dropout: the plain model's weights (max_rel < 1e-2: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-2) }' "$T/diff"
+va=$(grep -o '"valid_loss": [0-9.]*' rdn1/ck/log.jsonl | tail -n 1 | cut -d' ' -f2)
+vb=$(grep -o '"valid_loss": [0-9.]*' rdn/ck/log.jsonl | tail -n 1 | cut -d' ' -f2)
+check "rdrop without dropout: the plain run's validation loss ($va, $vb)" \
+    awk -v a="$va" -v b="$vb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d < 1e-5 * a) }'
 (cd rd && expect_exit 0 "rdrop 1, train.parallel sentences" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
 (cd rd2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "rdrop: SIGTERM at step 13" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
 (cd rd2 && expect_exit 0 "rdrop: resumed" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
