@@ -91,6 +91,51 @@ check "chunks: 2 ranks = 2 threads, bit for bit" \
 (cd ch2 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH 2>/dev/null)
 (cd ch2 && expect_exit 0 "chunks, 2 ranks: resumed" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH)
 check "chunks, 2 ranks: resumed model equals uninterrupted" cmp -s ch1/model.tfm ch2/model.tfm
+# Each rank encodes its third of a chunk's lines and fetches the ids of the
+# sentences it trains on (its third of every batch), not the whole chunk;
+# the lengths of all are gathered, so the skipped pairs are counted as one
+# process counts them (80 of the 400 pairs are over max_len 40 tokens).
+mkdir ch3
+(cd ch3 && expect_exit 0 "3 ranks, chunks of 150 pairs" -- mpi 3 "$MTFM" train ../nodrop.json --threads 1 $CH)
+enc=$(sed -n "s/.*each rank encoded at most \([0-9]*\) of the chunk's 150 lines and fetched the ids of at most \([0-9]*\) of its \([0-9]*\) pairs.*/\1 \2 \3/p" "$T/err")
+check "3 ranks: a rank encodes 50 of a chunk's 150 lines and holds a third of its pairs ($enc)" \
+    awk -v e="$enc" 'BEGIN { split(e, x, " "); exit !(x[1] == 50 && x[2] < x[3] / 2 && x[3] > 100) }'
+"$MTFM" train nodrop.json --threads 1 $CH --set train.out_dir=ch3/one --set train.model=ch3/one.tfm 2>"$T/one.err" >/dev/null
+check "3 ranks: the chunk's skip counts are one process's" \
+    test "$(grep '^train: ' "$T/err" | sed 's/ [0-9.]* [kM]B encoded.*//')" = \
+         "$(grep '^train: ' "$T/one.err" | sed 's/ [0-9.]* [kM]B encoded.*//')"
+python3 "$ROOT/tests/model_diff.py" ch3/one.tfm ch3/model.tfm >"$T/diff"
+check "chunks: 3 ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+# ... stopped at step 13 and resumed by 2 ranks: the same global batches
+mkdir ch4
+(cd ch4 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 3 "$MTFM" train ../nodrop.json -q --threads 1 $CH 2>/dev/null)
+(cd ch4 && expect_exit 0 "chunks: 3 ranks resumed by 2" -- mpi 2 "$MTFM" train ../nodrop.json -q --threads 1 $CH)
+python3 "$ROOT/tests/model_diff.py" ch3/one.tfm ch4/model.tfm >"$T/diff"
+check "chunks: 3 ranks resumed by 2 train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+# A list of files read in chunks of 110 pairs, with BPE-dropout (each rank
+# segments its part again every epoch and the new lengths are gathered) and
+# the output pieces of the targets (from rank 0's sample); and the corpus
+# kept, with the pieces of every rank's part: the 2-thread model, bit for bit.
+head -n 250 train.de >a.de; head -n 250 train.en >a.en
+tail -n 150 train.de >b.de; tail -n 150 train.en >b.en
+for kept in 0 1; do
+    if [ $kept = 1 ]; then L=''; else
+        L='--set data.train_src=["../a.de","../b.de"] --set data.train_tgt=["../a.en","../b.en"] --set data.shuffle_buffer=110'; fi
+    X="--set data.bpe_dropout=0.1 --set model.output_vocab=target --set train.max_steps=40 $L"
+    mkdir l$kept ls$kept
+    (cd l$kept && expect_exit 0 "2 ranks, BPE-dropout, output pieces (kept $kept)" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $X)
+    (cd ls$kept && "$ROOT/tfm" train ../mini.json -q --threads 2 --set train.parallel=sentences $X >/dev/null 2>&1)
+    check "BPE-dropout, output pieces (kept $kept): 2 ranks = 2 threads, bit for bit" \
+        python3 "$ROOT/tests/model_diff.py" --exact l$kept/model.tfm ls$kept/model.tfm
+done
+# A pair of files ending early, read in chunks: the ranks that only read
+# through the line find it too; one line, once.
+head -n 399 train.en >short.en
+(cd ch3 && expect_exit 1 "2 ranks: a pair of files ending early" -- mpi 2 "$MTFM" train ../mini.json -q --restart \
+    --set train.max_steps=1000 $CH --set data.train_tgt=../short.en)
+expect_err_line "2 ranks: both files and both line counts, once" "tfm: ../train.de has 400 lines, $T/ch3/../short.en has 399 lines"
 # Batches of 1-2 sentences on 3 ranks: a rank with no sentence still takes
 # part in every per-layer sum (with zeros), and the job trains the 1-process
 # model.

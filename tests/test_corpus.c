@@ -225,7 +225,7 @@ TEST(test_corpus_resegment)
     long n_first = 0;
     for (int round = 0; round < 3; round++) {
         uint64_t seed = round == 2 ? 11 : 10;      /* rounds 0 and 1 alike */
-        CHECK(corpus_resegment(&c, bpe, NULL, 0.3f, seed, 16, &err) == TFM_OK);
+        CHECK(corpus_resegment(&c, bpe, NULL, 0.3f, seed, NULL, 16, &err) == TFM_OK);
         long n_tok = c.tgt_off[c.n_pairs - 1] + c.tgt_len[c.n_pairs - 1];
         long changed = 0;
         char *text = NULL;
@@ -251,7 +251,7 @@ TEST(test_corpus_resegment)
             CHECK(round == 1 ? same : !same);
         }
     }
-    CHECK(corpus_resegment(&c, bpe, NULL, 0.0f, 3, 60, &err) == TFM_OK);
+    CHECK(corpus_resegment(&c, bpe, NULL, 0.0f, 3, NULL, 60, &err) == TFM_OK);
     CHECK(memcmp(c.tokens, plain.tokens, (size_t)n_plain * sizeof *c.tokens) == 0);
     free(first);
     corpus_free(&c);
@@ -280,7 +280,7 @@ TEST(test_corpus_resegment_target_subset)
     BpeSubset *sub = NULL;
     CHECK(bpe_subset_new(&sub, bpe, in, &err) == TFM_OK);
     CHECK(corpus_load(&c, src, tgt, bpe, sub, 60, true, &err) == TFM_OK);
-    CHECK(corpus_resegment(&c, bpe, sub, 0.5f, 7, 60, &err) == TFM_OK);
+    CHECK(corpus_resegment(&c, bpe, sub, 0.5f, 7, NULL, 60, &err) == TFM_OK);
     long outside = 0, wrong = 0, finer = 0;
     char *text = NULL;
     size_t len = 0, cap = 0;
@@ -348,7 +348,7 @@ TEST(test_corpus_chunk_same_for_any_threads)
     for (int k = 0; k < 3; k++) {
         PairStream ps;
         CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
-        CHECK(corpus_load_chunk(&c[k], &ps, 19000, bpe, sub, 60, true, threads[k], NULL, &err) == TFM_OK);
+        CHECK(corpus_load_chunk(&c[k], &ps, 19000, bpe, sub, 60, true, 0, 1, threads[k], NULL, &err) == TFM_OK);
         pair_stream_close(&ps);
     }
     CHECK_EQ_INT(c[0].n_lines, 19000);
@@ -364,5 +364,126 @@ TEST(test_corpus_chunk_same_for_any_threads)
     }
     for (int k = 0; k < 3; k++) corpus_free(&c[k]);
     bpe_subset_free(sub);
+    bpe_free(bpe);
+}
+
+/* A job's rank reads every line but encodes its part (lines j % parts ==
+ * part): the parts' kept pairs, merged in line order, are the whole
+ * corpus's, with its skip counts; own_lens has every line of the part; and
+ * a pair of files ending early is found by every part. */
+TEST(test_corpus_chunk_parts)
+{
+    char src[512], tgt[512];
+    write_corpus(src, tgt);
+    Bpe *bpe = tiny_bpe(src, tgt);
+    if (!bpe) { CHECK(bpe != NULL); return; }
+    const char *sp[1] = {src}, *tp[1] = {tgt};
+    TfmErr err = {0};
+    enum { PARTS = 3 };
+    Corpus whole, part[PARTS];
+    PairStream ps;
+    CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
+    CHECK(corpus_load_chunk(&whole, &ps, 1000, bpe, NULL, 60, true, 0, 1, 1, NULL, &err) == TFM_OK);
+    pair_stream_close(&ps);
+    CHECK(whole.own_lens == NULL && whole.n_encoded == whole.n_lines);
+    for (int k = 0; k < PARTS; k++) {
+        CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
+        CHECK(corpus_load_chunk(&part[k], &ps, 1000, bpe, NULL, 60, true, k, PARTS, 2, NULL, &err) ==
+              TFM_OK);
+        pair_stream_close(&ps);
+        CHECK_EQ_INT(part[k].n_lines, whole.n_lines);
+        CHECK_EQ_INT(part[k].n_encoded, corpus_part_lines(whole.n_lines, k, PARTS));
+    }
+    long next[PARTS] = {0}, kept = 0, empty = 0, lng = 0, bad = 0;
+    for (long j = 0; j < whole.n_lines; j++) {
+        const Corpus *c = &part[j % PARTS];
+        const int *l = c->own_lens + 2 * (j / PARTS);
+        PairFate fate = pair_fate(l[0], l[1], 60);
+        empty += fate == PAIR_EMPTY;
+        lng += fate == PAIR_LONG;
+        if (fate != PAIR_KEPT) continue;
+        long q = next[j % PARTS]++, p = kept++;
+        bad += c->src_len[q] != l[0] || c->tgt_len[q] != l[1] ||
+               whole.src_len[p] != l[0] || whole.tgt_len[p] != l[1] ||
+               memcmp(c->tokens + c->src_off[q], whole.tokens + whole.src_off[p],
+                      (size_t)(l[0] + l[1]) * sizeof(int)) != 0 ||
+               memcmp(c->text + c->text_off[2 * q], whole.text + whole.text_off[2 * p],
+                      c->text_off[2 * q + 2] - c->text_off[2 * q]) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(kept, whole.n_pairs);
+    CHECK(empty == whole.skipped_empty && lng == whole.skipped_long && empty == 1 && lng == 1);
+    for (int k = 0; k < PARTS; k++) corpus_free(&part[k]);
+    corpus_free(&whole);
+    /* the target file ends early: part 1 never encodes line 3, still finds it */
+    strcpy(src, test_write_file("three.de", "a\nb\nc\n"));
+    strcpy(tgt, test_write_file("two.en", "a\nb\n"));
+    CHECK(pair_stream_open(&ps, sp, tp, 1, NULL, 0, 0, &err) == TFM_OK);
+    CHECK(corpus_load_chunk(&part[0], &ps, 1000, bpe, NULL, 60, false, 1, 2, 1, NULL, &err) ==
+          TFM_ERR_FORMAT);
+    pair_stream_close(&ps);
+    char want[1200];
+    snprintf(want, sizeof want, "%s has 3 lines, %s has 2 lines", src, tgt);
+    CHECK_STR(err.msg, want);
+    bpe_free(bpe);
+}
+
+static void corpus_ids_of(const void *ctx, long p, int row, const int **src, const int **tgt)
+{
+    (void)row;
+    const Corpus *c = ctx;
+    *src = c->tokens + c->src_off[p];
+    *tgt = c->tokens + c->tgt_off[p];
+}
+
+/* A rank's share built from the ids of its rows alone (batcher_get_share)
+ * is batch_share's cut of the whole batch: its rows, the whole batch's
+ * widths and target count; batcher_real_tokens counts the whole batch's. */
+TEST(test_batcher_get_share_is_batch_share)
+{
+    char src[512], tgt[512];
+    write_corpus(src, tgt);
+    Bpe *bpe = tiny_bpe(src, tgt);
+    if (!bpe) { CHECK(bpe != NULL); return; }
+    Corpus c;
+    Batcher b;
+    TfmErr err = {0};
+    CHECK(corpus_load(&c, src, tgt, bpe, NULL, 60, false, &err) == TFM_OK);
+    CHECK(batcher_init(&b, &c, 120, 5, true, &err) == TFM_OK);
+    batcher_plan_epoch(&b, 2);
+    long bad = 0, batches_with_3 = 0;
+    for (long i = 0; i < b.n_batches; i++) {
+        Batch whole;
+        batcher_get(&b, i, &whole);
+        const long real = batch_real_tokens(&whole), targets = batch_targets(&whole);
+        batches_with_3 += whole.n >= 3;
+        bad += batcher_real_tokens(&b, i) != real;
+        /* a copy: batcher_get_share reuses the batcher's buffers */
+        size_t ns = (size_t)whole.n * whole.src_len, nt = (size_t)whole.n * whole.tgt_len;
+        int *copy = malloc((ns + 2 * nt) * sizeof(int));
+        memcpy(copy, whole.src, ns * sizeof(int));
+        memcpy(copy + ns, whole.tgt_in, nt * sizeof(int));
+        memcpy(copy + ns + nt, whole.tgt_out, nt * sizeof(int));
+        Batch kept = whole;
+        kept.src = copy;
+        kept.tgt_in = copy + ns;
+        kept.tgt_out = copy + ns + nt;
+        for (int k = 0; k < 3; k++) {
+            Batch want, got;
+            batch_share(&kept, k, 3, &want);
+            batcher_get_share(&b, i, k, 3, corpus_ids_of, &c, &got);
+            bad += got.n != want.n || got.src_len != want.src_len || got.tgt_len != want.tgt_len ||
+                   got.loss_tokens != targets || want.loss_tokens != targets;
+            if (got.n != want.n) continue;
+            bad += memcmp(got.src, want.src, (size_t)got.n * got.src_len * sizeof(int)) != 0 ||
+                   memcmp(got.tgt_in, want.tgt_in, (size_t)got.n * got.tgt_len * sizeof(int)) != 0 ||
+                   memcmp(got.tgt_out, want.tgt_out, (size_t)got.n * got.tgt_len * sizeof(int)) != 0;
+        }
+        free(copy);
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(batches_with_3 > 5);
+    batcher_free(&b);
+    corpus_free(&c);
     bpe_free(bpe);
 }

@@ -50,6 +50,15 @@ bool dist_overlap_sums(void);
 void dist_max_longs(long *x, int n);
 /* Rank 0's n bytes to every rank. */
 void dist_broadcast(void *buf, size_t n);
+/* Every rank's part of x to every rank: rank r's counts[r] ints follow the
+ * parts of the ranks before it; each rank fills its own part before the
+ * call and has them all after. counts are the same on every rank. */
+void dist_allgather_ints(int *x, const size_t *counts);
+/* An exchange of ints: this rank sends send_n[d] ints to rank d, from
+ * send + the sum of send_n[< d], and receives recv_n[s] ints from rank s
+ * into recv + the sum of recv_n[< s]. What a rank sends to d is what d
+ * expects from it (its recv_n[rank]). */
+void dist_alltoall_ints(const int *send, const size_t *send_n, int *recv, const size_t *recv_n);
 
 /* Seconds this rank spent inside MPI calls so far (for benchmarks): the
  * exposed communication, waiting for slower ranks included; the part of an

@@ -163,4 +163,58 @@ void dist_broadcast(void *buf, size_t n)
     comm_s += clock_now_s() - t0;
 }
 
+/* One round of an exchange: n_send ints to rank `to` while n_recv come
+ * from rank `from`, in pieces of at most CHUNK (MPI counts are ints). Both
+ * ends of a message cut it the same way, so the pieces match. */
+static void swap_ints(const int *send, size_t n_send, int to, int *recv, size_t n_recv, int from)
+{
+    for (size_t i = 0; i < n_send || i < n_recv; i += CHUNK) {
+        MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        if (i < n_recv)
+            MPI_Irecv(recv + i, (int)(n_recv - i < CHUNK ? n_recv - i : CHUNK), MPI_INT, from, 1,
+                      MPI_COMM_WORLD, &r[0]);
+        if (i < n_send)
+            MPI_Isend(send + i, (int)(n_send - i < CHUNK ? n_send - i : CHUNK), MPI_INT, to, 1,
+                      MPI_COMM_WORLD, &r[1]);
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    }
+}
+
+/* Where rank r's part starts, in ints. */
+static size_t part_at(const size_t *n, int r)
+{
+    size_t at = 0;
+    for (int k = 0; k < r; k++) at += n[k];
+    return at;
+}
+
+/* Both exchanges go pairwise: in round s each rank sends to rank + s and
+ * receives from rank - s, so every pair meets once and no rank waits on a
+ * rank that waits on it. */
+void dist_allgather_ints(int *x, const size_t *counts)
+{
+    if (size_ == 1) return;
+    double t0 = clock_now_s();
+    for (int s = 1; s < size_; s++) {
+        int to = (rank_ + s) % size_, from = (rank_ - s + size_) % size_;
+        swap_ints(x + part_at(counts, rank_), counts[rank_], to, x + part_at(counts, from),
+                  counts[from], from);
+    }
+    comm_s += clock_now_s() - t0;
+}
+
+void dist_alltoall_ints(const int *send, const size_t *send_n, int *recv, const size_t *recv_n)
+{
+    double t0 = clock_now_s();
+    if (send_n[rank_])
+        memcpy(recv + part_at(recv_n, rank_), send + part_at(send_n, rank_),
+               send_n[rank_] * sizeof *send);
+    for (int s = 1; s < size_; s++) {
+        int to = (rank_ + s) % size_, from = (rank_ - s + size_) % size_;
+        swap_ints(send + part_at(send_n, to), send_n[to], to, recv + part_at(recv_n, from),
+                  recv_n[from], from);
+    }
+    comm_s += clock_now_s() - t0;
+}
+
 double dist_comm_seconds(void) { return comm_s; }

@@ -98,17 +98,23 @@ static void block_free(Block *b)
     free(b);
 }
 
-/* Reads up to `want` pairs into b: 1 when some were read, 0 at the end, -1 on an error. */
-static int block_read(Block *b, PairStream *ps, long want, TfmErr *err)
+/* Reads up to `want` pairs, the first being line `first` of the chunk, and
+ * keeps in b those of part `part` of `parts` (all with one part); *read:
+ * the lines read. 1 when some were read, 0 at the end, -1 on an error. */
+static int block_read(Block *b, PairStream *ps, long first, long want, int part, int parts,
+                      long *read, TfmErr *err)
 {
     b->n = 0;
     b->text_len = 0;
     b->off[0] = 0;
-    while (b->n < want && b->n < BLOCK_PAIRS) {
+    *read = 0;
+    while (*read < want && b->n < BLOCK_PAIRS) {
         PairLine p;
         int got = pair_stream_next(ps, &p, err);
         if (got < 0) return -1;
         if (!got) break;
+        /* another part's line: read, for the files' line counts, not kept */
+        if ((first + (*read)++) % parts != part) continue;
         if (xgrow((void **)&b->text, &b->text_cap, b->text_len + p.src_len + p.tgt_len + 2, 1, err))
             return -1;
         /* NUL-terminated like a reader's lines */
@@ -126,7 +132,7 @@ static int block_read(Block *b, PairStream *ps, long want, TfmErr *err)
         b->tgt_line[b->n] = p.rt->line_no;
         b->n++;
     }
-    return b->n > 0;
+    return *read > 0;
 }
 
 static TfmStatus pool_add(Pool *p, const IdBuf *x, TfmErr *err)
@@ -209,6 +215,19 @@ static TfmStatus block_encode(Block *b, int threads, const Bpe *bpe, const BpeSu
     return st;
 }
 
+/* Appends the lengths of the block's pairs, kept or not, to own_lens. */
+static TfmStatus block_lens(Corpus *c, size_t *n_lens, const Block *b, TfmErr *err)
+{
+    if (xgrow((void **)&c->own_lens, &c->own_lens_cap, *n_lens + 2 * (size_t)b->n, sizeof(int),
+              err))
+        return TFM_ERR_NOMEM;
+    for (long i = 0; i < b->n; i++) {
+        c->own_lens[(*n_lens)++] = b->src_n[i];
+        c->own_lens[(*n_lens)++] = b->tgt_n[i];
+    }
+    return TFM_OK;
+}
+
 /* Filters the block's pairs and appends those kept, in order. */
 static TfmStatus block_append(Corpus *c, size_t *pair_cap, const Block *b, int max_len,
                               bool keep_text, TfmErr *err)
@@ -217,8 +236,9 @@ static TfmStatus block_append(Corpus *c, size_t *pair_cap, const Block *b, int m
         for (long i = b->lo[k]; i < b->lo[k + 1]; i++) {
             const int *ids = b->pool[k].ids + b->at[i];
             IdBuf s = {(int *)ids, b->src_n[i], 0}, t = {(int *)ids + b->src_n[i], b->tgt_n[i], 0};
-            if (s.n == 0 || t.n == 0) { c->skipped_empty++; continue; }
-            if (s.n > max_len || t.n > max_len) { c->skipped_long++; continue; }
+            PairFate fate = pair_fate(s.n, t.n, max_len);
+            if (fate == PAIR_EMPTY) { c->skipped_empty++; continue; }
+            if (fate == PAIR_LONG) { c->skipped_long++; continue; }
             const char *src = b->text + b->off[2 * i], *tgt = b->text + b->off[2 * i + 1];
             size_t ns = b->off[2 * i + 1] - b->off[2 * i] - 1, nt = b->off[2 * i + 2] - b->off[2 * i + 1] - 1;
             TfmStatus st;
@@ -229,11 +249,11 @@ static TfmStatus block_append(Corpus *c, size_t *pair_cap, const Block *b, int m
 }
 
 TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe *bpe,
-                            const BpeSubset *tgt_subset, int max_len, bool keep_text, int threads,
-                            const atomic_bool *cancel, TfmErr *err)
+                            const BpeSubset *tgt_subset, int max_len, bool keep_text, int part,
+                            int parts, int threads, const atomic_bool *cancel, TfmErr *err)
 {
     memset(c, 0, sizeof *c);
-    size_t pair_cap = 0;
+    size_t pair_cap = 0, n_lens = 0;
     TfmStatus st = TFM_OK;
     Block *b = xcalloc(1, sizeof *b, err);
     if (!b) return TFM_ERR_NOMEM;
@@ -242,11 +262,14 @@ TfmStatus corpus_load_chunk(Corpus *c, PairStream *ps, long max_pairs, const Bpe
             st = err_set(err, TFM_INTERRUPTED, "reading the corpus: cancelled");
             goto fail;
         }
-        int got = block_read(b, ps, max_pairs - c->n_lines, err);
+        long read;
+        int got = block_read(b, ps, c->n_lines, max_pairs - c->n_lines, part, parts, &read, err);
         if (got < 0) { st = err->status; goto fail; }
         if (!got) break;
-        c->n_lines += b->n;
+        c->n_lines += read;
+        c->n_encoded += b->n;
         if ((st = block_encode(b, threads, bpe, tgt_subset, err)) != TFM_OK ||
+            (parts > 1 && (st = block_lens(c, &n_lens, b, err)) != TFM_OK) ||
             (st = block_append(c, &pair_cap, b, max_len, keep_text, err)) != TFM_OK)
             goto fail;
     }
@@ -273,7 +296,8 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
         memset(c, 0, sizeof *c);
         return st;
     }
-    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, 1, NULL, err);
+    st = corpus_load_chunk(c, &ps, LONG_MAX, bpe, tgt_subset, max_len, keep_text, 0, 1, 1, NULL,
+                           err);
     pair_stream_close(&ps);
     return st;
 }
@@ -288,16 +312,19 @@ void corpus_free(Corpus *c)
     free(c->text);
     free(c->text_off);
     free(c->spare);
+    free(c->own_lens);
     memset(c, 0, sizeof *c);
 }
 
 size_t corpus_bytes(const Corpus *c)
 {
     size_t n = (size_t)c->n_pairs;
-    size_t tokens = n ? (size_t)(c->tgt_off[n - 1] + c->tgt_len[n - 1]) : 0;
-    size_t bytes = tokens * sizeof(int) + n * (2 * sizeof(long) + 2 * sizeof(int));
+    /* (a rank's view of a chunk has the lengths alone: shard.h) */
+    size_t tokens = n && c->tokens ? (size_t)(c->tgt_off[n - 1] + c->tgt_len[n - 1]) : 0;
+    size_t bytes = tokens * sizeof(int) + n * ((c->src_off ? 2 * sizeof(long) : 0) + 2 * sizeof(int));
     if (c->text_off) bytes += c->text_off[2 * n] + (2 * n + 1) * sizeof(size_t);
     if (c->spare) bytes += tokens * sizeof(int);     /* the segmentation before (bpe_dropout) */
+    if (c->own_lens) bytes += 2 * (size_t)c->n_encoded * sizeof(int);
     return bytes;
 }
 
@@ -317,14 +344,14 @@ static TfmStatus resegment_side(const Corpus *c, const Bpe *bpe, const BpeSubset
 }
 
 TfmStatus corpus_resegment(Corpus *c, const Bpe *bpe, const BpeSubset *tgt_subset, float p,
-                           uint64_t seed, int max_len, TfmErr *err)
+                           uint64_t seed, const long *index, int max_len, TfmErr *err)
 {
     IdBuf s = {0}, t = {0};
     TfmStatus st = TFM_OK;
     long n_tok = 0;
     for (long i = 0; i < c->n_pairs && st == TFM_OK; i++) {
         Rng rng;
-        rng_seed(&rng, seed ^ ((uint64_t)i * 0x9e3779b97f4a7c15ULL));
+        rng_seed(&rng, seed ^ ((uint64_t)(index ? index[i] : i) * 0x9e3779b97f4a7c15ULL));
         if ((st = resegment_side(c, bpe, NULL, i, 0, p, &rng, max_len, &s, err)) != TFM_OK ||
             (st = resegment_side(c, bpe, tgt_subset, i, 1, p, &rng, max_len, &t, err)) != TFM_OK ||
             (st = xgrow((void **)&c->spare, &c->spare_cap, (size_t)(n_tok + s.n + t.n),
@@ -445,23 +472,29 @@ void batcher_plan_epoch(Batcher *b, long epoch)
     b->epoch = epoch;
 }
 
-void batcher_get(Batcher *b, long i, Batch *out)
+void batcher_get_share(Batcher *b, long i, int part, int parts, PairIds ids, const void *ctx,
+                       Batch *out)
 {
     const Corpus *c = b->c;
     long k = b->batch_perm[i];
     long lo = b->batch_start[k], hi = b->batch_start[k + 1];
-    int n = (int)(hi - lo), S = 0, T = 0;
+    int S = 0, T = 0, r0, r1;
+    long targets = 0;
     for (long j = lo; j < hi; j++) {
         long p = b->order[j];
         if (src_width(c, p) > S) S = src_width(c, p);
         if (tgt_width(c, p) > T) T = tgt_width(c, p);
+        targets += tgt_width(c, p);
     }
+    batch_share_rows((int)(hi - lo), part, parts, &r0, &r1);
+    const int n = r1 - r0;
     memset(b->src, 0, (size_t)n * S * sizeof(int));
     memset(b->tgt_in, 0, (size_t)n * T * sizeof(int));
     memset(b->tgt_out, 0, (size_t)n * T * sizeof(int));
     for (int r = 0; r < n; r++) {
-        long p = b->order[lo + r];
-        const int *src = c->tokens + c->src_off[p], *tgt = c->tokens + c->tgt_off[p];
+        long p = b->order[lo + r0 + r];
+        const int *src, *tgt;
+        ids(ctx, p, r, &src, &tgt);
         int ls = c->src_len[p], lt = c->tgt_len[p];
         int *srow = b->src + (size_t)r * S, *in = b->tgt_in + (size_t)r * T,
             *outr = b->tgt_out + (size_t)r * T;
@@ -478,7 +511,30 @@ void batcher_get(Batcher *b, long i, Batch *out)
     out->src = b->src;
     out->tgt_in = b->tgt_in;
     out->tgt_out = b->tgt_out;
-    out->loss_tokens = 0;
+    /* a share's loss is divided by the whole batch's target count */
+    out->loss_tokens = parts > 1 ? targets : 0;
+}
+
+static void corpus_ids(const void *ctx, long p, int row, const int **src, const int **tgt)
+{
+    (void)row;
+    const Corpus *c = ctx;
+    *src = c->tokens + c->src_off[p];
+    *tgt = c->tokens + c->tgt_off[p];
+}
+
+void batcher_get(Batcher *b, long i, Batch *out)
+{
+    batcher_get_share(b, i, 0, 1, corpus_ids, b->c, out);
+}
+
+long batcher_real_tokens(const Batcher *b, long i)
+{
+    const Corpus *c = b->c;
+    long k = b->batch_perm[i], n = 0;
+    for (long j = b->batch_start[k]; j < b->batch_start[k + 1]; j++)
+        n += src_width(c, b->order[j]) + tgt_width(c, b->order[j]);
+    return n;
 }
 
 void batcher_free(Batcher *b)

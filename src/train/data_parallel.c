@@ -17,9 +17,8 @@ void batch_share(const Batch *b, int part, int parts, Batch *out)
 {
     *out = *b;
     if (parts == 1) return;
-    /* an even split of the sentences: a batch holds sentences of about one
-     * length (corpus.c), so equal counts are about equal work */
-    const int lo = (int)((long)b->n * part / parts), hi = (int)((long)b->n * (part + 1) / parts);
+    int lo, hi;
+    batch_share_rows(b->n, part, parts, &lo, &hi);
     out->n = hi - lo;
     out->src = b->src + (size_t)lo * b->src_len;
     out->tgt_in = b->tgt_in + (size_t)lo * b->tgt_len;
@@ -28,18 +27,17 @@ void batch_share(const Batch *b, int part, int parts, Batch *out)
     out->loss_tokens = b->loss_tokens ? b->loss_tokens : batch_targets(b);
 }
 
-void dp_slice(const Batch *b, Batch *mine)
-{
-    batch_share(b, dist_rank(), dist_size(), mine);
-}
-
 TfmStatus dp_agree(TfmStatus st, TfmErr *err)
 {
     if (dist_size() == 1) return st;
-    long failed = st != TFM_OK;
-    dist_max_longs(&failed, 1);
-    if (!failed) return TFM_OK;
+    /* any rank failed; every rank failed (the max of -failed is -min) */
+    long failed[2] = {st != TFM_OK, -(long)(st != TFM_OK)};
+    dist_max_longs(failed, 2);
+    if (!failed[0]) return TFM_OK;
     err->collective = true;
+    /* the same error on every rank (a pair of files ending early, which
+     * every rank reads): said once */
+    if (failed[1] == -1 && dist_rank() > 0) err->quiet = true;
     if (st != TFM_OK) return st;            /* this rank failed: it says why */
     err->quiet = true;
     return err_set(err, TFM_ERR_IO, "another rank failed");

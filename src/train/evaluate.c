@@ -236,8 +236,9 @@ static void summarize(Trainer *t)
                   stop_reason(t, why, sizeof why), t->ts.step, t->ts.epoch + 1, (long)s / 3600,
                   (long)s / 60 % 60, (long)s % 60);
     if (dist_size() > 1)
-        progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums and "
-                      "broadcasts (%.1f%%; waiting for the slowest rank included)",
+        progress_note(&t->prog, "data-parallel: %.1f s of this run's %.1f s in MPI sums, "
+                      "broadcasts and exchanges of data (%.1f%%; waiting for the slowest rank "
+                      "included)",
                       dist_comm_seconds(), clock_now_s() - t->run_start,
                       100 * dist_comm_seconds() / fmax(clock_now_s() - t->run_start, 1e-9));
     progress_note(&t->prog, "%s; model: %s -> %s", best,

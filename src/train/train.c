@@ -262,15 +262,16 @@ static float dropout_factor_at(const TrainConfig *tc, long step)
     return (float)((double)step / (double)tc->dropout_warmup);
 }
 
-static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
+/* One step on `mine`, this rank's sentences of a batch of real_tokens
+ * (the whole batch with one rank). */
+static TfmStatus train_step(Trainer *t, const Batch *mine_in, long real_tokens, TfmErr *err)
 {
     const TrainConfig *tc = &t->cfg->train;
     LossStats ls = {0};
     long next = t->ts.step + 1;
-    /* in a job, this rank's sentences of the batch, with masks of its own
-     * (a stream forked per rank: dropout_rng stays the same on every rank) */
-    Batch mine;
-    dp_slice(b, &mine);
+    /* in a job, masks of its own for this rank's sentences (a stream forked
+     * per rank: dropout_rng stays the same on every rank) */
+    const Batch mine = *mine_in;
     Rng rank_rng, *dropout_rng = &t->ts.dropout_rng;
     if (dist_size() > 1) {
         rng_fork(&t->ts.dropout_rng, (uint64_t)dist_rank(), &rank_rng);
@@ -323,7 +324,7 @@ static TfmStatus train_step(Trainer *t, const Batch *b, TfmErr *err)
     t->ts.log_loss += ls.loss;
     t->ts.log_nll += ls.nll;
     t->ts.log_tokens += ls.n_tokens;
-    t->ts.log_real_tokens += batch_real_tokens(b);
+    t->ts.log_real_tokens += real_tokens;
     return TFM_OK;
 }
 
@@ -388,10 +389,10 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
         int ready = data_ready(t, err);
         if (ready < 0) return err->status;
         if (ready > 0) continue;    /* a new epoch: the limits first */
-        Batch b;
-        batcher_get(&t->train_b, t->ts.batch_in_epoch, &b);
+        Batch mine;
+        long real_tokens = data_batch(t, &mine);
         double t0 = clock_now_s();
-        if ((st = train_step(t, &b, err)) != TFM_OK) return st;
+        if ((st = train_step(t, &mine, real_tokens, err)) != TFM_OK) return st;
         t->ts.batch_in_epoch++;
         double dt = clock_now_s() - t0;
         t->ts.log_step_s += dt;

@@ -9,21 +9,26 @@
  * and shuffles as the resident corpus does, so a corpus that fits trains
  * the same whatever the buffer. While a chunk trains, the next is read on
  * a thread of its own (the prefetch), so reading costs the training little.
- * The validation set is read whole.
+ * The validation set is read whole (by rank 0 alone under mpirun).
  *
- * Under mpirun every rank reads and encodes every chunk, also the pairs the
- * other ranks train on: a global batch is cut from the whole chunk sorted by
- * encoded length, so a rank's share is known only then, and a rank batching
- * a shard of its own would train another model than one process does.
- * Reading costs ~0.3% of training's CPU in the tiny shape (docs/distributed.md). */
+ * Under mpirun every rank reads through every chunk but encodes only its
+ * part of the lines (1/R, on the prefetch thread as above); the chunk's
+ * lengths are gathered by all ranks (on the main thread, which alone calls
+ * MPI: when a chunk is taken, and after BPE-dropout encodes it again), so
+ * each plans the global batches one process plans; and after each plan a
+ * rank fetches the ids of its sentences of them from the ranks that
+ * encoded them (shard.h). A rank holds about 2/R of a chunk's ids when it
+ * is kept for the next epochs, 1/R (plus the next chunk's) otherwise. */
 #include "train/trainer.h"
 
 #include <omp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
+#include "dist/dist.h"
 #include "text/bpe_cache.h"
 #include "text/line_sample.h"
 
@@ -62,6 +67,25 @@ static TfmStatus mark_pieces(void *ctx, int file, const char *line, size_t len, 
     return TFM_OK;
 }
 
+/* The pieces a job's ranks marked: all ranks' (each marked those of its
+ * part), or rank 0's (it read the sample). Collective; agreed. */
+static TfmStatus share_pieces(bool *in, int V, bool all, TfmErr *err)
+{
+    if (!all) {
+        dist_broadcast(in, (size_t)V * sizeof *in);
+        return TFM_OK;
+    }
+    long *x = xmalloc((size_t)V * sizeof *x, err);
+    TfmStatus st = dp_agree(x ? TFM_OK : TFM_ERR_NOMEM, err);
+    if (st == TFM_OK) {
+        for (int id = 0; id < V; id++) x[id] = in[id];
+        dist_max_longs(x, V);
+        for (int id = 0; id < V; id++) in[id] = x[id] != 0;
+    }
+    free(x);
+    return st;
+}
+
 /* model.output_vocab "target" on a fresh start: the output pieces are the
  * specials, bytes and marker, and those the training targets use: all of
  * them when the corpus is read once and kept (the targets of the pairs
@@ -81,9 +105,11 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
         st = TFM_OK;
         for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
         if (t->resident) {
-            for (long i = 0; i < c->n_pairs; i++)
-                for (int j = 0; j < c->tgt_len[i]; j++) in[c->tokens[c->tgt_off[i] + j]] = true;
-        } else {
+            /* a job's ranks: each has the ids of its part */
+            const Corpus *e = t->parts > 1 ? &t->shard.own : c;
+            for (long i = 0; i < e->n_pairs; i++)
+                for (int j = 0; j < e->tgt_len[i]; j++) in[e->tokens[e->tgt_off[i] + j]] = true;
+        } else if (t->part == 0) {    /* a job's rank 0 reads the sample for all */
             TargetPieces tp = {t->bpe, bpe_cache_new(1 << 16, err), in, NULL, 0, 0};
             st = tp.cache ? line_sample_read((const char *const *)d->train_tgt.v, d->train_tgt.n,
                                              d->bpe_sample, mark_pieces, &tp, &got, err)
@@ -92,6 +118,8 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
             free(tp.ids);
         }
     }
+    if (t->parts > 1 && (st = dp_agree(st, err)) == TFM_OK)
+        st = share_pieces(in, V, t->resident, err);
     if (st == TFM_OK) {
         int n = 0;
         for (int id = 0; id < V; id++)
@@ -108,6 +136,13 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
     free(in);
     free(ids);
     return st;
+}
+
+/* "29 kB", "226.6 MB". */
+static void say_bytes(char *buf, size_t size, size_t bytes)
+{
+    const double b = (double)bytes;
+    snprintf(buf, size, "%.*f %s", b < 1e6 ? 0 : 1, b < 1e6 ? b / 1e3 : b / 1e6, b < 1e6 ? "kB" : "MB");
 }
 
 /* The batching seed of chunk k: chunk 0's is the run's. */
@@ -140,7 +175,8 @@ static TfmStatus read_chunk(Trainer *t, Corpus *c, long epoch, long chunk, int t
         if (pair_stream_skip(&t->stream, chunk * B, err) < 0) return err->status;
     }
     if ((st = corpus_load_chunk(c, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
-                                d->bpe_dropout > 0, threads, cancel, err)) != TFM_OK)
+                                d->bpe_dropout > 0, t->part, t->parts, threads, cancel, err)) !=
+        TFM_OK)
         return st;
     *last = t->stream.ended;
     return TFM_OK;
@@ -206,30 +242,40 @@ static void prefetch_start(Trainer *t)
 
 /* Makes chunk `chunk` of `epoch` t->train and prepares its batcher (planned
  * by data_ready): the prefetched one when it is that chunk, else read now
- * with all the run's threads. */
+ * with all the run's threads. In a job, collective (agreed). */
 static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
 {
     struct Prefetch *p = prefetch_join(t, false);
     bool take = p && p->epoch == epoch && p->chunk == chunk;
     batcher_free(&t->train_b);
     corpus_free(&t->train);
+    shard_free(&t->shard);
     t->loaded_epoch = t->loaded_chunk = -1;
     TfmStatus st;
     bool last = false;
+    Corpus c;
     if (take) {
         /* its error is this chunk's: met when the training got there */
         if ((st = p->st) != TFM_OK) *err = p->err;
-        t->train = p->c;
+        c = p->c;
         last = p->last;
         memset(&p->c, 0, sizeof p->c);
     } else {
-        st = read_chunk(t, &t->train, epoch, chunk, omp_get_max_threads(), NULL, &last, err);
+        st = read_chunk(t, &c, epoch, chunk, omp_get_max_threads(), NULL, &last, err);
     }
     prefetch_free(p);
-    if (st != TFM_OK ||
-        (st = batcher_init(&t->train_b, &t->train, t->cfg->train.batch_tokens,
-                           chunk_seed(t, chunk), true, err)) != TFM_OK)
-        return st;
+    if (t->parts == 1) {
+        t->train = c;
+    } else {
+        /* every rank read its part; the lengths of all, gathered */
+        if ((st = dp_agree(st, err)) == TFM_OK)
+            st = shard_gather(&t->shard, &c, &t->train, t->cfg->data.max_len, err);
+        corpus_free(&c);
+    }
+    if (st == TFM_OK)
+        st = batcher_init(&t->train_b, &t->train, t->cfg->train.batch_tokens, chunk_seed(t, chunk),
+                          true, err);
+    if ((st = dp_agree(st, err)) != TFM_OK) return st;
     t->loaded_epoch = epoch;
     t->loaded_chunk = chunk;
     t->last_chunk = last;
@@ -243,8 +289,12 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
     const bool restrict_out = cfg->model.output_vocab == OUTPUT_TARGET;
     TfmStatus st;
     t->loaded_epoch = t->loaded_chunk = t->stream_epoch = -1;
-    /* a resumed or fine-tuned model has its output pieces already */
-    if (restrict_out && t->model.out_ids && (st = make_target_subset(t, err)) != TFM_OK) return st;
+    t->part = dist_rank();
+    t->parts = dist_size();
+    /* a resumed or fine-tuned model has its output pieces already (in a
+     * job, each step is agreed: the next has collectives) */
+    if (restrict_out && t->model.out_ids && (st = dp_agree(make_target_subset(t, err), err)) != TFM_OK)
+        return st;
     if ((st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK) return st;
     /* the whole epoch in one chunk, the same every epoch: kept */
     t->resident = t->ts.chunk == 0 && t->last_chunk && (d->train_src.n == 1 || !d->train_weights.n);
@@ -253,16 +303,19 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
         t->stream_open = false;
     }
     if (restrict_out && !t->model.out_ids) {
-        if ((st = choose_output_vocab(t, err)) != TFM_OK || (st = make_target_subset(t, err)) != TFM_OK)
+        if ((st = dp_agree(choose_output_vocab(t, err), err)) != TFM_OK ||
+            (st = dp_agree(make_target_subset(t, err), err)) != TFM_OK)
             return st;
         /* from a sample: the chunk read again, its targets in the output pieces */
         if (!t->resident && (st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK)
             return st;
     }
-    if ((st = corpus_load(&t->valid, d->valid_src, d->valid_tgt, t->bpe, t->tgt_subset,
-                          d->max_len, false, err)) != TFM_OK ||
-        (st = batcher_init(&t->valid_b, &t->valid, cfg->train.batch_tokens, cfg->train.seed,
-                           false, err)) != TFM_OK)
+    /* rank 0 alone validates */
+    if (t->part == 0 &&
+        ((st = corpus_load(&t->valid, d->valid_src, d->valid_tgt, t->bpe, t->tgt_subset,
+                           d->max_len, false, err)) != TFM_OK ||
+         (st = batcher_init(&t->valid_b, &t->valid, cfg->train.batch_tokens, cfg->train.seed,
+                            false, err)) != TFM_OK))
         return st;
     if (t->resident)
         progress_note(&t->prog, "train: %ld pair%s of %ld line%s (%ld empty, %ld over %d tokens, "
@@ -272,18 +325,23 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
                       t->train_b.skipped_budget, t->valid.n_pairs, text_plural(t->valid.n_pairs));
     else {
         /* a chunk's own memory: what data.shuffle_buffer costs, twice */
-        double bytes = (double)(corpus_bytes(&t->train) + batcher_bytes(&t->train_b));
+        char size[32];
+        say_bytes(size, sizeof size, corpus_bytes(&t->train) + batcher_bytes(&t->train_b) +
+                                         shard_bytes(&t->shard));
         progress_note(&t->prog, "train: read in chunks of %ld pair%s (data.shuffle_buffer); "
-                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s, %.*f %s encoded and "
+                      "chunk %ld of epoch %ld: %ld pair%s of %ld line%s, %s encoded and "
                       "batched (two chunks while the next is read); valid: %ld pair%s",
                       d->shuffle_buffer, text_plural(d->shuffle_buffer), t->ts.chunk + 1,
                       t->ts.epoch + 1, t->train.n_pairs, text_plural(t->train.n_pairs),
-                      t->train.n_lines, text_plural(t->train.n_lines), bytes < 1e6 ? 0 : 1,
-                      bytes < 1e6 ? bytes / 1e3 : bytes / 1e6, bytes < 1e6 ? "kB" : "MB",
+                      t->train.n_lines, text_plural(t->train.n_lines), size,
                       t->valid.n_pairs, text_plural(t->valid.n_pairs));
     }
     if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
         return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
+    if (t->part > 0) {
+        t->prefetch_after = t->ts.step;
+        return TFM_OK;
+    }
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
         return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", d->valid_src, err);
     batcher_plan_epoch(&t->valid_b, 0);
@@ -300,8 +358,39 @@ static TfmStatus resegment(Trainer *t, TfmErr *err)
     if (cfg->data.bpe_dropout <= 0) return TFM_OK;
     uint64_t seed = cfg->train.seed ^ (0xb9e5d7ULL + (uint64_t)t->ts.epoch * 0xd1b54a32d192ed69ULL) ^
                     ((uint64_t)t->ts.chunk * 0x94d049bb133111ebULL);
-    return corpus_resegment(&t->train, t->bpe, t->tgt_subset, cfg->data.bpe_dropout, seed,
-                            cfg->data.max_len, err);
+    if (t->parts == 1)
+        return corpus_resegment(&t->train, t->bpe, t->tgt_subset, cfg->data.bpe_dropout, seed,
+                                NULL, cfg->data.max_len, err);
+    /* a job: each rank its part (seeded by the pairs' places in the chunk),
+     * then the new lengths to all */
+    TfmStatus st = corpus_resegment(&t->shard.own, t->bpe, t->tgt_subset, cfg->data.bpe_dropout,
+                                    seed, t->shard.own_index, cfg->data.max_len, err);
+    if ((st = dp_agree(st, err)) != TFM_OK) return st;
+    return shard_regather(&t->shard, &t->train, err);
+}
+
+/* A job, after an epoch of the chunk is planned: each rank fetches the ids
+ * of its sentences of the batches; the first time, what a rank holds is
+ * said (the most any rank holds). Collective (agreed). */
+static TfmStatus fetch_shares(Trainer *t, TfmErr *err)
+{
+    TfmStatus st = shard_fetch(&t->shard, &t->train_b, err);
+    if (st != TFM_OK) return st;
+    long most[3] = {t->shard.encoded, t->shard.n_rows, (long)shard_bytes(&t->shard)};
+    /* a chunk that is not kept is planned once */
+    if (!t->resident) shard_drop_own(&t->shard);
+    if (t->shard_noted) return TFM_OK;
+    t->shard_noted = true;
+    dist_max_longs(most, 3);
+    char size[32];
+    say_bytes(size, sizeof size, (size_t)most[2]);
+    progress_note(&t->prog, "data-parallel: each rank encoded at most %ld of the chunk's %ld "
+                  "line%s and fetched the ids of at most %ld of its %ld pair%s, those it trains "
+                  "on (at most %s with those it encoded%s)", most[0], t->train.n_lines,
+                  text_plural(t->train.n_lines), most[1], t->train.n_pairs,
+                  text_plural(t->train.n_pairs), size,
+                  t->cfg->data.bpe_dropout > 0 ? " and their text" : "");
+    return TFM_OK;
 }
 
 int data_ready(Trainer *t, TfmErr *err)
@@ -318,6 +407,7 @@ int data_ready(Trainer *t, TfmErr *err)
         if (t->train_b.epoch != ts->epoch) {
             if (resegment(t, err) != TFM_OK) return -1;
             batcher_plan_epoch(&t->train_b, ts->epoch);
+            if (t->parts > 1 && fetch_shares(t, err) != TFM_OK) return -1;
         }
         if (ts->batch_in_epoch < t->train_b.n_batches) return 0;
         ts->batch_in_epoch = 0;
@@ -330,8 +420,16 @@ int data_ready(Trainer *t, TfmErr *err)
     }
 }
 
+long data_batch(Trainer *t, Batch *mine)
+{
+    if (t->parts > 1) return shard_batch(&t->shard, &t->train_b, t->ts.batch_in_epoch, mine);
+    batcher_get(&t->train_b, t->ts.batch_in_epoch, mine);
+    return batch_real_tokens(mine);
+}
+
 void data_close(Trainer *t)
 {
+    shard_free(&t->shard);
     prefetch_free(prefetch_join(t, true));
     if (t->stream_open) pair_stream_close(&t->stream);
     t->stream_open = false;

@@ -17,6 +17,7 @@
 #include "train/corpus.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
+#include "train/shard.h"
 #include "train/train.h"
 
 typedef struct {
@@ -53,6 +54,11 @@ typedef struct {
     bool resident;              /* the epoch is one chunk, kept: read once */
     struct Prefetch *prefetch;  /* the chunk after `train`, read on a thread while it trains */
     long prefetch_after;        /* the step data_load left off at: no prefetch before the next */
+    /* a job's ranks (part of parts): each encodes its part of a chunk,
+     * `train` has the lengths of all, `shard` the ids (shard.h) */
+    int part, parts;
+    Shard shard;
+    bool shard_noted;           /* the note of what a rank holds is made */
 } Trainer;
 
 /* ---- trainer.c ---- */
@@ -103,6 +109,10 @@ TfmStatus data_load(Trainer *t, TfmErr *err);
  * calls again), -1 on an error (a pair of files ending early, ...). */
 int data_ready(Trainer *t, TfmErr *err);
 
+/* This rank's share of the batch data_ready made ready (the whole batch
+ * with one rank); returns the whole batch's real tokens (batch_real_tokens). */
+long data_batch(Trainer *t, Batch *mine);
+
 void data_close(Trainer *t);
 
 /* An event for progress_log with this step's fields set and the rest NaN. */
@@ -145,12 +155,9 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err);
  * so the shares' gradients add up to b's. */
 void batch_share(const Batch *b, int part, int parts, Batch *out);
 
-/* This rank's share of the global batch b (all of it with one rank); its
- * loss_tokens is b's target count, so the ranks' gradients add up to b's. */
-void dp_slice(const Batch *b, Batch *mine);
-
 /* Every rank passes its status; all get TFM_OK, or all stop: a rank that
- * failed keeps its error, the others get a quiet one. */
+ * failed keeps its error, the others get a quiet one (when every rank
+ * failed, rank 0's error alone is printed). */
 TfmStatus dp_agree(TfmStatus st, TfmErr *err);
 
 /* Rank 0 passes its start-up status (run folder, vocabulary, model, resume);
