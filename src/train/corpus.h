@@ -18,7 +18,8 @@
 
 typedef struct {
     int *tokens;            /* every side's ids, back to back */
-    long *src_off, *tgt_off;/* where pair i's sides start in tokens */
+    long *src_off, *tgt_off;/* where pair i's sides start in tokens (the target's
+                             * right after the source's) */
     int *src_len, *tgt_len; /* BPE tokens per side, without </s> or <s> */
     long n_pairs;           /* pairs kept */
     long n_lines;           /* lines read per file */

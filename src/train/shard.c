@@ -116,11 +116,13 @@ TfmStatus shard_regather(Shard *s, Corpus *view, TfmErr *err)
 /* The walk both ends of the fetch make: every served batch in order, every
  * rank's rows of it in order, so that what rank o sends rank d, in order,
  * is what d expects from o. Pass 1 counts, pass 2 (fill) copies the ids
- * sent and places the rows received. */
+ * sent and places the rows received. With keep_own the rows a rank
+ * encoded itself are its own ids, not copied. */
 typedef struct {
     Shard *s;
     const Batcher *b;
     int R, me;
+    bool keep_own;
     size_t *send_n, *recv_n;     /* pass 1: the counts */
     int *send;                   /* pass 2: the ids sent, at send_at */
     size_t *send_at, *recv_at;
@@ -130,7 +132,7 @@ typedef struct {
 static void walk(Fetch *f, bool fill)
 {
     const Batcher *b = f->b;
-    const Corpus *c = b->c;
+    const Corpus *c = b->c, *own = &f->s->own;
     Shard *s = f->s;
     f->rows = 0;
     for (long i = 0; i < b->n_batches; i++) {
@@ -143,20 +145,21 @@ static void walk(Fetch *f, bool fill)
             for (int r = r0; r < r1; r++) {
                 const long p = b->order[lo + r];
                 const int o = (int)(s->at[p] % f->R);
+                const long q = s->at[p] / f->R;    /* its index in o's own */
                 const size_t len = (size_t)c->src_len[p] + (size_t)c->tgt_len[p];
+                if (o == f->me && d == f->me && f->keep_own) {
+                    if (fill) s->row_ids[f->rows] = own->tokens + own->src_off[q];
+                    f->rows++;
+                    continue;
+                }
                 if (o == f->me && !fill) f->send_n[d] += len;
-                if (o == f->me && fill) {
-                    const long q = s->at[p] / f->R;
-                    const Corpus *own = &s->own;
-                    memcpy(f->send + f->send_at[d], own->tokens + own->src_off[q],
-                           (size_t)own->src_len[q] * sizeof(int));
-                    memcpy(f->send + f->send_at[d] + own->src_len[q], own->tokens + own->tgt_off[q],
-                           (size_t)own->tgt_len[q] * sizeof(int));
+                if (o == f->me && fill) {   /* (a pair's target ids follow its source's) */
+                    memcpy(f->send + f->send_at[d], own->tokens + own->src_off[q], len * sizeof(int));
                     f->send_at[d] += len;
                 }
                 if (d != f->me) continue;
                 if (fill) {
-                    s->row_at[f->rows] = (long)f->recv_at[o];
+                    s->row_ids[f->rows] = s->held + f->recv_at[o];
                     f->recv_at[o] += len;
                 } else {
                     f->recv_n[o] += len;
@@ -168,17 +171,18 @@ static void walk(Fetch *f, bool fill)
     if (fill) s->batch_row[b->n_batches] = f->rows;
 }
 
-TfmStatus shard_fetch(Shard *s, const Batcher *b, TfmErr *err)
+TfmStatus shard_fetch(Shard *s, const Batcher *b, bool keep_own, TfmErr *err)
 {
     const int R = dist_size();
-    Fetch f = {s, b, R, dist_rank(), NULL, NULL, NULL, NULL, NULL, 0};
+    Fetch f = {s, b, R, dist_rank(), keep_own, NULL, NULL, NULL, NULL, NULL, 0};
     size_t *n = xcalloc(4 * (size_t)R + 2, sizeof(size_t), err);
     TfmStatus st = n ? TFM_OK : TFM_ERR_NOMEM;
     free(s->held);
-    free(s->row_at);
+    free(s->row_ids);
     free(s->batch_row);
     s->held = NULL;
-    s->row_at = s->batch_row = NULL;
+    s->row_ids = NULL;
+    s->batch_row = NULL;
     s->n_rows = 0;
     s->held_n = 0;
     if (n) {
@@ -191,9 +195,9 @@ TfmStatus shard_fetch(Shard *s, const Batcher *b, TfmErr *err)
         part_starts(f.recv_n, R, f.recv_at);
         f.send = xmalloc((f.send_at[R] + 1) * sizeof(int), err);
         s->held = xmalloc((f.recv_at[R] + 1) * sizeof(int), err);
-        s->row_at = xmalloc((size_t)(f.rows + 1) * sizeof(long), err);
+        s->row_ids = xmalloc((size_t)(f.rows + 1) * sizeof *s->row_ids, err);
         s->batch_row = xmalloc((size_t)(b->n_batches + 1) * sizeof(long), err);
-        if (!f.send || !s->held || !s->row_at || !s->batch_row) st = TFM_ERR_NOMEM;
+        if (!f.send || !s->held || !s->row_ids || !s->batch_row) st = TFM_ERR_NOMEM;
     }
     if ((st = dp_agree(st, err)) == TFM_OK) {
         s->n_rows = f.rows;
@@ -217,7 +221,7 @@ static void held_ids(const void *ctx, long p, int row, const int **src, const in
 {
     const Shard *s = ctx;
     const Corpus *c = s->view;
-    *src = s->held + s->row_at[s->row0 + row];
+    *src = s->row_ids[s->row0 + row];
     *tgt = *src + c->src_len[p];
 }
 
@@ -232,7 +236,7 @@ long shard_batch(Shard *s, Batcher *b, long i, Batch *out)
 size_t shard_bytes(const Shard *s)
 {
     return corpus_bytes(&s->own) + (size_t)s->own.n_pairs * sizeof(long) + s->held_n * sizeof(int) +
-           (size_t)s->n_rows * sizeof(long);
+           (size_t)s->n_rows * sizeof *s->row_ids;
 }
 
 void shard_free(Shard *s)
@@ -242,7 +246,7 @@ void shard_free(Shard *s)
     free(s->at);
     free(s->part_pairs);
     free(s->held);
-    free(s->row_at);
+    free(s->row_ids);
     free(s->batch_row);
     memset(s, 0, sizeof *s);
 }

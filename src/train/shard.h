@@ -7,7 +7,8 @@
  * after each plan every rank fetches the ids of its rows of the batches
  * (the sentences batch_share gives it) from the ranks that encoded them.
  * A rank holds the ids of about 2/R of a chunk: those it encoded (kept
- * while the chunk may be planned again) and those it trains on.
+ * while the chunk may be planned again) and those it trains on (the ones
+ * it encoded itself are not copied: 2/R - 1/R^2).
  *
  * The functions marked collective must be called by every rank at once,
  * from the main thread (MPI is MPI_THREAD_FUNNELED); an error on any rank
@@ -21,8 +22,8 @@ typedef struct {
     Corpus own;             /* the kept pairs this rank encoded (with their text for BPE-dropout) */
     long *own_index;        /* own pair k's index among the chunk's kept pairs */
     long *at;               /* kept pair p: its encoder rank + R * its index in that rank's own */
-    int *held;              /* the ids of this rank's rows of the planned batches */
-    long *row_at;           /* row r's source ids start at held[row_at[r]], its target's follow */
+    int *held;              /* the ids of this rank's rows of the planned batches, from others */
+    const int **row_ids;    /* row r's source ids (in held or own), its target's follow */
     long *batch_row;        /* served batch i's rows here: [batch_row[i], batch_row[i + 1]) */
     long *part_pairs;       /* the kept pairs of each rank's part */
     long encoded;           /* the chunk's lines this rank encoded */
@@ -43,8 +44,10 @@ TfmStatus shard_gather(Shard *s, Corpus *own, Corpus *view, int max_len, TfmErr 
 TfmStatus shard_regather(Shard *s, Corpus *view, TfmErr *err);
 
 /* After b planned an epoch of view: fetches the ids of this rank's rows.
+ * keep_own: own stays (the chunk is planned again), so the rows this rank
+ * encoded are read there, not copied; else own may be dropped after this.
  * Collective. */
-TfmStatus shard_fetch(Shard *s, const Batcher *b, TfmErr *err);
+TfmStatus shard_fetch(Shard *s, const Batcher *b, bool keep_own, TfmErr *err);
 
 /* Frees the ids and text this rank encoded (a chunk not planned again). */
 void shard_drop_own(Shard *s);

@@ -374,7 +374,7 @@ static TfmStatus resegment(Trainer *t, TfmErr *err)
  * said (the most any rank holds). Collective (agreed). */
 static TfmStatus fetch_shares(Trainer *t, TfmErr *err)
 {
-    TfmStatus st = shard_fetch(&t->shard, &t->train_b, err);
+    TfmStatus st = shard_fetch(&t->shard, &t->train_b, t->resident, err);
     if (st != TFM_OK) return st;
     long most[3] = {t->shard.encoded, t->shard.n_rows, (long)shard_bytes(&t->shard)};
     /* a chunk that is not kept is planned once */
