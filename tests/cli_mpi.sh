@@ -91,6 +91,15 @@ check "chunks: 2 ranks = 2 threads, bit for bit" \
 (cd ch2 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH 2>/dev/null)
 (cd ch2 && expect_exit 0 "chunks, 2 ranks: resumed" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $CH)
 check "chunks, 2 ranks: resumed model equals uninterrupted" cmp -s ch1/model.tfm ch2/model.tfm
+# Fine-tuning (train.init) on 2 ranks: rank 0 loads the model and sends its
+# weights, so the job is the 2-thread fine-tuning run, bit for bit.
+mkdir fi1 fis
+FI='--set train.init=../r1/model.tfm'
+(cd fi1 && expect_exit 0 "train.init, 2 ranks" -- mpi 2 "$MTFM" train ../mini.json -q --threads 1 $FI)
+(cd fis && "$ROOT/tfm" train ../mini.json -q --threads 2 --set train.parallel=sentences $FI >/dev/null 2>&1)
+check "train.init: 2 ranks = 2 threads, bit for bit" \
+    python3 "$ROOT/tests/model_diff.py" --exact fi1/model.tfm fis/model.tfm
+check "train.init, 2 ranks: the log names the initial model" grep -q '"init"' fi1/ck/log.jsonl
 # Each rank encodes its third of a chunk's lines and fetches the ids of the
 # sentences it trains on (its third of every batch), not the whole chunk;
 # the lengths of all are gathered, so the skipped pairs are counted as one
