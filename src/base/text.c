@@ -153,12 +153,12 @@ static bool gz_start(LineReader *r, TfmErr *err)
     return true;
 }
 
-/* A read that failed: a folder gets its own words ("Is a directory" read
- * as if the file were broken). */
+/* A read that failed: a folder gets text_not_regular's words ("Is a
+ * directory" read as if the file were broken). */
 static void read_failed(const LineReader *r, TfmErr *err)
 {
     const int e = errno ? errno : EIO;
-    if (e == EISDIR) err_set(err, TFM_ERR_IO, "%s: is a folder, not a file", r->name);
+    if (e == EISDIR) err_set(err, TFM_ERR_IO, "%s: %s", r->name, text_not_regular(r->name));
     else err_set(err, TFM_ERR_IO, "%s: read error: %s", r->name, strerror(e));
 }
 
