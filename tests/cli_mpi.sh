@@ -25,7 +25,7 @@ cd "$T" || exit 1
 # a fixed log_every: the automatic one depends on the speed of the first
 # steps, which a loaded machine changes between the runs compared below
 sed 's/"keep": 2,/"keep": 2, "log_every": 10,/' "$MINI/mini.json" >mini.json
-sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >nodrop.json
+linear_adam mini.json >linear.json
 sed 's/"max_steps": 30/"max_steps": 100000/' mini.json >long.json
 
 expect_exit 0 "an MPI build still trains alone" -- "$MTFM" train mini.json -q --set train.out_dir=alone
@@ -35,16 +35,16 @@ check "--version names the MPI library" grep -q '^MPI: Open MPI v[0-9]' "$T/out"
 check "--version of the default build: no MPI" grep -q '^MPI: not built in (make MPI=1)$' "$T/out"
 
 # The same global batches on 2 ranks as in 1 process: without dropout (whose
-# masks each rank draws for its own sentences) the weights agree to float
-# rounding (the gradient sums add in another order), the key biases aside
-# (tests/model_diff.py says why).
+# masks each rank draws for its own sentences) and under linear_adam
+# (cli_lib.sh says why) the weights agree to float rounding (the gradient
+# sums add in another order), the key biases aside (tests/model_diff.py).
 mkdir one two
-(cd one && expect_exit 0 "1 process" -- "$MTFM" train ../nodrop.json -q)
-(cd two && expect_exit 0 "2 ranks" -- mpi 2 "$MTFM" train ../nodrop.json -q)
+(cd one && expect_exit 0 "1 process" -- "$MTFM" train ../linear.json -q)
+(cd two && expect_exit 0 "2 ranks" -- mpi 2 "$MTFM" train ../linear.json -q)
 check "2 ranks: one model path printed (rank 0's)" test "$(cat "$T/out")" = model.tfm
 python3 "$ROOT/tests/model_diff.py" one/model.tfm two/model.tfm >"$T/diff"
-check "2 ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
-    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "2 ranks train the 1-process model (max_rel < 1e-5: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-5) }' "$T/diff"
 check "rank 0 alone writes the run folder" test -f two/ck/last.tfm -a -f two/ck/log.jsonl
 check "the log has each row once (steps 10, 20, 30)" test "$(grep -c '"train_loss"' two/ck/log.jsonl)" = 3
 
@@ -105,24 +105,24 @@ check "train.init, 2 ranks: the log names the initial model" grep -q '"init"' fi
 # the lengths of all are gathered, so the skipped pairs are counted as one
 # process counts them (80 of the 400 pairs are over max_len 40 tokens).
 mkdir ch3
-(cd ch3 && expect_exit 0 "3 ranks, chunks of 150 pairs" -- mpi 3 "$MTFM" train ../nodrop.json --threads 1 $CH)
+(cd ch3 && expect_exit 0 "3 ranks, chunks of 150 pairs" -- mpi 3 "$MTFM" train ../linear.json --threads 1 $CH)
 enc=$(sed -n "s/.*each rank encoded at most \([0-9]*\) of the chunk's 150 lines and fetched the ids of at most \([0-9]*\) of its \([0-9]*\) pairs.*/\1 \2 \3/p" "$T/err")
 check "3 ranks: a rank encodes 50 of a chunk's 150 lines and holds a third of its pairs ($enc)" \
     awk -v e="$enc" 'BEGIN { split(e, x, " "); exit !(x[1] == 50 && x[2] < x[3] / 2 && x[3] > 100) }'
-"$MTFM" train nodrop.json --threads 1 $CH --set train.out_dir=ch3/one --set train.model=ch3/one.tfm 2>"$T/one.err" >/dev/null
+"$MTFM" train linear.json --threads 1 $CH --set train.out_dir=ch3/one --set train.model=ch3/one.tfm 2>"$T/one.err" >/dev/null
 check "3 ranks: the chunk's skip counts are one process's" \
     test "$(grep '^train: ' "$T/err" | sed 's/ [0-9.]* [kM]B encoded.*//')" = \
          "$(grep '^train: ' "$T/one.err" | sed 's/ [0-9.]* [kM]B encoded.*//')"
 python3 "$ROOT/tests/model_diff.py" ch3/one.tfm ch3/model.tfm >"$T/diff"
-check "chunks: 3 ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
-    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "chunks: 3 ranks train the 1-process model (max_rel < 1e-5: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-5) }' "$T/diff"
 # ... stopped at step 13 and resumed by 2 ranks: the same global batches
 mkdir ch4
-(cd ch4 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 3 "$MTFM" train ../nodrop.json -q --threads 1 $CH 2>/dev/null)
-(cd ch4 && expect_exit 0 "chunks: 3 ranks resumed by 2" -- mpi 2 "$MTFM" train ../nodrop.json -q --threads 1 $CH)
+(cd ch4 && TFM_TEST_SIGNAL_AT_STEP=13 mpi 3 "$MTFM" train ../linear.json -q --threads 1 $CH 2>/dev/null)
+(cd ch4 && expect_exit 0 "chunks: 3 ranks resumed by 2" -- mpi 2 "$MTFM" train ../linear.json -q --threads 1 $CH)
 python3 "$ROOT/tests/model_diff.py" ch3/one.tfm ch4/model.tfm >"$T/diff"
-check "chunks: 3 ranks resumed by 2 train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
-    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "chunks: 3 ranks resumed by 2 train the 1-process model (max_rel < 1e-5: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-5) }' "$T/diff"
 # A list of files read in chunks of 110 pairs, with BPE-dropout (each rank
 # segments its part again every epoch and the new lengths are gathered) and
 # the output pieces of the targets (from rank 0's sample); and the corpus
@@ -149,11 +149,11 @@ expect_err_line "2 ranks: both files and both line counts, once" "tfm: ../train.
 # part in every per-layer sum (with zeros), and the job trains the 1-process
 # model.
 mkdir few1 few3
-(cd few1 && expect_exit 0 "1 process, 1-2 sentences a batch" -- "$MTFM" train ../nodrop.json -q --set train.batch_tokens=90)
-(cd few3 && expect_exit 0 "3 ranks, 1-2 sentences a batch" -- mpi 3 -x TFM_MPI_OVERLAP=1 "$MTFM" train ../nodrop.json -q --set train.batch_tokens=90)
+(cd few1 && expect_exit 0 "1 process, 1-2 sentences a batch" -- "$MTFM" train ../linear.json -q --set train.batch_tokens=90)
+(cd few3 && expect_exit 0 "3 ranks, 1-2 sentences a batch" -- mpi 3 -x TFM_MPI_OVERLAP=1 "$MTFM" train ../linear.json -q --set train.batch_tokens=90)
 python3 "$ROOT/tests/model_diff.py" few1/model.tfm few3/model.tfm >"$T/diff"
-check "3 ranks with idle ranks train the 1-process model (max_rel < 1e-4: $(cat "$T/diff"))" \
-    awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "3 ranks with idle ranks train the 1-process model (max_rel < 1e-5: $(cat "$T/diff"))" \
+    awk '{ exit !($4 < 1e-5) }' "$T/diff"
 
 # another rank count resumes too (rank 0 sends its state to every rank)
 mkdir c
@@ -178,9 +178,13 @@ check "2 ranks, lr.horizon time: the ranks' weights agree" not grep -q "weights 
 check "2 ranks: early stopping is the reason" grep -q '^early stopping: no improvement in 1 validation$' "$T/err"
 
 # A real SIGTERM to mpirun: every rank stops at the same step, last.tfm is
-# saved once and the run resumes.
+# saved once and the run resumes. mpirun sends SIGKILL 1 s after the SIGTERM
+# it forwards (odls_base_sigkill_timeout): on a loaded machine a step and
+# the save took longer once and the ranks died without a word, so the test
+# gives them 60 s, as docs/distributed.md tells users to.
 mkdir s
-(cd s && exec mpirun -q --allow-run-as-root --oversubscribe -np 2 "$MTFM" train ../long.json -q 2>"$T/s.err") &
+(cd s && exec mpirun -q --allow-run-as-root --oversubscribe --mca odls_base_sigkill_timeout 60 \
+    -np 2 "$MTFM" train ../long.json -q 2>"$T/s.err") &
 pid=$!
 # (up to 120 s: on a loaded machine the two ranks' start took over the 10 s
 # this once allowed, and the signal came before the run had a step to stop at)

@@ -19,6 +19,9 @@ fi
 # the background; waits for its "serving" line; sets PORT, SPID, SLOG.
 start_server() {
     SLOG=$T/serve.$1.err; shift
+    # made here: the background job opens it for its stderr only once it
+    # runs, and the first read below may come before that
+    : >"$SLOG"
     "$TFM" serve -m model.tfm --port 0 "$@" 2>"$SLOG" &
     SPID=$!
     PORT=

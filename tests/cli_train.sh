@@ -479,23 +479,22 @@ expect_err_line "dropout_warmup range message" "tfm: --set train.dropout_warmup:
 # train.rdrop (R-Drop): every sentence runs twice under two dropout masks.
 # Without dropout the copies agree to float rounding (the products over the
 # doubled batch round a copy's rows apart by about 1e-7), so the KL term and
-# its gradient all but vanish and the model is the plain run's: the same
-# validation loss to 1e-5, the weights to 1e-2 (a rounding difference that
-# flips one ReLU can grow under Adam in a few weights: seed 3 gave 3.8e-3 in
-# one bias, seeds 4-7 below 4e-6); with dropout, a run under
-# train.parallel sentences stopped by SIGTERM resumes to the uninterrupted
-# model, and the losses differ from the plain run's.
-sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >rd0.json
+# its gradient all but vanish and the model is the plain run's (under
+# linear_adam, cli_lib.sh: the weights to max_rel 1e-5, the validation loss
+# to 1e-6); with dropout, a run under train.parallel sentences stopped by
+# SIGTERM resumes to the uninterrupted model, and the losses differ from the
+# plain run's.
+linear_adam mini.json >rd0.json
 mkdir rd rd2 rdn rdn1
 (cd rdn1 && expect_exit 0 "rdrop: the plain run without dropout" -- "$TFM" train ../rd0.json -q --threads 1)
 (cd rdn && expect_exit 0 "rdrop 5 without dropout" -- "$TFM" train ../rd0.json --threads 1 --set train.rdrop=5)
 check "rdrop: the workspace holds the batch twice" grep -q 'activations for [0-9]* tokens run twice (train.rdrop)' "$T/err"
 python3 "$ROOT/tests/model_diff.py" rdn1/model.tfm rdn/model.tfm >"$T/diff"
-check "rdrop without dropout: the plain model's weights (max_rel < 1e-2: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-2) }' "$T/diff"
+check "rdrop without dropout: the plain model's weights (max_rel < 1e-5: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-5) }' "$T/diff"
 va=$(grep -o '"valid_loss": [0-9.]*' rdn1/ck/log.jsonl | tail -n 1 | cut -d' ' -f2)
 vb=$(grep -o '"valid_loss": [0-9.]*' rdn/ck/log.jsonl | tail -n 1 | cut -d' ' -f2)
 check "rdrop without dropout: the plain run's validation loss ($va, $vb)" \
-    awk -v a="$va" -v b="$vb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d < 1e-5 * a) }'
+    awk -v a="$va" -v b="$vb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d < 1e-6 * a) }'
 (cd rd && expect_exit 0 "rdrop 1, train.parallel sentences" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
 (cd rd2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "rdrop: SIGTERM at step 13" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
 (cd rd2 && expect_exit 0 "rdrop: resumed" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences --set train.rdrop=1)
@@ -543,21 +542,22 @@ expect_err_line "average output_vocab message" "tfm: a/model.tfm: model.output_v
 # train.parallel "sentences" (each thread a replica on its share of a batch;
 # its equality with a 2-rank mpirun job is in cli_mpi.sh): without dropout
 # it trains the products run's model to float rounding (the gradients add
-# in another order), with 2 threads and with 3 on batches of 1-2 sentences
+# in another order; under linear_adam, cli_lib.sh says why), with 2 threads
+# and with 3 on batches of 1-2 sentences
 # (an idle thread adds zeros); with dropout, its own masks, and stopped by
 # SIGTERM and resumed, the uninterrupted run's model; "auto" picks it for 2
 # fp32 threads and says so, not for 1; bf16 beside it is refused.
-sed 's/"dropout": 0.1/"dropout": 0.0/' mini.json >nodrop.json
+linear_adam mini.json >linear.json
 mkdir sp sp2 spa spa1 spn spn1 spf spf1
-(cd spn1 && expect_exit 0 "no dropout, products, 1 thread" -- "$TFM" train ../nodrop.json -q --threads 1)
-(cd spn && expect_exit 0 "no dropout, train.parallel sentences, 2 threads" -- "$TFM" train ../nodrop.json --threads 2 --set train.parallel=sentences)
+(cd spn1 && expect_exit 0 "no dropout, products, 1 thread" -- "$TFM" train ../linear.json -q --threads 1)
+(cd spn && expect_exit 0 "no dropout, train.parallel sentences, 2 threads" -- "$TFM" train ../linear.json --threads 2 --set train.parallel=sentences)
 check "train.parallel sentences: it says so" grep -q '^train.parallel sentences: 2 threads, each on its share' "$T/err"
 python3 "$ROOT/tests/model_diff.py" spn1/model.tfm spn/model.tfm >"$T/diff"
-check "sentences, 2 threads: the products model (max_rel < 1e-4: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-4) }' "$T/diff"
-(cd spf1 && expect_exit 0 "products, 1-2 sentences a batch" -- "$TFM" train ../nodrop.json -q --threads 1 --set train.batch_tokens=90)
-(cd spf && expect_exit 0 "sentences, 3 threads, 1-2 sentences a batch" -- "$TFM" train ../nodrop.json -q --threads 3 --set train.batch_tokens=90 --set train.parallel=sentences)
+check "sentences, 2 threads: the products model (max_rel < 1e-5: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-5) }' "$T/diff"
+(cd spf1 && expect_exit 0 "products, 1-2 sentences a batch" -- "$TFM" train ../linear.json -q --threads 1 --set train.batch_tokens=90)
+(cd spf && expect_exit 0 "sentences, 3 threads, 1-2 sentences a batch" -- "$TFM" train ../linear.json -q --threads 3 --set train.batch_tokens=90 --set train.parallel=sentences)
 python3 "$ROOT/tests/model_diff.py" spf1/model.tfm spf/model.tfm >"$T/diff"
-check "sentences, 3 threads with idle ones: the products model (max_rel < 1e-4: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-4) }' "$T/diff"
+check "sentences, 3 threads with idle ones: the products model (max_rel < 1e-5: $(cat "$T/diff"))" awk '{ exit !($4 < 1e-5) }' "$T/diff"
 (cd sp && expect_exit 0 "train.parallel sentences, 2 threads" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences)
 (cd sp2 && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "train.parallel sentences: SIGTERM at step 13" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences)
 (cd sp2 && expect_exit 0 "train.parallel sentences: resumed" -- "$TFM" train ../mini.json -q --threads 2 --set train.parallel=sentences)

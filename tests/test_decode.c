@@ -341,7 +341,14 @@ static int has_repeat(const int *tok, int len, int n)
 
 /* --no-repeat-ngram: the copy model repeats what the source repeats; with
  * N = 2 (greedy and beam) no output holds a bigram twice, with N = 1 no
- * token twice, and sources without repeats are copied as before. */
+ * token twice. What the ban leaves alone is checked against the run without
+ * it, not against a perfect copy: the copy model is trained by Adam, whose
+ * weights differ with the BLAS kernel's rounding (OpenBLAS's Haswell and
+ * SkylakeX kernels train different copy models), so whether it copies the
+ * second source exactly is the kernel's business. A greedy output without a
+ * repeat is the same with the ban (no step's best token is banned); beam
+ * search may keep other hypotheses once some are banned, so beam 4 is
+ * checked for the ban alone. */
 TEST(test_no_repeat_ngram_bans_repeats)
 {
     Model m;
@@ -356,17 +363,22 @@ TEST(test_no_repeat_ngram_bans_repeats)
     DecodeOptions opt = {.beam = 1, .alpha = 0.0f, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1};
     CHECK(decoder_run(d, src, 2, S, &opt, hyp, &err) == TFM_OK);
     CHECK(has_repeat(hyp[0].tokens, hyp[0].len, 2));   /* without the option: a copy */
+    int plain[2][MAXLEN], plain_len[2];
+    keep_tokens(hyp, 2, plain, plain_len);
     for (int beam = 1; beam <= 4; beam += 3)
         for (int n = 1; n <= 2; n++) {
             opt.beam = beam;
             opt.no_repeat_ngram = n;
             CHECK(decoder_run(d, src, 2, S, &opt, hyp, &err) == TFM_OK);
-            for (int b = 0; b < 2; b++)
+            for (int b = 0; b < 2; b++) {
                 if (has_repeat(hyp[b].tokens, hyp[b].len, n))
                     test_fail(__FILE__, __LINE__, "beam %d n %d sentence %d repeats", beam, n, b);
-            /* the second sentence has nothing to ban: still copied */
-            CHECK_EQ_INT(hyp[1].len, 4);
-            CHECK(hyp[1].len == 4 && memcmp(hyp[1].tokens, src + S, 4 * sizeof(int)) == 0);
+                if (beam == 1 && !has_repeat(plain[b], plain_len[b], n) &&
+                    (hyp[b].len != plain_len[b] ||
+                     memcmp(hyp[b].tokens, plain[b], sizeof(int) * (size_t)plain_len[b]) != 0))
+                    test_fail(__FILE__, __LINE__, "n %d sentence %d: nothing to ban, yet changed",
+                              n, b);
+            }
         }
     decoder_free(d);
     model_free(&m);
