@@ -90,6 +90,11 @@ test: walls $(BIN) $(BUILD)/run_tests $(BUILD)/serve_load data
 	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests SERVE_LOAD=$(CURDIR)/$(BUILD)/serve_load \
 	    bash tests/run_all.sh
 
+# The suites that train and translate under every OpenBLAS kernel this CPU
+# can run (scripts/test_kernels.sh); the last line is "N passed, N failed".
+test-kernels: walls $(BIN) $(BUILD)/run_tests data
+	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests bash scripts/test_kernels.sh
+
 # The load generator of tests/cli_serve.sh and scripts/bench_serve.sh.
 $(BUILD)/serve_load: tests/load/serve_load.c | $(BUILD)/libs-$(MPI).ok
 	@mkdir -p $(BUILD)
@@ -164,5 +169,5 @@ install: $(BIN)
 clean:
 	rm -rf build build-asan build-vg build-fuzz tfm
 
-.PHONY: all deps data walls test asan valgrind fuzz lib-objs print-lib-objs print-ldlibs demo bench bench-kernel bench-attention check-torch lint install clean
+.PHONY: all deps data walls test test-kernels asan valgrind fuzz lib-objs print-lib-objs print-ldlibs demo bench bench-kernel bench-attention check-torch lint install clean
 -include $(wildcard $(BUILD)/*/*.d)

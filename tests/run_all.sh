@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run_all.sh: runs the C unit tests and every tests/cli_*.sh, adds up their
-# "N passed, N failed" lines and prints the total as the last line.
+# run_all.sh [SUITE ...]: runs the C unit tests and every tests/cli_*.sh (or
+# the suites named: unit, cli_train, ...), adds up their "N passed, N
+# failed" lines and prints the total as the last line.
 set -u
 cd "$(dirname "$0")/.."
 # Sleeping (not spinning) OpenMP workers: the suite runs many tiny kernels and
@@ -25,10 +26,17 @@ run() {
     echo "[$name] $line"
     total_p=$((total_p + p)); total_f=$((total_f + f))
 }
-run unit "${RUN_TESTS:-build/run_tests}"
-for t in tests/cli_*.sh; do
-    [ "$t" = tests/cli_lib.sh ] && continue
-    run "$(basename "$t" .sh)" bash "$t"
+suites=("$@")
+if [ ${#suites[@]} = 0 ]; then
+    suites=(unit)
+    for t in tests/cli_*.sh; do
+        [ "$t" = tests/cli_lib.sh ] || suites+=("$(basename "$t" .sh)")
+    done
+fi
+for s in "${suites[@]}"; do
+    if [ "$s" = unit ]; then run unit "${RUN_TESTS:-build/run_tests}"
+    elif [ -f "tests/$s.sh" ]; then run "$s" bash "tests/$s.sh"
+    else echo "[$s] no such suite" >&2; total_f=$((total_f + 1)); fi
 done
 echo "$total_p passed, $total_f failed"
 [ "$total_f" = 0 ]
