@@ -122,7 +122,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
     ModelFile mf;
@@ -161,7 +161,7 @@ TEST(test_ckpt_weight_average_round_trip)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     float *ema = malloc(f.model.n_params * sizeof(float));
     for (size_t i = 0; ema && i < f.model.n_params; i++) ema[i] = 0.5f * (float)i - 3.0f;
@@ -274,14 +274,13 @@ TEST(test_ckpt_refuses_duplicate_sections)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len, dup_len;
     char *buf = saved_bytes(&f, true, &len);
     const char *tags[] = {"TENS", "CONF", "VOCB", "ADAM", "TRST"};
     for (int i = 0; i < 5; i++) {
         char *dup = duplicate_section(buf, len, tags[i], &dup_len);
         CHECK(dup != NULL);
-        if (!dup) continue;
         char want[64];
         snprintf(want, sizeof want, "duplicate %s section", tags[i]);
         expect_refused(dup, dup_len, want);
@@ -295,7 +294,7 @@ TEST(test_ckpt_refuses_damaged_files)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, true, &len);
     expect_refused(buf, 0, "not a tfm model file (bad magic)");
@@ -356,7 +355,7 @@ TEST(test_ckpt_refuses_extra_payload)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len, n;
     char *buf = saved_bytes(&f, true, &len);
     char *bad = grow_section(buf, len, "TENS", 4, &n);
@@ -396,7 +395,7 @@ TEST(test_ckpt_refuses_mis_sized_weight_average)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     float *ema = calloc(f.model.n_params, sizeof(float));
     CHECK(ema && ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, ema, &f.ts, &err) == TFM_OK);
@@ -417,7 +416,7 @@ TEST(test_ckpt_refuses_non_finite_training_state)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     ModelFile mf;
     float *ema = calloc(f.model.n_params, sizeof(float));
@@ -456,14 +455,13 @@ TEST(test_ckpt_reads_older_trainer_states)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     const size_t old_sizes[] = {80, 120, 128};
     for (int k = 0; k < 3; k++) {
         size_t len, keep = old_sizes[k], cut = 144 - keep;
         char *buf = saved_bytes(&f, true, &len);
         size_t at = buf ? find_section(buf, len, "TRST") : 0;
         CHECK(at && get_le64((unsigned char *)buf + at - 8) == 144);
-        if (!at) { free(buf); continue; }
         /* cut the end of TRST's payload, as the old writer did */
         memmove(buf + at + keep, buf + at + 144, len - at - 144);
         len -= cut;
@@ -492,7 +490,7 @@ TEST(test_ckpt_refuses_huge_files_early)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, false, &len);
     const off_t huge = (off_t)64 << 30;
@@ -524,7 +522,7 @@ TEST(test_ckpt_old_config_loads_as_layernorm_softmax)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, false, &len);
     size_t at = buf ? find_section(buf, len, "CONF") : 0;
@@ -573,7 +571,7 @@ TEST(test_ckpt_int8_round_trip)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     const TensorInfo *t = model_tensor(&f.model, "dec.1.ffn.w1");
     memset(f.model.params + t->offset, 0, sizeof(float) * t->cols);     /* row 0 zero */
@@ -630,7 +628,7 @@ TEST(test_ckpt_refuses_damaged_int8)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     model_quantize(&f.model);
     size_t len;
     char *buf = saved_bytes(&f, false, &len);
