@@ -322,14 +322,12 @@ TEST(test_ckpt_refuses_damaged_files)
     buf = slurp(path_bad, &len);
     char *d_ff = buf ? memmem(buf, len, "\"d_ff\": 24,", 11) : NULL;
     CHECK(d_ff != NULL);   /* the model's 24, not the caller's 16384 */
-    if (d_ff) {
-        memcpy(d_ff, "\"d_ff\": 99,", 11);
-        rechecksum(buf, len);
-        spit(path_bad, buf, len);
-        ModelFile lie;
-        CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
-        CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
-    }
+    memcpy(d_ff, "\"d_ff\": 99,", 11);
+    rechecksum(buf, len);
+    spit(path_bad, buf, len);
+    ModelFile lie;
+    CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
     free(buf);
     /* a missing file is an I/O error */
     ModelFile mf;
@@ -527,39 +525,37 @@ TEST(test_ckpt_old_config_loads_as_layernorm_softmax)
     char *buf = saved_bytes(&f, false, &len);
     size_t at = buf ? find_section(buf, len, "CONF") : 0;
     CHECK(at > 0);
-    if (at) {
-        const size_t n = (size_t)get_le64((unsigned char *)buf + at - 8);
-        char *json = strndup(buf + at, n);
-        cJSON *root = cJSON_Parse(json);
-        cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-        CHECK(cJSON_GetObjectItemCaseSensitive(model, "attention") != NULL);
-        CHECK(cJSON_GetObjectItemCaseSensitive(model, "norm_type") != NULL);
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "attention");
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "norm_type");
-        char *old = cJSON_PrintUnformatted(root);
-        const size_t m = strlen(old), out_len = len - n + m;
-        char *out = malloc(out_len);
-        memcpy(out, buf, at - 8);
-        for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((uint64_t)m >> (8 * i));
-        memcpy(out + at, old, m);
-        memcpy(out + at + m, buf + at + n, len - at - n);
-        rechecksum(out, out_len);
-        spit(path_bad, out, out_len);
-        ModelFile mf;
-        TfmErr err = {0};
-        CHECK(ckpt_load(path_bad, &mf, false, &err) == TFM_OK);
-        if (err.status == TFM_OK) {
-            CHECK(mf.cfg.model.attention == ATTN_SOFTMAX);
-            CHECK(mf.cfg.model.norm_type == NORM_LAYER);
-            CHECK(mf.model.n_params == f.model.n_params &&
-                  memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
-            ckpt_free(&mf);
-        }
-        free(out);
-        free(old);
-        cJSON_Delete(root);
-        free(json);
+    const size_t n = (size_t)get_le64((unsigned char *)buf + at - 8);
+    char *json = strndup(buf + at, n);
+    cJSON *root = cJSON_Parse(json);
+    cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    CHECK(cJSON_GetObjectItemCaseSensitive(model, "attention") != NULL);
+    CHECK(cJSON_GetObjectItemCaseSensitive(model, "norm_type") != NULL);
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "attention");
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "norm_type");
+    char *old = cJSON_PrintUnformatted(root);
+    const size_t m = strlen(old), out_len = len - n + m;
+    char *out = malloc(out_len);
+    memcpy(out, buf, at - 8);
+    for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((uint64_t)m >> (8 * i));
+    memcpy(out + at, old, m);
+    memcpy(out + at + m, buf + at + n, len - at - n);
+    rechecksum(out, out_len);
+    spit(path_bad, out, out_len);
+    ModelFile mf;
+    TfmErr err = {0};
+    CHECK(ckpt_load(path_bad, &mf, false, &err) == TFM_OK);
+    if (err.status == TFM_OK) {
+        CHECK(mf.cfg.model.attention == ATTN_SOFTMAX);
+        CHECK(mf.cfg.model.norm_type == NORM_LAYER);
+        CHECK(mf.model.n_params == f.model.n_params &&
+              memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+        ckpt_free(&mf);
     }
+    free(out);
+    free(old);
+    cJSON_Delete(root);
+    free(json);
     free(buf);
     fixture_free(&f);
 }
