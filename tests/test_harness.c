@@ -1,6 +1,7 @@
-/* test_harness: the runner itself (tests/cli_harness.sh runs these). They do
- * nothing unless TFM_TEST_HARNESS names them: each shows what a failure or a
- * crash does to a run, so it must not happen in the normal suite. */
+/* test_harness: the runner itself. The harness_* tests (tests/cli_harness.sh
+ * runs them) do nothing unless TFM_TEST_HARNESS names them: each shows what a
+ * failure or a crash does to a run, so it must not happen in the normal
+ * suite. The runner_* tests check its helpers in the normal suite. */
 #include "test.h"
 
 #include <signal.h>
@@ -49,7 +50,7 @@ static int ends_in_txt(const char *dir, const char *name)
 
 /* A folder of fixtures is listed whole and sorted, however many it holds
  * (the first version kept 256 and dropped the rest without a word). */
-TEST(harness_list_dir_keeps_every_name)
+TEST(runner_list_dir_keeps_every_name)
 {
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/many_cases", test_tmpdir());
