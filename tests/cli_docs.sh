@@ -16,6 +16,40 @@ printf '# One\n\n[see](#two)\n' >"$T/anchor.md"
 check "a link to a missing heading is caught" \
     sh -c '! /usr/bin/python3 scripts/check_anchors.py "$1" >/dev/null' sh "$T/anchor.md"
 
+# BENCHMARKS.md stays a page a person reads: at most 600 lines, short table
+# cells (the story goes below the table); older runs stay in git history.
+check "BENCHMARKS.md is at most 600 lines, no table cell over 200 characters" \
+    /usr/bin/python3 scripts/check_tables.py 600 200 BENCHMARKS.md
+printf '| a | b |\n|---|---|\n| 1 | %0201d |\n' 0 >"$T/wide.md"
+check "a table cell over 200 characters is caught" \
+    sh -c '/usr/bin/python3 scripts/check_tables.py 600 200 "$1" | grep -q "cell of 201 characters"' sh "$T/wide.md"
+seq 601 >"$T/long.md"
+check "a page over 600 lines is caught" \
+    sh -c '/usr/bin/python3 scripts/check_tables.py 600 200 "$1" | grep -q "601 lines, over 600"' sh "$T/long.md"
+printf '| a | b |\n|---|---|\n| 1 | %0200d |\n' 0 >"$T/wide.md"
+check "a cell of 200 characters is taken" /usr/bin/python3 scripts/check_tables.py 600 200 "$T/wide.md"
+
+# docs/architecture.md's source map names every file of src/ and no other;
+# a file left out, a file named that is gone and a folder with no row are caught.
+check "docs/architecture.md's source map is src/ (scripts/check_source_map.py)" \
+    /usr/bin/python3 scripts/check_source_map.py docs/architecture.md src
+mkdir -p "$T/map/src"
+(cd src && find . -name '*.[ch]' -exec sh -c 'mkdir -p "$0/$(dirname "$1")" && : >"$0/$1"' "$T/map/src" {} \;)
+check "the source map check passes on a copy of src/'s names" \
+    /usr/bin/python3 scripts/check_source_map.py docs/architecture.md "$T/map/src"
+map_fails() { # WHAT: the map check refuses the copy, naming WHAT
+    /usr/bin/python3 scripts/check_source_map.py "$T/map/arch.md" "$T/map/src" >"$T/map/out"
+    [ $? = 1 ] && grep -qF -- "$1" "$T/map/out"
+}
+sed 's/`html`, //' docs/architecture.md >"$T/map/arch.md"
+check "a file missing from the source map is caught" map_fails "src/serve/html.c is missing"
+sed 's/`html`, /`html`, `ghost`, /' docs/architecture.md >"$T/map/arch.md"
+check "a file the source map names that does not exist is caught" map_fails "src/serve/ghost, which does not exist"
+cp docs/architecture.md "$T/map/arch.md"
+mkdir -p "$T/map/src/decode" && : >"$T/map/src/decode/decode_step.c"
+check "a folder with no row in the source map is caught" map_fails "src/decode/ has no row"
+rm -r "$T/map/src/decode"
+
 # Every option the docs' command examples use is one `tfm help COMMAND` lists.
 python3 scripts/doc_commands.py README.md docs/*.md >"$T/commands"
 check "the docs show over 15 tfm commands" test "$(wc -l <"$T/commands")" -gt 15

@@ -130,17 +130,27 @@ static int compare_names(const void *a, const void *b)
 }
 
 int test_list_dir(const char *dir, int (*keep)(const char *dir, const char *name),
-                  char **names, int max)
+                  char ***names)
 {
+    *names = NULL;
     DIR *d = opendir(dir);
     if (!d) return 0;
-    int n = 0;
+    int n = 0, cap = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < max)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && keep(dir, e->d_name))
-            names[n++] = strdup(e->d_name);
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || !keep(dir, e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(*names, (size_t)cap * sizeof **names);
+            if (!grown) test_fail(__FILE__, __LINE__, "%s: out of memory listing it", dir);
+            *names = grown;
+        }
+        if (!((*names)[n++] = strdup(e->d_name)))
+            test_fail(__FILE__, __LINE__, "%s: out of memory listing it", dir);
+    }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, compare_names);
+    if (n) qsort(*names, (size_t)n, sizeof **names, compare_names);
     return n;
 }
 

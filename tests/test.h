@@ -24,10 +24,10 @@ const char *test_write_file(const char *name, const char *text);
 /* The whole file at path, NUL-terminated (malloc'd; NULL if unreadable). */
 char *test_read_file(const char *path);
 /* The names in dir for which keep(dir, name) is true ("." and ".." never),
- * sorted, at most max; each is malloc'd. Returns the count (0 when dir
- * cannot be opened). */
+ * sorted, however many: *names is a malloc'd array of malloc'd names (the
+ * caller frees both). Returns the count (0 when dir cannot be opened). */
 int test_list_dir(const char *dir, int (*keep)(const char *dir, const char *name),
-                  char **names, int max);
+                  char ***names);
 
 #define TEST(name)                                                       \
     static void name(void);                                              \

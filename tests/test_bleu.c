@@ -126,7 +126,7 @@ static int check_case(const char *dir, const char *name, int *runs_total)
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s/expected.json", dir, name) >= (int)sizeof path) return 0;
     cJSON *exp = load_json(path);
-    if (!exp) { test_fail(__FILE__, __LINE__, "cannot load %s", path); return 0; }
+    if (!exp) test_fail(__FILE__, __LINE__, "cannot load %s", path);
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(exp, "refs");
     int n_refs = cJSON_GetArraySize(refs);
     Lines files[8] = {{0}};
@@ -205,8 +205,8 @@ TEST(bleu_matches_sacrebleu_cases)
 {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/bleu", test_data_dir());
-    char *names[256];
-    int n = test_list_dir(dir, is_case, names, 256);
+    char **names;
+    int n = test_list_dir(dir, is_case, &names);
     CHECK(n > 0);
     int shared = 0, runs = 0, matched = 0;
     for (int i = 0; i < n; i++) {
@@ -214,6 +214,7 @@ TEST(bleu_matches_sacrebleu_cases)
         matched += check_case(dir, names[i], &runs);
         free(names[i]);
     }
+    free(names);
     /* All five sacreBLEU-scored cases and our own edge cases must be there. */
     CHECK_EQ_INT(shared, 5);
     CHECK(n >= 17);
@@ -228,7 +229,6 @@ TEST(bleu_tokenizers_match_python)
     snprintf(path, sizeof path, "%s/bleu/tokenize.json", test_data_dir());
     cJSON *j = load_json(path);
     CHECK(j != NULL);
-    if (!j) return;
     static const char *const keys[] = {"13a", "13a_lc", "intl", "intl_lc", "char", "char_lc",
                                        "none", "none_lc", "zh", "zh_lc"};
     enum { K = sizeof keys / sizeof *keys };
@@ -402,7 +402,6 @@ TEST(bleu_lines_like_python)
     char path[] = "/tmp/tfm-bleu-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
-    if (fd < 0) return;
     FILE *f = fdopen(fd, "wb");
     fputs("a\r\n\nb\rc\nlast", f);
     fclose(f);

@@ -83,7 +83,6 @@ TEST(bpe_golden_ids_tiny_corpus)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
     CHECK(b != NULL);
-    if (!b) return;
     /* The corpus runs out of pairs seen twice before 300 pieces. */
     CHECK_EQ_INT(bpe_vocab_size(b), 276);
     CHECK_STR(bpe_piece(b, 266, NULL), "\xE2\x96\x81the");
@@ -113,7 +112,6 @@ TEST(bpe_learn_is_deterministic_and_file_round_trips)
     Bpe *a = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 270);
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 270);
     CHECK(a && b);
-    if (!a || !b) { bpe_free(a); bpe_free(b); return; }
     size_t la, lb;
     char *sa = bpe_serialize(a, &la), *sb = bpe_serialize(b, &lb);
     CHECK(la == lb && memcmp(sa, sb, la) == 0);
@@ -159,7 +157,6 @@ TEST(bpe_round_trips_hostile_text)
     Bpe *vocabs[2] = {learn_from(corpus, pos, 400), learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300)};
     for (int v = 0; v < 2; v++) {
         CHECK(vocabs[v] != NULL);
-        if (!vocabs[v]) continue;
         for (int i = 0; i < N_HOSTILE; i++) CHECK(round_trips(vocabs[v], hostile[i], strlen(hostile[i])));
         CHECK(round_trips(vocabs[v], "a\0b \0", 5));                 /* NUL bytes */
         CHECK(round_trips(vocabs[v], "\xFF\xFE bad \xC3 \xED\xA0\x80", 13));  /* invalid UTF-8 */
@@ -187,7 +184,7 @@ TEST(bpe_round_trips_hostile_text)
 TEST(bpe_pieces_escape_and_parse_back)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     int *ids = NULL, n = 0, cap = 0;
     char *esc = NULL;
     size_t len = 0, ecap = 0;
@@ -217,7 +214,7 @@ TEST(bpe_pieces_escape_and_parse_back)
 TEST(bpe_decode_specials_and_errors)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     char *out = NULL;
     size_t len = 0, cap = 0;
     TfmErr err = {0};
@@ -247,7 +244,7 @@ TEST(bpe_decode_specials_and_errors)
 TEST(bpe_encode_reuses_buffer)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     int *ids = NULL, n = 0, cap = 0;
     TfmErr err = {0};
     const char *line = "the cat sat on the mat. the dog sat on the log!";
@@ -277,7 +274,7 @@ TEST(bpe_long_line_round_trips)
 TEST(bpe_encode_from_threads_matches_serial)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     int counts[N_HOSTILE], failures = 0;
     for (int i = 0; i < N_HOSTILE; i++) {
         int *ids = NULL, n = 0, cap = 0;
@@ -363,7 +360,7 @@ static void check_bad_vocab(const char *base, const char *from, const char *to, 
 TEST(bpe_refuses_bad_vocab_files)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     size_t n;
     char *v = bpe_serialize(b, &n);
     bpe_free(b);
@@ -497,7 +494,7 @@ TEST(bpe_survives_allocation_failures)
 TEST(bpe_dropout_segments_randomly_and_losslessly)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 300);
-    if (!b) { CHECK(b != NULL); return; }
+    CHECK(b != NULL);
     int *plain = NULL, np = 0, cp = 0, *ids = NULL, n = 0, cap = 0, *again = NULL, na = 0, ca = 0;
     char *out = NULL;
     size_t len = 0, out_cap = 0;
@@ -543,12 +540,10 @@ TEST(bpe_encode_cached_equals_encode)
 {
     Bpe *b = learn_from(tiny_corpus, sizeof tiny_corpus - 1, 320);
     CHECK(b != NULL);
-    if (!b) return;
     TfmErr err = {0};
     for (int size = 2; size <= 4096; size *= 2048) {
         BpeCache *c = bpe_cache_new(size, &err);
         CHECK(c != NULL);
-        if (!c) break;
         int *a = NULL, na = 0, ca = 0, *x = NULL, nx = 0, cx = 0;
         for (int round = 0; round < 3; round++) {
             for (int i = 0; i < N_HOSTILE + 1; i++) {

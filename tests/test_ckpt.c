@@ -122,7 +122,7 @@ TEST(test_ckpt_round_trip_identical_bytes)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     CHECK(ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, NULL, &f.ts, &err) == TFM_OK);
     ModelFile mf;
@@ -161,7 +161,7 @@ TEST(test_ckpt_weight_average_round_trip)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     float *ema = malloc(f.model.n_params * sizeof(float));
     for (size_t i = 0; ema && i < f.model.n_params; i++) ema[i] = 0.5f * (float)i - 3.0f;
@@ -274,14 +274,13 @@ TEST(test_ckpt_refuses_duplicate_sections)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len, dup_len;
     char *buf = saved_bytes(&f, true, &len);
     const char *tags[] = {"TENS", "CONF", "VOCB", "ADAM", "TRST"};
     for (int i = 0; i < 5; i++) {
         char *dup = duplicate_section(buf, len, tags[i], &dup_len);
         CHECK(dup != NULL);
-        if (!dup) continue;
         char want[64];
         snprintf(want, sizeof want, "duplicate %s section", tags[i]);
         expect_refused(dup, dup_len, want);
@@ -295,7 +294,7 @@ TEST(test_ckpt_refuses_damaged_files)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, true, &len);
     expect_refused(buf, 0, "not a tfm model file (bad magic)");
@@ -323,14 +322,12 @@ TEST(test_ckpt_refuses_damaged_files)
     buf = slurp(path_bad, &len);
     char *d_ff = buf ? memmem(buf, len, "\"d_ff\": 24,", 11) : NULL;
     CHECK(d_ff != NULL);   /* the model's 24, not the caller's 16384 */
-    if (d_ff) {
-        memcpy(d_ff, "\"d_ff\": 99,", 11);
-        rechecksum(buf, len);
-        spit(path_bad, buf, len);
-        ModelFile lie;
-        CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
-        CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
-    }
+    memcpy(d_ff, "\"d_ff\": 99,", 11);
+    rechecksum(buf, len);
+    spit(path_bad, buf, len);
+    ModelFile lie;
+    CHECK(ckpt_load(path_bad, &lie, false, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "parameters, the file holds fewer") != NULL);
     free(buf);
     /* a missing file is an I/O error */
     ModelFile mf;
@@ -356,7 +353,7 @@ TEST(test_ckpt_refuses_extra_payload)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len, n;
     char *buf = saved_bytes(&f, true, &len);
     char *bad = grow_section(buf, len, "TENS", 4, &n);
@@ -396,7 +393,7 @@ TEST(test_ckpt_refuses_mis_sized_weight_average)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     float *ema = calloc(f.model.n_params, sizeof(float));
     CHECK(ema && ckpt_save(path_a, &f.cfg, f.bpe, &f.model, &f.adam, ema, &f.ts, &err) == TFM_OK);
@@ -417,7 +414,7 @@ TEST(test_ckpt_refuses_non_finite_training_state)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     ModelFile mf;
     float *ema = calloc(f.model.n_params, sizeof(float));
@@ -456,14 +453,13 @@ TEST(test_ckpt_reads_older_trainer_states)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     const size_t old_sizes[] = {80, 120, 128};
     for (int k = 0; k < 3; k++) {
         size_t len, keep = old_sizes[k], cut = 144 - keep;
         char *buf = saved_bytes(&f, true, &len);
         size_t at = buf ? find_section(buf, len, "TRST") : 0;
         CHECK(at && get_le64((unsigned char *)buf + at - 8) == 144);
-        if (!at) { free(buf); continue; }
         /* cut the end of TRST's payload, as the old writer did */
         memmove(buf + at + keep, buf + at + 144, len - at - 144);
         len -= cut;
@@ -492,7 +488,7 @@ TEST(test_ckpt_refuses_huge_files_early)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, false, &len);
     const off_t huge = (off_t)64 << 30;
@@ -524,44 +520,42 @@ TEST(test_ckpt_old_config_loads_as_layernorm_softmax)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     size_t len;
     char *buf = saved_bytes(&f, false, &len);
     size_t at = buf ? find_section(buf, len, "CONF") : 0;
     CHECK(at > 0);
-    if (at) {
-        const size_t n = (size_t)get_le64((unsigned char *)buf + at - 8);
-        char *json = strndup(buf + at, n);
-        cJSON *root = cJSON_Parse(json);
-        cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-        CHECK(cJSON_GetObjectItemCaseSensitive(model, "attention") != NULL);
-        CHECK(cJSON_GetObjectItemCaseSensitive(model, "norm_type") != NULL);
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "attention");
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "norm_type");
-        char *old = cJSON_PrintUnformatted(root);
-        const size_t m = strlen(old), out_len = len - n + m;
-        char *out = malloc(out_len);
-        memcpy(out, buf, at - 8);
-        for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((uint64_t)m >> (8 * i));
-        memcpy(out + at, old, m);
-        memcpy(out + at + m, buf + at + n, len - at - n);
-        rechecksum(out, out_len);
-        spit(path_bad, out, out_len);
-        ModelFile mf;
-        TfmErr err = {0};
-        CHECK(ckpt_load(path_bad, &mf, false, &err) == TFM_OK);
-        if (err.status == TFM_OK) {
-            CHECK(mf.cfg.model.attention == ATTN_SOFTMAX);
-            CHECK(mf.cfg.model.norm_type == NORM_LAYER);
-            CHECK(mf.model.n_params == f.model.n_params &&
-                  memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
-            ckpt_free(&mf);
-        }
-        free(out);
-        free(old);
-        cJSON_Delete(root);
-        free(json);
+    const size_t n = (size_t)get_le64((unsigned char *)buf + at - 8);
+    char *json = strndup(buf + at, n);
+    cJSON *root = cJSON_Parse(json);
+    cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    CHECK(cJSON_GetObjectItemCaseSensitive(model, "attention") != NULL);
+    CHECK(cJSON_GetObjectItemCaseSensitive(model, "norm_type") != NULL);
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "attention");
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "norm_type");
+    char *old = cJSON_PrintUnformatted(root);
+    const size_t m = strlen(old), out_len = len - n + m;
+    char *out = malloc(out_len);
+    memcpy(out, buf, at - 8);
+    for (int i = 0; i < 8; i++) out[at - 8 + i] = (char)((uint64_t)m >> (8 * i));
+    memcpy(out + at, old, m);
+    memcpy(out + at + m, buf + at + n, len - at - n);
+    rechecksum(out, out_len);
+    spit(path_bad, out, out_len);
+    ModelFile mf;
+    TfmErr err = {0};
+    CHECK(ckpt_load(path_bad, &mf, false, &err) == TFM_OK);
+    if (err.status == TFM_OK) {
+        CHECK(mf.cfg.model.attention == ATTN_SOFTMAX);
+        CHECK(mf.cfg.model.norm_type == NORM_LAYER);
+        CHECK(mf.model.n_params == f.model.n_params &&
+              memcmp(mf.model.params, f.model.params, f.model.n_params * sizeof(float)) == 0);
+        ckpt_free(&mf);
     }
+    free(out);
+    free(old);
+    cJSON_Delete(root);
+    free(json);
     free(buf);
     fixture_free(&f);
 }
@@ -573,7 +567,7 @@ TEST(test_ckpt_int8_round_trip)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     TfmErr err = {0};
     const TensorInfo *t = model_tensor(&f.model, "dec.1.ffn.w1");
     memset(f.model.params + t->offset, 0, sizeof(float) * t->cols);     /* row 0 zero */
@@ -630,7 +624,7 @@ TEST(test_ckpt_refuses_damaged_int8)
 {
     Fixture f;
     paths_init();
-    if (!fixture_init(&f)) { CHECK(!"fixture"); return; }
+    CHECK(fixture_init(&f));
     model_quantize(&f.model);
     size_t len;
     char *buf = saved_bytes(&f, false, &len);

@@ -51,7 +51,7 @@ static void remove_dir(const char *dir)
 static void write_file(const char *path, const char *text, size_t len)
 {
     FILE *f = fopen(path, "wb");
-    if (!f) { test_fail(__FILE__, __LINE__, "cannot write %s", path); return; }
+    if (!f) test_fail(__FILE__, __LINE__, "cannot write %s", path);
     fwrite(text, 1, len, f);
     fclose(f);
 }
@@ -223,7 +223,6 @@ TEST(config_full_round_trip)
 
     char *json = config_to_json(&a);
     CHECK(json != NULL);
-    if (!json) { config_free(&a); return; }
     CHECK_EQ_INT(config_parse(&b, json, NULL, false, &err), TFM_OK);
     check_same(&a, &b);
     char *again = config_to_json(&b);
@@ -435,7 +434,6 @@ TEST(config_bad_configs_give_exact_errors)
 {
     char *dir = make_dir();
     CHECK(dir != NULL);
-    if (!dir) return;
     char path[128];
     snprintf(path, sizeof path, "%s/x.json", dir);
     for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
@@ -460,7 +458,6 @@ TEST(config_load_odd_files)
 {
     char *dir = make_dir();
     CHECK(dir != NULL);
-    if (!dir) return;
     char path[128], want[256];
     TfmErr err = {0};
     TfmConfig c;
@@ -524,7 +521,6 @@ TEST(config_paths_resolve_against_config_folder)
 {
     char *dir = make_dir();
     CHECK(dir != NULL);
-    if (!dir) return;
     char path[128], want[256], abs_src[128];
     snprintf(path, sizeof path, "%s/sub/c.json", dir);
     snprintf(abs_src, sizeof abs_src, "%s/train.de", dir);
@@ -552,11 +548,9 @@ TEST(config_paths_resolve_against_config_folder)
     char *out = config_to_json(&c);
     TfmConfig d;
     CHECK(out != NULL);
-    if (out) {
-        CHECK_EQ_INT(config_parse(&d, out, NULL, false, &err), TFM_OK);
-        check_same(&c, &d);
-        config_free(&d);
-    }
+    CHECK_EQ_INT(config_parse(&d, out, NULL, false, &err), TFM_OK);
+    check_same(&c, &d);
+    config_free(&d);
     free(out);
     config_free(&c);
 
@@ -595,7 +589,6 @@ TEST(config_base_json_is_the_paper_model)
 {
     FILE *f = fopen("configs/base.json", "rb");
     CHECK(f != NULL);
-    if (!f) return;
     static char text[16384];
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
@@ -658,7 +651,6 @@ TEST(config_load_survives_allocation_failures)
 {
     char *dir = make_dir();
     CHECK(dir != NULL);
-    if (!dir) return;
     char path[128];
     snprintf(path, sizeof path, "%s/x.json", dir);
     const char *json = "{" DATA_PLUS("\"vocab\": \"sub/vocab.txt\"") ", \"train\": {\"out_dir\": \"o\"}}";
@@ -690,7 +682,6 @@ TEST(config_mutated_text_never_crashes)
     size_t n = strlen(full_json);
     char *buf = malloc(n + 2);
     CHECK(buf != NULL);
-    if (!buf) return;
     static const char punct[] = "{}[]\",:\\-.e0 \n";
     unsigned long long x = 88172645463325252ULL;     /* xorshift64, fixed seed */
     int ok = 0, bad = 0;

@@ -383,7 +383,6 @@ static void ffn_case(float p)
         for (int i = 0; i < FN * FF; i++) ok &= fabsf(a[i]) > 0.05f;
         if (ok) break;
         CHECK(tries < 100000);
-        if (tries >= 100000) return;
     }
     gc_fill(c.w2, FD * FF, &rng, -1, 1);
     gc_fill(c.b2, FD, &rng, -1, 1);

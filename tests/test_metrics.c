@@ -208,8 +208,8 @@ TEST(test_metrics_match_sacrebleu)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/metrics", test_data_dir());
-    char *names[256];
-    int n_names = test_list_dir(dir, is_json, names, 256);
+    char **names;
+    int n_names = test_list_dir(dir, is_json, &names);
     CHECK(n_names > 0);
     int runs = 0, cases = 0;
     for (int c = 0; c < n_names; c++) {
@@ -219,7 +219,6 @@ TEST(test_metrics_match_sacrebleu)
         cJSON *j = text ? cJSON_Parse(text) : NULL;
         free(text);
         CHECK(j != NULL);
-        if (!j) continue;
         const cJSON *refs_j = cJSON_GetObjectItemCaseSensitive(j, "refs");
         size_t n_refs = (size_t)cJSON_GetArraySize(refs_j);
         Lines hyp, refs[8];
@@ -230,11 +229,7 @@ TEST(test_metrics_match_sacrebleu)
                  refs[r].n == hyp.n;
             if (!ok) while (r-- > 0) lines_free(&refs[r]);
         }
-        if (!ok) {
-            test_fail(__FILE__, __LINE__, "%s: cannot read its files", names[c]);
-            cJSON_Delete(j);
-            continue;
-        }
+        if (!ok) test_fail(__FILE__, __LINE__, "%s: cannot read its files", names[c]);
         cases++;
         const cJSON *run;
         cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(j, "runs")) {
@@ -246,6 +241,7 @@ TEST(test_metrics_match_sacrebleu)
         cJSON_Delete(j);
     }
     for (int c = 0; c < n_names; c++) free(names[c]);
+    free(names);
     /* a lost fixture must not pass silently */
     CHECK(cases >= 20);
     CHECK(runs >= 180);
