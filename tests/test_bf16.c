@@ -73,13 +73,13 @@ static float *random_floats(long n, Rng *rng)
 
 /* One product of each kind training has; leading dimensions of A and B
  * wider than the rows (the gather and the head slices are not packed). */
-static void check_products(bool through_blas)
+static void check_products_sized(bool through_blas, int m0, int k0)
 {
     Rng rng;
     rng_seed(&rng, 11);
     for (int kind = 0; kind < 8; kind++) {
         const int ta = kind >> 2 & 1, tb = kind >> 1 & 1, acc = kind & 1;
-        const int m = 67 + kind, n = 45, k = 131 - kind;
+        const int m = m0 + kind, n = 45, k = k0 - kind;
         const int lda = (ta ? m : k) + 5, ldb = (tb ? k : n) + 3;
         float *a = random_floats((long)(ta ? k : m) * lda, &rng);
         float *b = random_floats((long)(tb ? n : k) * ldb, &rng);
@@ -108,6 +108,8 @@ static void check_products(bool through_blas)
         free(a), free(b), free(c), free(c0), free(ref), free(mag);
     }
 }
+
+static void check_products(bool through_blas) { check_products_sized(through_blas, 67, 131); }
 
 TEST(bf16_products)
 {
@@ -163,4 +165,43 @@ TEST(bf16_products)
     float one[1] = {7};
     CHECK(bf16_gemm(&(GemmArgs){0, 0, 1, 1, 0, 1.0f, a, 1, b, 1, 0.0f, one, 1}));
     CHECK(one[0] == 0.0f);
+}
+
+/* The fixed-shape primitives (bf16_allow_fixed_shapes, forced on with
+ * TFM_BF16_SHAPES=fixed on any bf16 host): the same products as the double
+ * loop for row counts that make whole blocks of 512, a remainder of 32s
+ * and a tail for the run-time primitive, depths padded to their bucket;
+ * and a bounded number of primitives for a run's many row counts: at most
+ * 16 for the rows of a forward (512 and the 15 multiples of 32 below it)
+ * and 8 an octave for the depth of a weight's gradient. */
+TEST(bf16_fixed_shapes)
+{
+    if (!bf16_available()) {
+        printf("  (no bf16 unit on this CPU: fixed shapes not run)\n");
+        return;
+    }
+    setenv("TFM_BF16_SHAPES", "fixed", 1);
+    bf16_allow_fixed_shapes(true);
+    check_products_sized(false, 67, 131);
+    check_products_sized(false, 1100, 77);      /* 2 blocks, 64 + 12 rows */
+    check_products_sized(true, 531, 300);
+    const int before = bf16_fixed_primitives();
+    CHECK(before > 0);
+    Rng rng;
+    rng_seed(&rng, 7);
+    enum { D = 64, MAXR = 2000 };
+    float *x = random_floats((long)MAXR * D, &rng), *w = random_floats((long)D * D, &rng);
+    float *y = calloc((size_t)MAXR * D, sizeof(float)), *dw = calloc((size_t)D * D, sizeof(float));
+    for (int rows = 1; rows <= MAXR; rows += 7) {
+        /* y = x·wᵀ (a forward: the rows vary) and dW += yᵀ·x (the depth varies) */
+        CHECK(bf16_gemm(&(GemmArgs){0, 1, rows, D, D, 1.0f, x, D, w, D, 0.0f, y, D}));
+        CHECK(bf16_gemm(&(GemmArgs){1, 0, D, D, rows, 1.0f, y, D, x, D, 1.0f, dw, D}));
+    }
+    /* depths 1-2000: 16 buckets to 256 (steps of 16), 8 to 512, 8 to 1024, 16 to 2048 */
+    const int made = bf16_fixed_primitives() - before;
+    if (made > 16 + 48) test_fail(__FILE__, __LINE__, "%d fixed-shape primitives for 286 row counts", made);
+    CHECK(made >= 16);
+    bf16_allow_fixed_shapes(false);
+    unsetenv("TFM_BF16_SHAPES");
+    free(x), free(w), free(y), free(dw);
 }

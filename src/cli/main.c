@@ -313,7 +313,8 @@ int main(int argc, char **argv)
                "translation kernel: %s (packed weights)\nint8 products: %s\n"
                "bf16 products: %s (oneDNN %s)\nMPI: %s\n",
                TFM_VERSION, blas_kernel_name(), blas_kernel_source(), blas_wait_policy(),
-               packed_linear_isa(), int8_kernel_name(), bf16_isa_name(), bf16_library_version(),
+               packed_linear_isa(), int8_kernel_name(),
+               bf16_available() ? bf16_kernel_name() : bf16_isa_name(), bf16_library_version(),
                dist_library() ? dist_library() : "not built in (make MPI=1)");
         return 0;
     }

@@ -35,6 +35,7 @@ static const char DNNL_SONAME[] = "libdnnl.so." STR(DNNL_VERSION_MAJOR);
     X(primitive_create) \
     X(primitive_desc_create) \
     X(primitive_desc_destroy) \
+    X(primitive_desc_query) \
     X(primitive_destroy) \
     X(primitive_execute) \
     X(stream_create) \
@@ -68,33 +69,56 @@ static bool dnnl_loaded(void)
     }
     return D.state > 0;
 }
-        /* two inputs for each of up to four products */
 
-/* oneDNN state, made at first use. One primitive per (A transposed, B
- * transposed, C = or +=) takes every shape at run time
- * (DNNL_RUNTIME_DIM_VAL): eight primitives serve all the products of a run,
- * where fixed shapes would need one per (rows, cols, depth), and the row
- * count changes with every batch (a new shape costs ~1.5 ms to compile).
- * The layouts stay fixed (dense, by tag): with run-time strides too, oneDNN
- * 2.6 falls back to its reference loop, 100x slower. Measured on an
- * AVX512-BF16 core at 4096x512x512: 390 GFLOP/s with run-time shapes
- * ("gemm:jit"), 402 with fixed ones ("brg"), sgemm 185-194. */
+/* oneDNN state, made at first use. oneDNN 2.6 picks its kernel by the
+ * primitive's shapes: for shapes fixed at creation its brgemm kernels
+ * ("brg:avx512_core_amx_bf16" on AMX, "brg:avx512_core_bf16" on
+ * AVX512-BF16), for shapes given at run time (DNNL_RUNTIME_DIM_VAL) only
+ * its older GEMM ("gemm:jit"), which never reaches AMX. So tfm keeps both:
+ *   - eight run-time-shape primitives, one per (A transposed, B transposed,
+ *     C = or +=), which take every shape;
+ *   - a cache of fixed-shape primitives, keyed by (transposes, C = or +=,
+ *     m, n, k), with the shapes that change with the batch rounded so a run
+ *     makes a bounded number (FIXED_CAP at most; ~1 ms each to create):
+ *     the depth k rounded up to a bucket (8 an octave, 12.5% extra work at
+ *     most: the bf16 copies are padded with zeros, which add nothing), the
+ *     rows m cut into blocks of M_BLOCK and a remainder rounded down to a
+ *     multiple of M_STEP, the last rows (< M_STEP) left to the run-time
+ *     primitive. Only A's rows are cut: the rows of A transposed are m
+ *     columns of the copy, which a dense block cannot take.
+ * Which serves the products is measured, not assumed (bf16_shapes_auto):
+ * the fixed shapes on AMX hosts (where PyTorch on oneDNN 2.6.3 measured
+ * brgemm at 512-677 GFLOP/s on 2 threads, OpenBLAS fp32 126-308), elsewhere
+ * TFM_BF16_SHAPES picks (docs/speed.md has the measurements).
+ * The layouts stay fixed (dense, by tag): with run-time strides too,
+ * oneDNN 2.6 falls back to its reference loop, 100x slower. */
+enum { FIXED_CAP = 1024, M_BLOCK = 512, M_STEP = 32 };
+typedef struct {
+    int ta, tb, acc;
+    long m, n, k;
+    dnnl_primitive_t p;           /* NULL: a free entry */
+} FixedPrim;
+
 static struct {
     int state;                    /* 0: not tried, 1: ready, -1: unusable */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     dnnl_primitive_t prim[2][2][2]; /* [trans_a][trans_b][accumulate] */
     int threads;                  /* the OpenMP thread count they were made for */
-    /* The inputs rounded to bf16, packed. A group of products (one
-     * blas_gemm_parallel call: inputs do not change during it) rounds a
-     * matrix they share once: a backward's dx = dy·W and dW = dyᵀ·x read
-     * the same dy, and the output layer's two products the same logits,
-     * the largest matrix of the step. */
+    int fixed_wanted;             /* the cache would serve (fixed_shapes_wanted) */
+    bool fixed_allowed;           /* bf16_allow_fixed_shapes */
+    FixedPrim fixed[FIXED_CAP];   /* open addressing by key_hash */
+    int n_fixed;
+    /* The inputs rounded to bf16, packed (their depth padded with zeros to
+     * its bucket). A group of products (one blas_gemm_parallel call: inputs
+     * do not change during it) rounds a matrix they share once: a
+     * backward's dx = dy·W and dW = dyᵀ·x read the same dy, and the output
+     * layer's two products the same logits, the largest matrix of the step. */
     struct Rounded {
         uint16_t *data;
         size_t cap;
         const float *src;         /* what it holds, in this group */
-        int rows, cols, ld;
+        int rows, cols, ld, pad_rows, pad_cols;
     } slot[BF16_SLOTS];
     int used;                     /* slots filled in this group */
 } S;
@@ -168,17 +192,19 @@ static bool desc(dnnl_memory_desc_t *d, dnnl_data_type_t type, long rows, long c
                                         transposed ? dnnl_ba : dnnl_ab) == dnnl_success;
 }
 
-static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate)
+/* A matmul primitive for (m, n, k), any of them DNNL_RUNTIME_DIM_VAL; its
+ * implementation's name (e.g. "brg:avx512_core_bf16") into *impl when asked. */
+static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate, long m,
+                                       long n, long k, const char **impl)
 {
-    const long any = DNNL_RUNTIME_DIM_VAL;
     dnnl_memory_desc_t a, b, c;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t p = NULL;
-    if (!desc(&a, dnnl_bf16, any, any, trans_a) || !desc(&b, dnnl_bf16, any, any, trans_b) ||
-        !desc(&c, dnnl_f32, any, any, 0) || D.matmul_desc_init(&md, &a, &b, NULL, &c) ||
+    if (!desc(&a, dnnl_bf16, m, k, trans_a) || !desc(&b, dnnl_bf16, k, n, trans_b) ||
+        !desc(&c, dnnl_f32, m, n, 0) || D.matmul_desc_init(&md, &a, &b, NULL, &c) ||
         D.primitive_attr_create(&attr))
         goto done;
     if (accumulate) {
@@ -186,8 +212,11 @@ static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate)
             D.primitive_attr_set_post_ops(attr, ops))
             goto done;
     }
-    if (D.primitive_desc_create(&pd, &md, attr, S.engine, NULL) == dnnl_success)
+    if (D.primitive_desc_create(&pd, &md, attr, S.engine, NULL) == dnnl_success) {
+        if (impl && D.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, impl) != dnnl_success)
+            *impl = NULL;
         if (D.primitive_create(&p, pd) != dnnl_success) p = NULL;
+    }
 done:
     if (pd) D.primitive_desc_destroy(pd);
     if (ops) D.post_ops_destroy(ops);
@@ -202,6 +231,21 @@ static void destroy_primitives(void)
         if (*p) D.primitive_destroy(*p);
         *p = NULL;
     }
+    for (int i = 0; i < FIXED_CAP; i++)
+        if (S.fixed[i].p) D.primitive_destroy(S.fixed[i].p);
+    memset(S.fixed, 0, sizeof S.fixed);
+    S.n_fixed = 0;
+}
+
+/* The fixed shapes by default on AMX only; TFM_BF16_SHAPES "fixed" or
+ * "runtime" picks either on any host (to measure them side by side). */
+static int fixed_shapes_wanted(void)
+{
+    const char *e = getenv("TFM_BF16_SHAPES");
+    if (e && strcmp(e, "fixed") == 0) return 1;
+    if (e && strcmp(e, "runtime") == 0) return 0;
+    const dnnl_cpu_isa_t isa = D.get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
 
 /* A primitive plans its work for the thread count at its creation and
@@ -218,11 +262,14 @@ static bool ready(void)
         if (D.engine_create(&S.engine, dnnl_cpu, 0) != dnnl_success) return false;
         if (D.stream_create(&S.stream, S.engine, dnnl_stream_default_flags) != dnnl_success)
             return false;
+        S.fixed_wanted = fixed_shapes_wanted();
     }
     destroy_primitives();
     S.state = -1;
+    const long any = DNNL_RUNTIME_DIM_VAL;
     for (int i = 0; i < 8; i++)
-        if (!(S.prim[i >> 2][(i >> 1) & 1][i & 1] = make_primitive(i >> 2, (i >> 1) & 1, i & 1)))
+        if (!(S.prim[i >> 2][(i >> 1) & 1][i & 1] =
+                  make_primitive(i >> 2, (i >> 1) & 1, i & 1, any, any, any, NULL)))
             return false;
     S.threads = threads;
     S.state = 1;
@@ -238,38 +285,82 @@ void bf16_release(void)
     memset(&S, 0, sizeof S);
 }
 
-/* dst (rows, cols) packed = bf16(src (rows, cols) with leading dimension ld). */
-static void round_rows(uint16_t *dst, const float *src, int rows, int cols, int ld)
+/* The depth a product runs at: k rounded up to a multiple of an eighth of
+ * its octave (at least 16), so the row counts of a run's batches make few
+ * shapes. */
+static long depth_bucket(long k)
+{
+    long step = 16;
+    while (step * 16 <= k) step *= 2;
+    return (k + step - 1) / step * step;
+}
+
+/* The fixed-shape primitive for a key: the cached one, a new one, or NULL
+ * (the cache is full, or oneDNN refused: the run-time primitive serves). */
+static dnnl_primitive_t fixed_primitive(int ta, int tb, int acc, long m, long n, long k)
+{
+    uint64_t h = 1469598103934665603ull;
+    const long key[6] = {ta, tb, acc, m, n, k};
+    for (int i = 0; i < 6; i++) h = (h ^ (uint64_t)key[i]) * 1099511628211ull;
+    for (unsigned i = (unsigned)(h % FIXED_CAP), tries = 0; tries < FIXED_CAP;
+         i = (i + 1) % FIXED_CAP, tries++) {
+        FixedPrim *f = &S.fixed[i];
+        if (!f->p) {
+            if (S.n_fixed >= FIXED_CAP / 2) return NULL;   /* keep probes short */
+            f->p = make_primitive(ta, tb, acc, m, n, k, NULL);
+            if (!f->p) return NULL;
+            f->ta = ta, f->tb = tb, f->acc = acc, f->m = m, f->n = n, f->k = k;
+            S.n_fixed++;
+            return f->p;
+        }
+        if (f->ta == ta && f->tb == tb && f->acc == acc && f->m == m && f->n == n && f->k == k)
+            return f->p;
+    }
+    return NULL;
+}
+
+int bf16_fixed_primitives(void) { return S.n_fixed; }
+
+/* dst (pad_rows, pad_cols) packed = bf16(src (rows, cols) with leading
+ * dimension ld), zeros beyond. */
+static void round_rows(uint16_t *dst, const float *src, int rows, int cols, int ld,
+                       int pad_rows, int pad_cols)
 {
 #pragma omp parallel for schedule(static) if ((long)rows * cols > 32768)
     for (int r = 0; r < rows; r++) {
         const float *s = src + (long)r * ld;
-        uint16_t *d = dst + (long)r * cols;
+        uint16_t *d = dst + (long)r * pad_cols;
 #pragma omp simd
         for (int j = 0; j < cols; j++) d[j] = bf16_from_float(s[j]);
+        for (int j = cols; j < pad_cols; j++) d[j] = 0;
     }
+    memset(dst + (long)rows * pad_cols, 0, (size_t)(pad_rows - rows) * pad_cols * sizeof *dst);
 }
 
-/* src (rows, cols; leading dimension ld) rounded to bf16 and packed: the
- * copy this group already made, or a new one; NULL when memory runs out or
- * the group has no slot left. */
-static const uint16_t *rounded(const float *src, int rows, int cols, int ld)
+/* src (rows, cols; leading dimension ld) rounded to bf16 and packed into
+ * (pad_rows, pad_cols): the copy this group already made, or a new one;
+ * NULL when memory runs out or the group has no slot left. */
+static const uint16_t *rounded(const float *src, int rows, int cols, int ld, int pad_rows,
+                               int pad_cols)
 {
     for (int i = 0; i < S.used; i++) {
         const struct Rounded *r = &S.slot[i];
-        if (r->src == src && r->rows == rows && r->cols == cols && r->ld == ld) return r->data;
+        if (r->src == src && r->rows == rows && r->cols == cols && r->ld == ld &&
+            r->pad_rows == pad_rows && r->pad_cols == pad_cols)
+            return r->data;
     }
     if (S.used == BF16_SLOTS) return NULL;
     struct Rounded *r = &S.slot[S.used];
-    const size_t n = (size_t)rows * cols;
+    const size_t n = (size_t)pad_rows * pad_cols;
     if (n > r->cap) {
         uint16_t *p = realloc(r->data, n * sizeof *p);
         if (!p) return NULL;
         r->data = p;
         r->cap = n;
     }
-    round_rows(r->data, src, rows, cols, ld);
+    round_rows(r->data, src, rows, cols, ld, pad_rows, pad_cols);
     r->src = src, r->rows = rows, r->cols = cols, r->ld = ld;
+    r->pad_rows = pad_rows, r->pad_cols = pad_cols;
     S.used++;
     return r->data;
 }
@@ -282,12 +373,32 @@ static bool memory(dnnl_memory_t *mem, dnnl_data_type_t type, long rows, long co
            D.memory_create(mem, &d, S.engine, data) == dnnl_success;
 }
 
+/* C (m, n) (+)= A·B over packed bf16 copies of depth k (already padded). */
+static bool execute(dnnl_primitive_t p, int ta, int tb, long m, long n, long k,
+                    const uint16_t *a, const uint16_t *b, float *c)
+{
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    bool ok = memory(&ma, dnnl_bf16, m, k, ta, (void *)a) &&
+              memory(&mb, dnnl_bf16, k, n, tb, (void *)b) && memory(&mc, dnnl_f32, m, n, 0, c);
+    if (ok) {
+        const dnnl_exec_arg_t args[] = {
+            {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+        ok = D.primitive_execute(p, S.stream, 3, args) == dnnl_success &&
+             D.stream_wait(S.stream) == dnnl_success;
+    }
+    if (ma) D.memory_destroy(ma);
+    if (mb) D.memory_destroy(mb);
+    if (mc) D.memory_destroy(mc);
+    return ok;
+}
+
 static bool run_one(const GemmArgs *g)
 {
     if (g->alpha != 1.0f || (g->beta != 0.0f && g->beta != 1.0f) || g->ldc != g->n ||
         !ready())
         return false;
     const int m = g->m, n = g->n, k = g->k, acc = g->beta != 0.0f;
+    const int ta = g->trans_a != 0, tb = g->trans_b != 0;
     if (m <= 0 || n <= 0) return true;
     if (k <= 0) {                                  /* C = beta·C */
         if (!acc)
@@ -297,24 +408,27 @@ static bool run_one(const GemmArgs *g)
     /* As stored: A is (m, k), or (k, m) when transposed; B is (k, n), or
      * (n, k). The packed copies keep that orientation; the tags tell
      * oneDNN which way to read them. */
-    const int ar = g->trans_a ? k : m, ac = g->trans_a ? m : k;
-    const int br = g->trans_b ? n : k, bc = g->trans_b ? k : n;
-    const uint16_t *a = rounded(g->a, ar, ac, g->lda), *b = a ? rounded(g->b, br, bc, g->ldb) : NULL;
+    const bool fixed = S.fixed_allowed && S.fixed_wanted;
+    const int kp = fixed ? (int)depth_bucket(k) : k;
+    const uint16_t *a = ta ? rounded(g->a, k, m, g->lda, kp, m) : rounded(g->a, m, k, g->lda, m, kp);
+    const uint16_t *b = !a ? NULL : tb ? rounded(g->b, n, k, g->ldb, n, kp)
+                                       : rounded(g->b, k, n, g->ldb, kp, n);
     if (!b) return false;
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    bool ok = memory(&ma, dnnl_bf16, m, k, g->trans_a, (void *)a) &&
-              memory(&mb, dnnl_bf16, k, n, g->trans_b, (void *)b) &&
-              memory(&mc, dnnl_f32, m, n, 0, g->c);
-    if (ok) {
-        const dnnl_exec_arg_t args[] = {
-            {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        ok = D.primitive_execute(S.prim[g->trans_a != 0][g->trans_b != 0][acc], S.stream, 3, args) == dnnl_success &&
-             D.stream_wait(S.stream) == dnnl_success;
+    dnnl_primitive_t any = S.prim[ta][tb][acc];
+    if (!fixed) return execute(any, ta, tb, m, n, kp, a, b, g->c);
+    if (ta) {                   /* m is whole: A's rows are the copy's columns */
+        dnnl_primitive_t p = fixed_primitive(ta, tb, acc, m, n, kp);
+        return execute(p ? p : any, ta, tb, m, n, kp, a, b, g->c);
     }
-    if (ma) D.memory_destroy(ma);
-    if (mb) D.memory_destroy(mb);
-    if (mc) D.memory_destroy(mc);
-    return ok;
+    for (int r0 = 0; r0 < m;) {
+        const int left = m - r0;
+        const int rows = left >= M_BLOCK ? M_BLOCK : left >= M_STEP ? left / M_STEP * M_STEP : left;
+        dnnl_primitive_t p = rows >= M_STEP ? fixed_primitive(ta, tb, acc, rows, n, kp) : NULL;
+        if (!execute(p ? p : any, ta, tb, rows, n, kp, a + (long)r0 * kp, b, g->c + (long)r0 * n))
+            return false;
+        r0 += rows;
+    }
+    return true;
 }
 
 void bf16_gemm_group(const GemmArgs *g, int count, bool *ran)
@@ -328,6 +442,40 @@ bool bf16_gemm(const GemmArgs *g)
     bool ran;
     bf16_gemm_group(g, 1, &ran);
     return ran;
+}
+
+void bf16_allow_fixed_shapes(bool allow)
+{
+    S.fixed_allowed = allow;
+    if (allow && dnnl_loaded()) S.fixed_wanted = fixed_shapes_wanted();
+}
+
+/* The implementation oneDNN picks for a product through the fixed-shape
+ * cache (a linear layer's forward at a size the recipes train) or through
+ * the run-time primitives. */
+static const char *impl_name(bool fixed, char *buf, size_t size)
+{
+    const char *impl = NULL;
+    const long any = DNNL_RUNTIME_DIM_VAL;
+    dnnl_primitive_t p = fixed ? make_primitive(0, 1, 1, 512, 512, 512, &impl)
+                               : make_primitive(0, 1, 1, any, any, any, &impl);
+    snprintf(buf, size, "%s", impl ? impl : "unknown");
+    if (p) D.primitive_destroy(p);
+    return buf;
+}
+
+const char *bf16_kernel_name(void)
+{
+    static char text[160];
+    char fixed[64], runtime[64];
+    if (!ready()) return "none";
+    impl_name(false, runtime, sizeof runtime);
+    if (!S.fixed_wanted)
+        snprintf(text, sizeof text, "%s, run-time shapes", runtime);
+    else
+        snprintf(text, sizeof text, "%s in training, fixed shapes; %s in translation",
+                 impl_name(true, fixed, sizeof fixed), runtime);
+    return text;
 }
 
 TfmStatus bf16_selftest(TfmErr *err)

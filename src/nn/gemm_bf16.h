@@ -39,6 +39,23 @@ bool bf16_gemm(const GemmArgs *g);
  * read rounded to bf16 once. At most four products. */
 void bf16_gemm_group(const GemmArgs *g, int count, bool *ran);
 
+/* Lets the products run on fixed-shape primitives, where oneDNN picks its
+ * brgemm kernels (the only ones that reach AMX): on AMX hosts, or on any
+ * with TFM_BF16_SHAPES=fixed ("runtime": never). A product's rows are then
+ * cut into blocks by its row count and each block goes to the kernel made
+ * for its size, so a row's result depends on the batch it came in:
+ * training allows it; translation, whose lines must not depend on their
+ * batch, does not. Off until called. */
+void bf16_allow_fixed_shapes(bool allow);
+
+/* The kernels oneDNN runs, as its primitives name them: "gemm:jit,
+ * run-time shapes", or "brg:avx512_core_amx_bf16 in training, fixed
+ * shapes; gemm:jit in translation"; "none" without a bf16 unit. */
+const char *bf16_kernel_name(void);
+
+/* The fixed-shape primitives made so far (for the tests: a bounded number). */
+int bf16_fixed_primitives(void);
+
 /* float32 -> bfloat16, round to nearest even (NaN stays NaN). */
 uint16_t bf16_from_float(float x);
 float bf16_to_float(uint16_t h);

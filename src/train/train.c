@@ -20,6 +20,7 @@
 #include "base/path.h"
 #include "base/sysmem.h"
 #include "dist/dist.h"
+#include "nn/gemm_bf16.h"
 #include "train/data_print.h"
 
 /* train.log_every 0: after AUTO_LOG_PROBE steps, pick a round number of
@@ -447,6 +448,9 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.run_start = clock_now_s();
     t.run.lock_fd = -1;
     if (opt->stop) opt->stop->started = 0;
+    /* a training step need not be the same for another batch: bf16 products
+     * may take oneDNN's fixed-shape kernels (AMX) */
+    bf16_allow_fixed_shapes(true);
     TfmStatus st = TFM_OK;
     bool resuming = false;
     if (dist_rank() == 0) {
@@ -487,6 +491,7 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     if (opt->stop) opt->stop->started = 1;
     st = loop(&t, err);
 done:
+    bf16_allow_fixed_shapes(false);
     progress_close(&t.prog);
     /* a fresh run refused before its first checkpoint leaves nothing */
     if (st != TFM_OK && st != TFM_INTERRUPTED && !resuming && t.run.last_path &&
