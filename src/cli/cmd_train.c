@@ -6,12 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/text.h"
 #include "dist/dist.h"
-#include "nn/blas.h"
-#include "nn/gemm_bf16.h"
 #include "cli/cmds.h"
 #include "model/ckpt.h"
 #include "model/config.h"
@@ -97,65 +94,6 @@ static TfmStatus unknown_option(const char *arg, const struct option *longopts, 
         }
     }
     return cmd_unknown_option("train", arg, longopts, aliases, err);
-}
-
-/* train.threads 0 means all cores: in an mpirun job, the ranks on this
- * machine share them. */
-static int threads_per_rank(int threads)
-{
-    if (threads > 0 || dist_local_size() == 1) return threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long each = cores / dist_local_size();
-    return each > 1 ? (int)each : 1;
-}
-
-/* train.precision "auto": bf16 where its products run faster than float32
- * here (not on every CPU with a bf16 unit: on a Xeon with AVX512-BF16 but
- * no AMX they ran slower), timed on the model's two largest products: the
- * feed-forward layer's and the output layer's, for half a batch of rows.
- * The run then records what it chose. */
-static Precision pick_precision(const TfmConfig *cfg, bool quiet)
-{
-    const int rows = cfg->train.batch_tokens / 2 > 0 ? cfg->train.batch_tokens / 2 : 1;
-    const int d = cfg->model.d_model, ff = cfg->model.d_ff, v = cfg->data.vocab_size;
-    double r_ff = blas_bf16_speedup(rows, ff, d), r_out = blas_bf16_speedup(rows, v, d);
-    double f_ff = (double)ff, f_out = (double)v;    /* their flops, over rows·d */
-    double r = r_ff > 0 && r_out > 0 ? (f_ff + f_out) / (f_ff / r_ff + f_out / r_out) : 0;
-    Precision p = r > 1.05 ? PRECISION_BF16 : PRECISION_FP32;
-    if (!quiet) {
-        if (r > 0)
-            fprintf(stderr, "train.precision auto: %s (bf16 products ran %.2fx float32's speed "
-                    "here)\n", p == PRECISION_BF16 ? "bf16" : "fp32", r);
-        else
-            fprintf(stderr, "train.precision auto: fp32 (no bf16 unit: %s)\n", bf16_isa_name());
-    }
-    return p;
-}
-
-/* Threads, the sgemm check, and the precision (auto resolved here). */
-static TfmStatus set_up_arithmetic(TfmConfig *cfg, bool quiet, TfmErr *err)
-{
-    const int threads = blas_set_threads(threads_per_rank(cfg->train.threads));
-    TfmStatus st = blas_selftest(err);
-    TrainConfig *tc = &cfg->train;
-    if (st == TFM_OK && tc->precision == PRECISION_AUTO) {
-        if (tc->parallel == PARALLEL_SENTENCES) {
-            tc->precision = PRECISION_FP32;
-            if (!quiet)
-                fprintf(stderr, "train.precision auto: fp32 (train.parallel \"sentences\" "
-                        "runs float32 products)\n");
-        } else {
-            tc->precision = pick_precision(cfg, quiet);
-        }
-    }
-    /* "sentences" pays where the threads share float32 products; oneDNN's
-     * bf16 products are threaded by oneDNN, one product at a time */
-    if (tc->parallel == PARALLEL_AUTO)
-        tc->parallel = tc->precision == PRECISION_FP32 && threads > 1 ? PARALLEL_SENTENCES
-                                                                       : PARALLEL_PRODUCTS;
-    if (st == TFM_OK && cfg->train.precision == PRECISION_BF16)
-        st = blas_use_bf16("train.precision", err);
-    return st;
 }
 
 /* TrainOptions.after_step for TFM_TEST_SIGNAL_AT_STEP: ctx is the step. */
@@ -252,8 +190,7 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     /* an error so far is every rank's (the same arguments and config), so
      * rank 0 alone reports it; from here on a rank may fail alone */
     deterministic = false;
-    st = set_up_arithmetic(&cfg, opt.quiet, err);
-    if (st == TFM_OK) {
+    {
         opt.config_path = argv[optind];
         /* Lets tests interrupt a run at an exact step through the real signal path. */
         const char *hook = getenv("TFM_TEST_SIGNAL_AT_STEP");

@@ -439,8 +439,10 @@ static TfmStatus loop(Trainer *t, TfmErr *err)
     return eval_hand_over(t, err);
 }
 
-TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
+TfmStatus train_run(TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
 {
+    TfmStatus st = train_set_up_arithmetic(cfg, opt->quiet, err);
+    if (st != TFM_OK) return st;
     Trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
@@ -451,7 +453,6 @@ TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     /* a training step need not be the same for another batch: bf16 products
      * may take oneDNN's fixed-shape kernels (AMX) */
     bf16_allow_fixed_shapes(true);
-    TfmStatus st = TFM_OK;
     bool resuming = false;
     if (dist_rank() == 0) {
         /* rank 0 (the only one without mpirun) owns out_dir */

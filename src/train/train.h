@@ -34,11 +34,18 @@ typedef struct {
  * "train.init: " or name the key. */
 TfmStatus train_adopt_init(TfmConfig *cfg, TfmErr *err);
 
-/* Trains per cfg (threads already set). On success the model path
+/* The threads (train.threads; 0: all cores, shared by the ranks of an
+ * mpirun job on one machine), the sgemm check, and train.precision and
+ * train.parallel "auto" resolved in cfg (so the run records its choice),
+ * saying what "auto" chose on stderr unless quiet. train_run calls it. */
+TfmStatus train_set_up_arithmetic(TfmConfig *cfg, bool quiet, TfmErr *err);
+
+/* Trains per cfg, after train_set_up_arithmetic (cfg's "auto" keys are
+ * resolved in place). On success the model path
  * (cfg->train.model) holds the best model. Returns TFM_INTERRUPTED with
  * err->signo after a signal, once last.tfm is saved; TFM_ERR_NUMERIC when a
  * loss or gradient is NaN/Inf (naming the step; last.tfm, if there is one,
  * keeps the last good state). */
-TfmStatus train_run(const TfmConfig *cfg, const TrainOptions *opt, TfmErr *err);
+TfmStatus train_run(TfmConfig *cfg, const TrainOptions *opt, TfmErr *err);
 
 #endif
