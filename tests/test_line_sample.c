@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "text/line_sample.h"
 
 typedef struct { int seen[2][20000]; long n; } Seen;
@@ -103,4 +104,35 @@ TEST(line_sample_names_a_bad_line_by_its_byte)
     CHECK(line_sample_read(paths, 1, 0, note, &s, &st, &err) == TFM_ERR_FORMAT);
     snprintf(want, sizeof want, "%s: line 1: invalid UTF-8 at byte 2", path);
     CHECK_STR(err.msg, want);
+}
+
+/* After a seek the reader names lines by the byte they start at, for every
+ * reason a line is refused (a NUL here), and a reader that never sought by
+ * their number. */
+TEST(text_reader_after_a_seek_names_lines_by_byte)
+{
+    const char *path = test_write_file("ls_seek.txt", "one\ntwo\nthr\x01\nfo\0ur\n");
+    /* test_write_file stops at the NUL: append the rest by hand */
+    FILE *f = fopen(path, "ab");
+    CHECK(f != NULL);
+    fwrite("\0ur\n", 1, 4, f);
+    fclose(f);
+    LineReader r;
+    TfmErr err = {0};
+    CHECK(text_reader_open(&r, path, &err) == TFM_OK);
+    CHECK(text_reader_seek_line(&r, 5, &err) == TFM_OK);    /* inside "two": from "thr" */
+    char *line;
+    size_t len;
+    CHECK(text_read_line(&r, &line, &len, &err) == 1 && strcmp(line, "thr\x01") == 0);
+    CHECK(text_read_line(&r, &line, &len, &err) == -1);
+    char want[600];
+    snprintf(want, sizeof want, "%s: the line at byte 13: contains a NUL byte at byte 3", path);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
+    CHECK(text_reader_open(&r, path, &err) == TFM_OK);
+    for (int i = 0; i < 3; i++) CHECK(text_read_line(&r, &line, &len, &err) == 1);
+    CHECK(text_read_line(&r, &line, &len, &err) == -1);
+    snprintf(want, sizeof want, "%s: line 4: contains a NUL byte at byte 3", path);
+    CHECK_STR(err.msg, want);
+    text_reader_close(&r);
 }

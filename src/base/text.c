@@ -118,6 +118,16 @@ void text_reader_from_file(LineReader *r, FILE *f, const char *name)
     r->name = name;
 }
 
+/* "line N", or after a seek "the line at byte B" (its offset in the file). */
+static const char *line_name(const LineReader *r, long no, char *buf, size_t size)
+{
+    if (r->seeked)
+        snprintf(buf, size, "the line at byte %llu", (unsigned long long)r->line_start);
+    else
+        snprintf(buf, size, "line %ld", no);
+    return buf;
+}
+
 /* Makes room for at least `need` bytes in r->buf, never beyond the most a
  * line may take (max_line, a "\r" and the terminating NUL). */
 static bool grow(LineReader *r, size_t need, TfmErr *err)
@@ -128,7 +138,9 @@ static bool grow(LineReader *r, size_t need, TfmErr *err)
     while (cap < need) cap = cap > most / 2 ? most : cap * 2;
     char *p = xrealloc(r->buf, cap, err);
     if (!p) {
-        err_set(err, TFM_ERR_NOMEM, "%s: line %ld: out of memory", r->name, r->line_no + 1);
+        char where[48];
+        err_set(err, TFM_ERR_NOMEM, "%s: %s: out of memory", r->name,
+                line_name(r, r->line_no + 1, where, sizeof where));
         return false;
     }
     r->buf = p;
@@ -236,6 +248,7 @@ static inline int next_byte(LineReader *r, TfmErr *err)
 
 int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
 {
+    char where[48];
     /* Byte by byte rather than getline, so that a NUL or an over-long line
      * is caught while reading, not after an unbounded line is in memory. */
     const long no = r->line_no + 1;
@@ -243,10 +256,11 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     int c;
     errno = 0;
     if (!r->sniffed && !sniff(r, err)) return -1;
+    if (r->seeked) r->line_start = text_reader_tell(r);
     while ((c = next_byte(r, err)) >= 0 && c != '\n') {
         if (c == '\0' && r->check_utf8) {
-            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: contains a NUL byte at byte %zu",
-                    r->name, no, n + 1);
+            err_set(err, TFM_ERR_FORMAT, "%s: %s: contains a NUL byte at byte %zu",
+                    r->name, line_name(r, no, where, sizeof where), n + 1);
             return -1;
         }
         /* one byte over the limit is allowed for a "\r" before "\n" */
@@ -270,8 +284,8 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     if (r->check_utf8) {
         size_t bad;
         if (!text_utf8_valid(r->buf, m, &bad)) {
-            err_set(err, TFM_ERR_FORMAT, "%s: line %ld: invalid UTF-8 at byte %zu",
-                    r->name, r->line_no, bad + 1);
+            err_set(err, TFM_ERR_FORMAT, "%s: %s: invalid UTF-8 at byte %zu",
+                    r->name, line_name(r, r->line_no, where, sizeof where), bad + 1);
             return -1;
         }
     }
@@ -279,7 +293,8 @@ int text_read_line(LineReader *r, char **line, size_t *len, TfmErr *err)
     *len = m;
     return 1;
 too_long:
-    err_set(err, TFM_ERR_FORMAT, "%s: line %ld: longer than %zu bytes", r->name, no, r->max_line);
+    err_set(err, TFM_ERR_FORMAT, "%s: %s: longer than %zu bytes", r->name,
+            line_name(r, no, where, sizeof where), r->max_line);
     return -1;
 }
 
@@ -301,6 +316,7 @@ TfmStatus text_reader_seek_line(LineReader *r, uint64_t pos, TfmErr *err)
         while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {}
     }
     r->line_no = 0;
+    r->seeked = true;
     return TFM_OK;
 }
 

@@ -38,6 +38,11 @@ typedef struct {
     FILE *f;
     const char *name;   /* for messages: the path, or "stdin" for "-" */
     long line_no;       /* 1-based number of the line last returned */
+    /* After text_reader_seek_line the line numbers count from the seek, so
+     * messages name a line by the byte it starts at ("the line at byte B"):
+     * line_start is that byte, of the line being read. */
+    bool seeked;
+    uint64_t line_start;
     char *buf;          /* getline buffer, reused from line to line */
     size_t cap;
     bool owns_file;     /* false for stdin or text_reader_from_file */

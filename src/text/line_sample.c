@@ -96,19 +96,6 @@ static TfmStatus probe(const char *path, bool *plain, uint64_t *size, double *li
     return st;
 }
 
-/* A reader's "NAME: line N: REASON" as "NAME: the line at byte B: REASON"
- * (a stripe's line numbers count from the stripe). */
-static TfmStatus name_by_byte(TfmErr *err, const char *name, uint64_t at)
-{
-    const char *p = strstr(err->msg, ": line ");
-    const char *reason = p ? strstr(p + 7, ": ") : NULL;
-    if (!reason) return err->status;
-    char why[sizeof err->msg];
-    snprintf(why, sizeof why, "%s", reason + 2);
-    return err_set(err, err->status, "%s: the line at byte %llu: %s", name,
-                   (unsigned long long)at, why);
-}
-
 /* Stripes of file f: `quota` lines from runs at the starts of its stripes. */
 static TfmStatus read_stripes(const char *path, int f, uint64_t size, long quota, LineSampleFn fn,
                               void *ctx, long *read, TfmErr *err)
@@ -132,11 +119,11 @@ static TfmStatus read_stripes(const char *path, int f, uint64_t size, long quota
             char *line;
             size_t len;
             int got = text_read_line(&r, &line, &len, err);
-            if (got < 0) {
-                st = name_by_byte(err, r.name, at);
+            if (got < 0) {          /* the reader names the line by its byte */
+                st = err->status;
                 break;
             }
-            if (got <= 0) break;
+            if (got == 0) break;
             ++*read;
             if ((st = fn(ctx, f, line, len, err)) != TFM_OK) break;
         }
