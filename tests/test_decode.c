@@ -61,7 +61,7 @@ static int trained_model_attn(Model *m, NormKind norm, bool share, AttnKind attn
         Batch bt = {16, S, S, src, tin, src, 0};    /* copy: target = source + </s> */
         LossStats ls;
         if (model_forward(m, &bt, 0.0f, NULL, &ls, &err)) return 0;
-        model_backward(m, &bt);
+        model_backward(m);
         /* linear warm-up: without it post-norm training is on the edge */
         adam_update(&adam, m->params, m->grads, 3e-3f * fminf(1.0f, (s + 1) / 60.0f));
     }

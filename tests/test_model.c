@@ -119,7 +119,7 @@ static void model_gradcheck_full(NormKind norm, NormType nt, AttnKind attn, bool
     rng_seed(&g->drop, 7);
     double f0 = model_obj(g);
     CHECK(isfinite(f0));
-    model_backward(&g->m, &g->b);
+    model_backward(&g->m);
     float *grads = grads_copy(&g->m);
     GcReport rep = {0};
     for (int t = 0; t < g->m.n_tensors; t++) {
@@ -407,10 +407,10 @@ TEST(model_backward_notify_ranges_final_and_complete)
                        .covered = calloc(m.n_params, sizeof(int))};
         Rng r1 = rng, r2 = rng;
         CHECK(model_forward(&m, &bt, 0.1f, &r1, &st, &err) == TFM_OK);
-        model_backward(&m, &bt);
+        model_backward(&m);
         float *plain = grads_copy(&m);
         CHECK(model_forward(&m, &bt, 0.1f, &r2, &st, &err) == TFM_OK);
-        model_backward_notify(&m, &bt, log_ready, &l);
+        model_backward_notify(&m, log_ready, &l);
         int once = 1;
         for (size_t i = 0; i < m.n_params; i++) once &= l.covered[i] == 1;
         CHECK(once);
@@ -448,10 +448,10 @@ TEST(model_dropout_deterministic)
     rng_seed(&r1, 99);
     r2 = r1;
     CHECK(model_forward(&m, &bt, 0.1f, &r1, &a, &err) == TFM_OK);
-    model_backward(&m, &bt);
+    model_backward(&m);
     float *g1 = grads_copy(&m);
     CHECK(model_forward(&m, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
-    model_backward(&m, &bt);
+    model_backward(&m);
     CHECK(a.loss == b.loss);
     CHECK(memcmp(g1, m.grads, m.n_params * sizeof *g1) == 0);
     CHECK(model_forward(&m, &bt, 0.1f, &r2, &c, &err) == TFM_OK);    /* advanced state */
@@ -490,10 +490,10 @@ TEST(model_dropout_factor)
     r2 = r1;
     StepSettings s = {0.1f, 0.5f, 0.0f};
     CHECK(model_forward_step(&m, &bt, &s, &r1, &a, &err) == TFM_OK);
-    model_backward(&m, &bt);
+    model_backward(&m);
     float *g1 = grads_copy(&m);
     CHECK(model_forward(&half, &bt, 0.1f, &r2, &b, &err) == TFM_OK);
-    model_backward(&half, &bt);
+    model_backward(&half);
     CHECK(a.loss == b.loss && a.nll == b.nll);
     CHECK(memcmp(g1, half.grads, m.n_params * sizeof *g1) == 0);
     CHECK(model_forward(&m, &bt, 0.1f, NULL, &e, &err) == TFM_OK);
@@ -520,7 +520,7 @@ TEST(model_replica_shares_weights)
     Batch whole = fixed_batch();
     LossStats all, a, b;
     CHECK(model_forward(&m, &whole, 0.1f, NULL, &all, &err) == TFM_OK);
-    model_backward(&m, &whole);
+    model_backward(&m);
     float *g = grads_copy(&m);
     /* sentence 0 on m, sentences 1-2 on the replica, each averaged over the
      * whole batch's targets */
@@ -533,8 +533,8 @@ TEST(model_replica_shares_weights)
     rest.tgt_out += BT;
     CHECK(model_forward(&m, &first, 0.1f, NULL, &a, &err) == TFM_OK);
     CHECK(model_forward(&r, &rest, 0.1f, NULL, &b, &err) == TFM_OK);
-    model_backward(&m, &first);
-    model_backward(&r, &rest);
+    model_backward(&m);
+    model_backward(&r);
     CHECK(a.n_tokens + b.n_tokens == all.n_tokens);
     CHECK(fabs(a.loss + b.loss - all.loss) <= 1e-5 * all.loss);
     double worst = 0;
@@ -611,7 +611,7 @@ static void learn_task_attn(int reverse, bool bf16, AttnKind attn)
         CHECK(model_forward(&m, &b, 0.0f, NULL, &st, &err) == TFM_OK);
         loss = st.loss / st.n_tokens;
         if (loss < 0.002) break;
-        model_backward(&m, &b);
+        model_backward(&m);
         adam_update(&adam, m.params, m.grads, (float)lr_at(&lc, cfg.d_model, step, 0, 0));
     }
     /* a fresh batch, evaluation mode: low loss, (almost) every token the argmax */
@@ -660,7 +660,7 @@ TEST(model_threads_agree)
         blas_set_threads(t);
         LossStats st;
         CHECK(model_forward(&m, &b, 0.1f, NULL, &st, &err) == TFM_OK);
-        model_backward(&m, &b);
+        model_backward(&m);
         if (t == 1) {
             loss1 = st.loss;
             g1 = grads_copy(&m);
@@ -719,7 +719,7 @@ TEST(model_bf16_matches_fp32)
     for (int bf = 0; bf < 2; bf++) {
         blas_set_bf16(bf);
         CHECK(model_forward(&m, &b, 0.1f, NULL, &st[bf], &err) == TFM_OK);
-        model_backward(&m, &b);
+        model_backward(&m);
         grads[bf] = grads_copy(&m);
     }
     blas_set_bf16(false);
@@ -800,7 +800,7 @@ TEST(model_bench_step)
         double t0 = omp_get_wtime();
         CHECK(model_forward(&m, &bt, 0.1f, &drop, &st, &err) == TFM_OK);
         double t1 = omp_get_wtime();
-        model_backward(&m, &bt);
+        model_backward(&m);
         double t2 = omp_get_wtime();
         if (r < 0) continue;
         tsum += t2 - t0;

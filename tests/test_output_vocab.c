@@ -193,9 +193,8 @@ TEST(output_vocab_gradcheck)
             for (int j = 0; j < ti->cols; j++)
                 m.params[ti->offset + j] = rng_uniform(&rng) < 0.5f ? -4.0f : 4.0f;
     }
-    Batch b = ov_batch();
     CHECK(isfinite(ov_obj(&m)));
-    model_backward(&m, &b);
+    model_backward(&m);
     float *grads = malloc(sizeof(float) * m.n_params);
     memcpy(grads, m.grads, sizeof(float) * m.n_params);
     GcReport rep = {0};
@@ -238,8 +237,8 @@ TEST(output_vocab_all_pieces_equals_unrestricted)
     CHECK(model_forward(&a, &b, 0.1f, NULL, &sa, &err) == TFM_OK);
     CHECK(model_forward(&r, &b, 0.1f, NULL, &sr, &err) == TFM_OK);
     CHECK(sa.loss == sr.loss && sa.nll == sr.nll && sa.n_correct == sr.n_correct);
-    model_backward(&a, &b);
-    model_backward(&r, &b);
+    model_backward(&a);
+    model_backward(&r);
     CHECK(memcmp(a.grads, r.grads, sizeof(float) * a.n_params) == 0);
     model_free(&a);
     model_free(&r);

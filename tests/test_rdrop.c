@@ -208,7 +208,7 @@ TEST(rdrop_model_gradcheck)
     rng_seed(&g->drop, 5);
     const double f0 = rd_obj(g);
     CHECK(isfinite(f0));
-    model_backward(&g->m, &g->b);
+    model_backward(&g->m);
     float *grads = malloc(g->m.n_params * sizeof *grads);
     memcpy(grads, g->m.grads, g->m.n_params * sizeof *grads);
     Rng rng;
@@ -259,8 +259,8 @@ TEST(rdrop_without_dropout_is_the_plain_loss)
     CHECK_EQ_INT(sr.n_correct, sa.n_correct);
     CHECK_NEAR(sr.loss, sa.loss, 1e-5 * sa.loss);
     CHECK_NEAR(sr.nll, sa.nll, 1e-5 * sa.nll);
-    model_backward(&a, &b);
-    model_backward(&r, &b);
+    model_backward(&a);
+    model_backward(&r);
     double worst = 0, big = 0;
     for (size_t i = 0; i < a.n_params; i++) {
         worst = fmax(worst, fabs(a.grads[i] - r.grads[i]));

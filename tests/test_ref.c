@@ -411,7 +411,7 @@ static void run_case(const RefFile *f, const char *cs)
         test_fail(__FILE__, __LINE__, "%s: model_forward: %s", cs, err.msg);
         goto done;
     }
-    model_backward(&m, &b);
+    model_backward(&m);
     float want_loss[2];
     ref_floats(rloss, want_loss);
     int32_t want_ntok = (int32_t)rd_u32(rntok->data);
@@ -466,7 +466,7 @@ static void run_case(const RefFile *f, const char *cs)
             goto done;
         }
         CHECK_NEAR(st.loss, ref_float_at(rsl, s - 1), REF_RTOL * fabs(ref_float_at(rsl, s - 1)));
-        model_backward(&m, &b);
+        model_backward(&m);
         adam_update(&adam, m.params, m.grads, (float)lr);
     }
     for (int t = 0; t < m.n_tensors; t++) {

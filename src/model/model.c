@@ -432,6 +432,33 @@ static void self_sublayer_backward(Model *m, ResAct *r, LnP ln, AttnP a, const f
     swap(cur, other);
 }
 
+/* Cross-attention sublayer of decoder layer e (weights lp): its queries
+ * from x_in (or its norm), its keys and values from enc_out, whose gradient
+ * it adds to w->denc (summed over the layers). */
+static void cross_sublayer_backward(Model *m, DecAct *e, const DecP *lp,
+                                    const float *x_in, const float *enc_out, const AttnShape *sh,
+                                    float **cur, float **other, int Nt, int Ns, uint64_t s3)
+{
+    ModelWork *w = m->work;
+    const int D = m->cfg.d_model;
+    const size_t ndt = (size_t)Nt * D * sizeof(float);
+    memset(*other, 0, ndt);
+    float *dfin = sub_output_backward(m, &e->res2, lp->ln2, *cur, *other, Nt, w->p_drop, s3);
+    const float *fin = m->cfg.norm == NORM_PRE ? e->res2.ln : x_in;
+    const AttnP a = lp->cross;
+    memset(w->dctx, 0, ndt);
+    linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
+    memset(w->dq, 0, ndt);
+    memset(w->dqkv, 0, 2 * (size_t)Ns * D * sizeof(float));
+    attend_backward(m, w->dq, w->dqkv, w->dqkv + D, w->dctx, e->cctx, e->catt, e->catt_d, e->q,
+                    e->kv, e->kv + D, sh, w->p_att);
+    linear_backward(dfin, G(a.w), G(a.b), w->dq, fin, P(a.w), Nt, D, D);
+    linear_backward(w->denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->dqkv, enc_out,
+                    P(a.w) + (size_t)D * D, Ns, D, 2 * D);
+    sub_input_backward(m, &e->res2, lp->ln2, x_in, *other, Nt);
+    swap(cur, other);
+}
+
 /* The ranges of model_backward_notify: [start, end) of each decoder layer,
  * each encoder layer, and the embeddings before them (params.c lays out the
  * embeddings, the encoder layers and then enc.ln, the decoder layers and
@@ -468,22 +495,21 @@ void model_grads_zero_notify(Model *m, GradsReady ready, void *ctx)
     notify(m, ready, ctx, 0, embeddings_end(m));
 }
 
-void model_backward(Model *m, const Batch *b)
+void model_backward(Model *m)
 {
-    model_backward_notify(m, b, NULL, NULL);
+    model_backward_notify(m, NULL, NULL);
 }
 
-void model_backward_notify(Model *m, const Batch *given, GradsReady ready, void *ctx)
+void model_backward_notify(Model *m, GradsReady ready, void *ctx)
 {
     ModelWork *w = m->work;
-    (void)given;                /* the forward kept it, or its R-Drop repeat */
-    const Batch *b = &w->fwd;
+    const Batch *b = &w->fwd;   /* the forward's batch, or its R-Drop repeat */
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
     const int D = c->d_model, n = b->n, S = b->src_len, T = b->tgt_len;
     const int Nt = n * T, Ns = n * S, M = w->m_rows;
     const size_t ndt = (size_t)Nt * D * sizeof(float), nds = (size_t)Ns * D * sizeof(float);
-    const float p = w->p_drop, p_att = w->p_att;
+    const float p = w->p_drop;
     if (M == 0) {
         model_grads_zero_notify(m, ready, ctx);
         return;
@@ -529,22 +555,8 @@ void model_backward_notify(Model *m, const Batch *given, GradsReady ready, void 
         ffn_sublayer_backward(m, &e->res3, lp->ln3, lp->ffn, e->h, x2, &cur, &other, Nt,
                               site(w, s0 + 5));
         /* cross-attention sublayer: x2 = sub(x1) */
-        memset(other, 0, ndt);
-        float *dfin = sub_output_backward(m, &e->res2, lp->ln2, cur, other, Nt, p,
-                                          site(w, s0 + 3));
-        const float *fin = c->norm == NORM_PRE ? e->res2.ln : x1;
-        const AttnP a = lp->cross;
-        memset(w->dctx, 0, ndt);
-        linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
-        memset(w->dq, 0, ndt);
-        memset(w->dqkv, 0, 2 * nds);
-        attend_backward(m, w->dq, w->dqkv, w->dqkv + D, w->dctx, e->cctx, e->catt, e->catt_d,
-                        e->q, e->kv, e->kv + D, &csh, p_att);
-        linear_backward(dfin, G(a.w), G(a.b), w->dq, fin, P(a.w), Nt, D, D);
-        linear_backward(w->denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->dqkv, enc_out,
-                        P(a.w) + (size_t)D * D, Ns, D, 2 * D);
-        sub_input_backward(m, &e->res2, lp->ln2, x1, other, Nt);
-        swap(&cur, &other);
+        cross_sublayer_backward(m, e, lp, x1, enc_out, &csh, &cur, &other, Nt, Ns,
+                                site(w, s0 + 3));
         /* self-attention sublayer: x1 = sub(x0) */
         self_sublayer_backward(m, &e->res1, lp->ln1, lp->self, e->qkv, e->att, e->att_d,
                                e->ctx, &sh, x0, &cur, &other, Nt, site(w, s0 + 1));

@@ -21,7 +21,7 @@
  *     Model m; model_init(&m, &cfg, err); model_init_weights(&m, &rng);
  *     model_alloc_training(&m, max_tokens, max_len, err);
  *     model_forward(&m, &batch, 0.1f, &dropout_rng, &stats, err);
- *     model_backward(&m, &batch);   // grads of stats.loss / stats.n_tokens
+ *     model_backward(&m);   // grads of stats.loss / stats.n_tokens
  */
 #ifndef TFM_MODEL_H
 #define TFM_MODEL_H
@@ -172,8 +172,8 @@ TfmStatus model_forward(Model *m, const Batch *b, float label_smoothing,
                         Rng *dropout_rng, LossStats *out, TfmErr *err);
 
 /* Zeroes grads, then sets them to d(loss / n_tokens)/d(params) for the batch
- * of the last model_forward. */
-void model_backward(Model *m, const Batch *b);
+ * of the last model_forward (which the forward keeps, with its R-Drop repeat). */
+void model_backward(Model *m);
 
 /* Told that grads[0..n) will not change again in this backward pass. */
 typedef void (*GradsReady)(void *ctx, float *grads, size_t n);
@@ -182,7 +182,7 @@ typedef void (*GradsReady)(void *ctx, float *grads, size_t n);
  * embeddings. The ranges cover grads once, in the same order for every
  * batch of a model, so data-parallel training can start summing a range
  * across ranks while the rest of the backward pass runs. */
-void model_backward_notify(Model *m, const Batch *b, GradsReady ready, void *ctx);
+void model_backward_notify(Model *m, GradsReady ready, void *ctx);
 /* For a rank with no sentences in a step: zeroes grads and reports the
  * same ranges, in the same order, as model_backward_notify. */
 void model_grads_zero_notify(Model *m, GradsReady ready, void *ctx);

@@ -112,7 +112,7 @@ TfmStatus parts_forward_backward(Trainer *t, const Batch *b, Rng *rng, const Ste
             } else {
                 run[k].st = model_forward_step(m, &mine, s, &run[k].rng, &run[k].ls,
                                           &run[k].err);
-                if (run[k].st == TFM_OK) model_backward(m, &mine);
+                if (run[k].st == TFM_OK) model_backward(m);
             }
         }
     }

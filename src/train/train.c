@@ -302,11 +302,11 @@ static TfmStatus train_step(Trainer *t, const Batch *mine_in, long real_tokens, 
     } else if (dist_overlap_sums()) {
         /* each layer's gradients are summed across ranks while the layers
          * below it run their backward pass */
-        if (mine.n > 0) model_backward_notify(&t->model, &mine, sum_across_ranks, NULL);
+        if (mine.n > 0) model_backward_notify(&t->model, sum_across_ranks, NULL);
         else model_grads_zero_notify(&t->model, sum_across_ranks, NULL);
         dist_sum_wait();
     } else {
-        if (mine.n > 0) model_backward(&t->model, &mine);
+        if (mine.n > 0) model_backward(&t->model);
         else memset(t->model.grads, 0, t->model.n_params * sizeof *t->model.grads);
         dist_sum_floats(t->model.grads, t->model.n_params);
     }
