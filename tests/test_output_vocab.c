@@ -12,7 +12,7 @@
 #include <omp.h>
 
 #include "gradcheck.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "nn/blas.h"
 #include "text/bpe_subset.h"
@@ -316,7 +316,7 @@ TEST(output_vocab_decoding)
     model_free(&m);
 }
 
-/* The search reads a restricted model's output columns (decode.c); through
+/* The search reads a restricted model's output columns (decode/decoder.c); through
  * an ensemble (here: the model with a member of weight 0) it reads them
  * spread over the vocabulary with -inf for the other pieces. Both give
  * the same hypotheses bit for bit, for beam search with its processors and

@@ -1,10 +1,10 @@
-/* decode_step: one model's incremental decoder, the step under every search.
+/* step: one model's incremental decoder, the step under every search.
  * It holds the model's packed weights, the per-row caches, the encoder
  * output of the current batch, and the scratch of one step; it encodes a
  * batch (dec_step_encode) and turns each row's previous token into the
  * log-probabilities of the next (dec_step_forward). It knows nothing of
- * beams, sampling or ensembles (decode_search.h, decode_internal.h).
- * Private to src/model/. */
+ * beams, sampling or ensembles (search.h, decoder_internal.h).
+ * Private to src/decode/. */
 #ifndef TFM_DECODE_STEP_H
 #define TFM_DECODE_STEP_H
 

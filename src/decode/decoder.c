@@ -1,8 +1,8 @@
-/* decode: the Decoder's memory (decoder_init, decoder_free) and the search
- * loop (decoder_run, decoder_translate); see decode.h, and
- * decode_internal.h for how the parts fit. */
-#include "model/decode.h"
-#include "model/decode_internal.h"
+/* decoder: the Decoder's memory (decoder_init, decoder_free) and the search
+ * loop (decoder_run, decoder_translate); see decoder.h, and
+ * decoder_internal.h for how the parts fit. */
+#include "decode/decoder.h"
+#include "decode/decoder_internal.h"
 
 #include <limits.h>
 #include <math.h>

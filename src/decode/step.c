@@ -1,5 +1,5 @@
-/* decode_step: one model's incremental decoder (see decode_step.h). */
-#include "model/decode_step.h"
+/* step: one model's incremental decoder (see step.h). */
+#include "decode/step.h"
 
 #include <math.h>
 #include <string.h>
