@@ -9,33 +9,46 @@
 
 /* ---- the packed products ---- */
 
-typedef struct { const float *w, *b; int in, out; } Product;
+typedef struct { const float *w; const int *rows; const float *b; int in, out; } Product;
 
 /* Product i (LP_*) of a decoder layer: the one table that packing,
  * repacking and the memory estimate read. */
 static Product layer_product(const DecLayerWeights *w, int i, int D, int F)
 {
     const Product p[LP_COUNT] = {
-        [LP_QKV] = {w->wqkv, w->bqkv, D, 3 * D}, [LP_O] = {w->wo, w->bo, D, D},
-        [LP_CQ] = {w->cwq, w->cbq, D, D},        [LP_CO] = {w->cwo, w->cbo, D, D},
-        [LP_CKV] = {w->cwkv, w->cbkv, D, 2 * D}, [LP_F1] = {w->w1, w->b1, D, F},
-        [LP_F2] = {w->w2, w->b2, F, D},
+        [LP_QKV] = {w->wqkv, NULL, w->bqkv, D, 3 * D}, [LP_O] = {w->wo, NULL, w->bo, D, D},
+        [LP_CQ] = {w->cwq, NULL, w->cbq, D, D},        [LP_CO] = {w->cwo, NULL, w->cbo, D, D},
+        [LP_CKV] = {w->cwkv, NULL, w->cbkv, D, 2 * D}, [LP_F1] = {w->w1, NULL, w->b1, D, F},
+        [LP_F2] = {w->w2, NULL, w->b2, F, D},
     };
     return p[i];
 }
 
-double dec_step_packed_bytes(const ModelConfig *c)
+/* The output projection. model.output_vocab "target": it covers the output
+ * pieces' rows only (out_ids: NULL, every row, otherwise). */
+static Product out_product(const Model *m)
+{
+    return (Product){m->out_proj, m->out_ids, NULL, m->cfg.d_model, model_n_out(m)};
+}
+
+size_t dec_step_packed_bytes(const Model *m)
 {
     const DecLayerWeights none = {0};
-    double floats = 0;
+    size_t bytes = 0;
     for (int j = 0; j < LP_COUNT; j++) {
-        const Product p = layer_product(&none, j, c->d_model, c->d_ff);
-        floats += (double)p.in * p.out * c->dec_layers;
+        const Product p = layer_product(&none, j, m->cfg.d_model, m->cfg.d_ff);
+        bytes += packed_linear_bytes(p.in, p.out, m->int8) * (size_t)m->cfg.dec_layers;
     }
-    /* the encoder's products (EncoderPack): QKV, output, FFN */
-    floats += (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers;
-    floats += (double)c->vocab_size * c->d_model;              /* output projection */
-    return floats * sizeof(float);
+    const Product o = out_product(m);
+    return bytes + packed_linear_bytes(o.in, o.out, m->int8) + encoder_pack_bytes(m);
+}
+
+size_t dec_step_packed_held(const DecStep *s)
+{
+    size_t bytes = s->p_out.bytes + encoder_pack_held(s->enc_pack);
+    for (int i = 0; i < s->m->cfg.dec_layers; i++)
+        for (int j = 0; j < LP_COUNT; j++) bytes += s->layer[i].pk[j].bytes;
+    return bytes;
 }
 
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
@@ -47,13 +60,11 @@ TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
         for (int j = 0; j < LP_COUNT; j++) {
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
-            if ((st = init(&s->layer[i].pk[j], p.w, NULL, p.b, p.in, p.out, err)) != TFM_OK)
+            if ((st = init(&s->layer[i].pk[j], p.w, p.rows, p.b, p.in, p.out, err)) != TFM_OK)
                 return st;
         }
-    /* model.output_vocab "target": the product covers the output pieces'
-     * rows only (out_ids: NULL, every row, otherwise) */
-    if ((st = init(&s->p_out, s->m->out_proj, s->m->out_ids, NULL, s->D, s->Vo, err)) != TFM_OK)
-        return st;
+    const Product o = out_product(s->m);
+    if ((st = init(&s->p_out, o.w, o.rows, o.b, o.in, o.out, err)) != TFM_OK) return st;
     /* int8: one buffer of quantized inputs for the step's products, which
      * run one after another (each would grow its own to its largest call) */
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
@@ -69,7 +80,8 @@ void dec_step_update_weights(DecStep *s)
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
             packed_linear_update(&s->layer[i].pk[j], p.w, p.b);
         }
-    packed_linear_update(&s->p_out, m->out_proj, NULL);
+    const Product o = out_product(m);
+    packed_linear_update(&s->p_out, o.w, o.b);
     encoder_pack_update(s->enc_pack, m);
 }
 

@@ -73,8 +73,11 @@ typedef struct {
  * and carves its buffers from a (all NULL while a only counts; see
  * base/arena.h). The weights are not packed yet. */
 void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max_beam);
-/* Bytes of the packed weights dec_step_pack will hold (fp32; bf16 needs less). */
-double dec_step_packed_bytes(const ModelConfig *c);
+/* Bytes of the packed weights dec_step_pack will allocate for m (in its
+ * precision: int8, or bf16 while that is on), from the lists it packs; and
+ * what s's packed products hold (the same figure once packed). */
+size_t dec_step_packed_bytes(const Model *m);
+size_t dec_step_packed_held(const DecStep *s);
 /* Packs the model's weights (after dec_step_carve over the real block). */
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err);
 /* Repacks after the model's weights changed (training). */
