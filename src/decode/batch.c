@@ -65,7 +65,7 @@ void line_batch_skip(LineBatch *b, int i)
 }
 
 /* Appends hypothesis h's text to b->text; its place goes to *off. */
-static TfmStatus put_text(LineBatch *b, const Hypothesis *h, size_t *off, TfmErr *err)
+static TfmStatus append_text(LineBatch *b, const Hypothesis *h, size_t *off, TfmErr *err)
 {
     TfmStatus st = pipeline_text(b->p, h, &b->one, &b->one_len, &b->one_cap, err);
     if (st != TFM_OK) return st;
@@ -112,7 +112,7 @@ TfmStatus line_batch_translate(LineBatch *b, int n, const DecodeOptions *opt, lo
         BatchResult *r = &b->res[j];
         r->text = NULL;
         if (!h->tokens && j % nbest > 0) continue;      /* fewer finished than asked */
-        TfmStatus st = put_text(b, h, &b->off[j], err);
+        TfmStatus st = append_text(b, h, &b->off[j], err);
         if (st != TFM_OK) return st;
         r->text = b->text;              /* not NULL: set below */
         r->len = b->one_len;
