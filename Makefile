@@ -24,7 +24,7 @@ LDLIBS   = $(PKG_LIBS) -ldl -fopenmp -lm $(LDLIBS_MPI) $(EXTRA_LDFLAGS)
 BUILD   ?= build
 # One folder per layer (docs/architecture.md, "Source map"); includes name the folder:
 # #include "nn/layers.h".
-LAYERS   = base nn text dist model train serve cli
+LAYERS   = base nn text dist model decode train serve cli
 # `make MPI=1`: data-parallel training under mpirun (dist/dist_mpi.c, Open
 # MPI through pkg-config's ompi-c); the default build needs no MPI
 # (dist/dist_single.c).

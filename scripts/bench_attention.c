@@ -21,7 +21,7 @@
 
 #include <omp.h>
 
-#include "model/decode.h"
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "nn/blas.h"
 

@@ -6,7 +6,7 @@
 # Prints one line per violation, then "walls: ok" or "walls: N violations";
 # exits 1 on any violation. Rules:
 #   1. A file in src/F includes "G/x.h" only for G = F or a lower layer:
-#        base < nn, text, dist < model < train, serve < cli
+#        base < nn, text, dist < model < decode < train, serve < cli
 #      (nn, text and dist are side by side: none includes another; so are
 #      train and serve), and every
 #      quoted include names its folder. Every file is in one of the folders.
@@ -20,7 +20,7 @@
 # Comments are skipped, so a comment may name what the code may not do.
 set -u
 SRC=${1:-src}
-RANKS="base=0 nn=1 text=1 dist=1 model=2 train=3 serve=3 cli=4"
+RANKS="base=0 nn=1 text=1 dist=1 model=2 decode=3 train=4 serve=4 cli=5"
 WRAPPERS="cblas.h=nn/blas.c dnnl.h=nn/gemm_bf16.c mpi.h=dist/dist_mpi.c microhttpd.h=serve/http.c"        # header=the one file that may include it
 NO_JSON="base nn text"
 PROCESS_OWNER=cli/main.c

@@ -7,7 +7,7 @@ an incremental decoder written here on top of that model's weights: the
 source is encoded once per batch, cross-attention keys/values are computed
 once, each decoder layer keeps a self-attention key/value cache (preallocated,
 written in place), QKV and cross-KV projections are fused into one matrix
-each. Greedy and beam search follow src/model/decode.c: candidates are the 2k best
+each. Greedy and beam search follow src/decode/ (decoder.c, beam.c): candidates are the 2k best
 continuations (never <pad> or <s>), an </s> among the first k finishes a
 hypothesis, scores are logprob / ((5+len)/6)^alpha with len counting </s>,
 output length limit min(a*src_len + b, max_len), a sentence stops when k

@@ -12,7 +12,8 @@
 #include <omp.h>
 
 #include "gradcheck.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
+#include "decode/decoder_internal.h"
 #include "model/model.h"
 #include "nn/blas.h"
 #include "text/bpe_subset.h"
@@ -315,7 +316,7 @@ TEST(output_vocab_decoding)
     model_free(&m);
 }
 
-/* The search reads a restricted model's output columns (decode.c); through
+/* The search reads a restricted model's output columns (decode/decoder.c); through
  * an ensemble (here: the model with a member of weight 0) it reads them
  * spread over the vocabulary with -inf for the other pieces. Both give
  * the same hypotheses bit for bit, for beam search with its processors and
@@ -369,4 +370,38 @@ TEST(output_vocab_columns_equal_spread)
     decoder_free(zero);
     decoder_free(cols);
     model_free(&m);
+}
+
+/* The memory check's figure for the packed weights is what packing then
+ * allocates, in fp32 and int8, over the whole vocabulary and over the
+ * output pieces only: it reads the lists that pack (it once counted int8
+ * weights as floats and every piece of the vocabulary). */
+TEST(output_vocab_packed_bytes_are_what_packing_holds)
+{
+    int ids[OV_V];
+    const int n = subset_ids(ids);
+    size_t figure[2][2];        /* [restricted][int8] */
+    for (int restricted = 0; restricted < 2; restricted++)
+        for (int int8 = 0; int8 < 2; int8++) {
+            /* 600 pieces, 265 of them output ones: the panels differ */
+            ModelConfig c = ov_cfg(restricted);
+            c.vocab_size = 600;
+            Model m;
+            TfmErr err = {0};
+            CHECK(model_init(&m, &c, &err) == TFM_OK);
+            if (restricted) CHECK(model_set_output_vocab(&m, ids, n, &err) == TFM_OK);
+            Rng rng;
+            rng_seed(&rng, 3);
+            model_init_weights(&m, &rng);
+            if (int8) model_quantize(&m);
+            Decoder *d;
+            figure[restricted][int8] = dec_step_packed_bytes(&m);
+            CHECK(decoder_init(&d, &m, BN, 4, &err) == TFM_OK);
+            CHECK_EQ_INT(dec_step_packed_held(&d->step), figure[restricted][int8]);
+            decoder_free(d);
+            model_free(&m);
+        }
+    /* int8 weights take a byte, not four; fewer pieces, fewer rows */
+    CHECK(figure[0][1] * 2 < figure[0][0] && figure[1][1] * 2 < figure[1][0]);
+    CHECK(figure[1][0] < figure[0][0] && figure[1][1] < figure[0][1]);
 }

@@ -179,3 +179,35 @@ TEST(test_packed_linear_rows_map)
     rows_map(false, true);
     if (bf16_available()) rows_map(true, false);
 }
+
+/* packed_linear_bytes is what init allocates: float32, int8 (a byte a
+ * weight, not four), and bf16 (half) where the CPU has it. */
+TEST(test_packed_linear_bytes_match_init)
+{
+    const int sizes[][2] = {{1, 1}, {7, 37}, {64, 64}, {129, 300}, {33, 8003}};
+    Rng rng;
+    rng_seed(&rng, 9);
+    const bool bf16 = bf16_available();
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const int in = sizes[s][0], out = sizes[s][1];
+        float *w = malloc(sizeof(float) * (size_t)in * out);
+        CHECK(w != NULL);
+        fill(w, (long)in * out, &rng);
+        size_t f32 = 0;
+        for (int kind = 0; kind < 3; kind++) {      /* fp32, int8, bf16 */
+            if (kind == 2 && !bf16) break;
+            blas_set_bf16(kind == 2);
+            PackedLinear p;
+            TfmStatus st = kind == 1 ? packed_linear_init_int8(&p, w, NULL, NULL, in, out, NULL)
+                                     : packed_linear_init(&p, w, NULL, NULL, in, out, NULL);
+            CHECK(st == TFM_OK);
+            const size_t want = packed_linear_bytes(in, out, kind == 1);
+            CHECK_EQ_INT(p.bytes, want);
+            if (kind == 0) f32 = want;
+            else if (in * out >= 4096) CHECK(kind == 1 ? want * 2 < f32 : want < f32);
+            packed_linear_free(&p);
+        }
+        blas_set_bf16(false);
+        free(w);
+    }
+}

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "model/config.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "nn/optim.h"
 

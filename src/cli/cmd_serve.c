@@ -12,7 +12,7 @@
 
 #include "base/text.h"
 #include "nn/blas.h"
-#include "model/pipeline.h"
+#include "decode/pipeline.h"
 #include "serve/batcher.h"
 #include "serve/http.h"
 #include "serve/metrics.h"

@@ -18,8 +18,9 @@
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
 #include "model/ckpt.h"
-#include "model/decode.h"
-#include "model/pipeline.h"
+#include "decode/batch.h"
+#include "decode/decoder.h"
+#include "decode/pipeline.h"
 #include "text/bpe_subset.h"
 #include "train/progress.h"
 #include "cli/cmds.h"
@@ -211,7 +212,7 @@ static TfmStatus check_output_is_new(const Options *o, TfmErr *err)
     return TFM_OK;
 }
 
-/* One input line of a batch. */
+/* One line of --score-reference's batches (its input or its reference). */
 typedef struct {
     int *ids;
     int n, cap;
@@ -221,14 +222,7 @@ typedef struct {
     Options o;
     Pipeline p;             /* the model(s), the decoder and the resolved options */
     DecodeOptions dopt;
-    Line *lines;
-    const int **sents;      /* (batch): the token ids of the lines to decode */
-    int *lens;              /* (batch) */
-    int *order;             /* decoded sentence -> line index */
-    long *ids;              /* decoded sentence -> input line number (sampling seeds) */
-    Hypothesis *hyps;
-    char *text;             /* detokenized output */
-    size_t text_len, text_cap;
+    LineBatch batch;        /* the lines read, translated a batch at a time */
     long lines_done;        /* lines written so far */
     FILE *out;              /* stdout, or -o's temporary file */
     const char *out_name;
@@ -239,18 +233,15 @@ typedef struct {
     struct timespec start, last_progress;
 } Translator;
 
-static TfmStatus write_hypothesis(Translator *t, long line_no, const Hypothesis *h, TfmErr *err)
+static void write_hypothesis(Translator *t, long line_no, const BatchResult *r)
 {
-    TfmStatus st = pipeline_text(&t->p, h, &t->text, &t->text_len, &t->text_cap, err);
-    if (st != TFM_OK) return st;
     if (t->o.nbest > 0)      /* --nbest given: Moses/Marian n-best format */
         /* %g: at a large --alpha the scores are tiny, and a fixed
          * 6 decimals would print them all as -0.000000 */
-        fprintf(t->out, "%ld ||| %s ||| F0= %.8g ||| %.8g\n", line_no, t->text, h->logprob,
-                h->score);
+        fprintf(t->out, "%ld ||| %s ||| F0= %.8g ||| %.8g\n", line_no, r->text, r->logprob,
+                r->score);
     else
-        fprintf(t->out, "%s\n", t->text);
-    return TFM_OK;
+        fprintf(t->out, "%s\n", r->text);
 }
 
 static double seconds_since(const struct timespec *a)
@@ -305,44 +296,22 @@ static void clear_progress(Translator *t)
     t->progress_shown = false;
 }
 
-/* Translates lines[0..count) and writes them in order. */
+/* Translates the batch's lines [0..count) and writes them in order. */
 static TfmStatus translate_batch(Translator *t, int count, TfmErr *err)
 {
-    const int nbest = t->dopt.nbest;
-    int n = 0;
-    for (int i = 0; i < count; i++)
-        if (t->lines[i].n > 0) t->order[n++] = i;
-    if (n > 0) {
-        for (int j = 0; j < n; j++) {
-            t->sents[j] = t->lines[t->order[j]].ids;
-            t->lens[j] = t->lines[t->order[j]].n;
-            t->ids[j] = t->lines_done + t->order[j];
+    LineBatch *b = &t->batch;
+    TfmStatus st = line_batch_translate(b, count, &t->dopt, t->lines_done, err);
+    if (st != TFM_OK) return st;
+    for (int i = 0; i < count; i++) {
+        /* a blank line's empty translation fills each of its n-best places */
+        const bool blank = line_batch_blank(b, i);
+        for (int h = 0; h < t->dopt.nbest; h++) {
+            const BatchResult *r = line_batch_result(b, i, blank ? 0 : h);
+            if (r) write_hypothesis(t, t->lines_done + i, r);   /* NULL: fewer finished */
         }
-        TfmStatus st = decoder_translate(t->p.dec, t->sents, t->lens, n, &t->dopt, t->hyps, err);
-        if (st != TFM_OK) return st;
     }
-    for (int i = 0, j = 0; i < count; i++) {
-        long line_no = t->lines_done + i;
-        if (t->lines[i].n == 0) {
-            if (t->o.nbest > 0) {
-                for (int b = 0; b < nbest; b++) fprintf(t->out, "%ld |||  ||| F0= 0 ||| 0\n", line_no);
-            } else {
-                fputc('\n', t->out);
-            }
-            continue;
-        }
-        for (int b = 0; b < nbest; b++) {
-            const Hypothesis *h = &t->hyps[(size_t)j * nbest + b];
-            if (!h->tokens && b > 0) continue;    /* fewer finished than asked */
-            if (b == 0) {
-                t->src_tokens += t->lines[i].n;
-                t->out_tokens += h->len;
-            }
-            TfmStatus st = write_hypothesis(t, line_no, h, err);
-            if (st != TFM_OK) return st;
-        }
-        j++;
-    }
+    t->src_tokens += b->src_tokens;
+    t->out_tokens += b->out_tokens;
     t->lines_done += count;
     if (fflush(t->out) != 0 || ferror(t->out))
         return err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
@@ -395,15 +364,7 @@ static TfmStatus setup(Translator *t, TfmErr *err)
         return err_set(err, TFM_ERR_USAGE, "translate: --nbest %d is larger than the beam (%d)",
                        t->dopt.nbest, t->dopt.beam);
     if ((st = pipeline_start(&t->p, &spec, o->batch, t->dopt.beam, err)) != TFM_OK) return st;
-    t->lines = xcalloc((size_t)o->batch, sizeof *t->lines, err);
-    t->sents = xcalloc((size_t)o->batch, sizeof *t->sents, err);
-    t->lens = xcalloc((size_t)o->batch, sizeof *t->lens, err);
-    t->order = xcalloc((size_t)o->batch, sizeof(int), err);
-    t->ids = xcalloc((size_t)o->batch, sizeof(long), err);
-    if (t->dopt.sample) t->dopt.sentence_ids = t->ids;
-    t->hyps = xcalloc((size_t)o->batch * t->dopt.nbest, sizeof(Hypothesis), err);
-    if (!t->lines || !t->sents || !t->lens || !t->order || !t->ids || !t->hyps) return TFM_ERR_NOMEM;
-    return TFM_OK;
+    return line_batch_init(&t->batch, &t->p, o->batch, t->dopt.nbest, err);
 }
 
 /* Reads a line into l (BPE ids, cut to max_src with a warning). Returns
@@ -460,17 +421,18 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
     LineReader ref = {0};
     const int B = t->o.batch, max_src = t->p.max_src;
     BpeSubset *sub = NULL;
-    Line *refs = xcalloc((size_t)B, sizeof *refs, err);
+    Line *srcs = xcalloc((size_t)B, sizeof *srcs, err), *refs = xcalloc((size_t)B, sizeof *refs, err);
+    const int **sents = xcalloc((size_t)B, sizeof *sents, err);
     const int **tgts = xcalloc((size_t)B, sizeof *tgts, err);
-    int *tlens = xcalloc((size_t)B, sizeof *tlens, err);
+    int *lens = xcalloc((size_t)B, sizeof *lens, err), *tlens = xcalloc((size_t)B, sizeof *tlens, err);
     double *scores = xcalloc((size_t)B, sizeof *scores, err);
-    TfmStatus st = refs && tgts && tlens && scores ? TFM_OK : TFM_ERR_NOMEM;
+    TfmStatus st = srcs && refs && sents && tgts && lens && tlens && scores ? TFM_OK : TFM_ERR_NOMEM;
     if (st == TFM_OK) st = reference_subset(t, &sub, err);
     if (st == TFM_OK) st = text_reader_open(&ref, t->o.score_ref, err);
     for (bool more = true; st == TFM_OK && more;) {
         int n = 0;
         while (n < B) {
-            int a = read_ids(t, in, &t->lines[n], max_src, err);
+            int a = read_ids(t, in, &srcs[n], max_src, err);
             if (a < 0) { st = err->status; break; }
             int b = read_ids(t, &ref, &refs[n], max_src, err);
             if (b < 0) { st = err->status; break; }
@@ -488,25 +450,30 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
                 if ((st = bpe_subset_apply(sub, &r->ids, &r->n, &r->cap, err)) != TFM_OK) break;
                 if (r->n > max_src) r->n = max_src;    /* as read_ids cuts, without a second warning */
             }
-            t->sents[n] = t->lines[n].ids;
-            t->lens[n] = t->lines[n].n;
-            t->src_tokens += t->lines[n].n;
+            sents[n] = srcs[n].ids;
+            lens[n] = srcs[n].n;
+            t->src_tokens += srcs[n].n;
             t->out_tokens += refs[n].n;
             tgts[n] = refs[n].ids;
             tlens[n] = refs[n].n;
             n++;
         }
         if (st != TFM_OK || n == 0) break;
-        st = decoder_score(t->p.dec, &t->p.mf.model, t->sents, t->lens, tgts, tlens, n, scores, err);
+        st = decoder_score(t->p.dec, &t->p.mf.model, sents, lens, tgts, tlens, n, scores, err);
         for (int i = 0; st == TFM_OK && i < n; i++) fprintf(t->out, "%.6f\n", scores[i]);
         if (fflush(t->out) != 0 && st == TFM_OK)
             st = err_set(err, TFM_ERR_IO, "%s: write failed: %s", t->out_name, strerror(errno));
         t->lines_done += n;
     }
-    if (refs)
-        for (int i = 0; i < B; i++) free(refs[i].ids);
+    for (int i = 0; i < B; i++) {
+        if (srcs) free(srcs[i].ids);
+        if (refs) free(refs[i].ids);
+    }
+    free(srcs);
     free(refs);
+    free(sents);
     free(tgts);
+    free(lens);
     free(tlens);
     free(scores);
     bpe_subset_free(sub);
@@ -516,15 +483,7 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
 
 static void teardown(Translator *t)
 {
-    if (t->lines)
-        for (int i = 0; i < t->o.batch; i++) free(t->lines[i].ids);
-    free(t->lines);
-    free(t->sents);
-    free(t->lens);
-    free(t->order);
-    free(t->ids);
-    free(t->hyps);
-    free(t->text);
+    line_batch_free(&t->batch);
     pipeline_free(&t->p);
 }
 
@@ -588,15 +547,13 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
             if (count > 0) st = translate_batch(&t, count, err);
             break;
         }
-        Line *l = &t.lines[count];
-        int full;
-        if ((st = pipeline_encode(&t.p, line, len, &l->ids, &l->n, &l->cap, &full, err)) != TFM_OK)
-            break;
-        if (full > l->n) {
+        if ((st = line_batch_set(&t.batch, count, line, len, err)) != TFM_OK) break;
+        const BatchLine *l = &t.batch.lines[count];
+        if (l->full > l->n) {
             clear_progress(&t);
             if (!t.o.quiet)
                 fprintf(stderr, "tfm: warning: %s: line %ld: %d tokens, truncated to the "
-                        "model's limit of %d\n", in.name, in.line_no, full, l->n);
+                        "model's limit of %d\n", in.name, in.line_no, l->full, l->n);
         }
         if (++count == t.o.batch) {
             if ((st = translate_batch(&t, count, err)) != TFM_OK) break;

@@ -7,7 +7,7 @@
 #include "nn/blas.h"
 #include "cli/cmds.h"
 #include "cli/decode_args.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 
 void decode_args_option_name(const struct option *longopts, int longindex, int c, char *buf,
                              size_t size)

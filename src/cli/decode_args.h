@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 #include "base/err.h"
-#include "model/pipeline.h"
+#include "decode/pipeline.h"
 
 enum { DA_WEIGHTS = 1000, DA_ALPHA, DA_LEN_A, DA_LEN_B, DA_NO_REPEAT, DA_PRECISION, DA_THREADS };
 

@@ -167,6 +167,23 @@ struct EncoderPack {
     PackedLinear *lin;      /* layers × PK_PER_LAYER */
 };
 
+typedef struct { const float *w, *b; int in, out; } EncProduct;
+
+/* Product j (PK_*) of encoder layer i: the one table that packing,
+ * repacking and the memory estimate read. */
+static EncProduct enc_product(const Model *m, int i, int j)
+{
+    const EncP *lp = &m->layout->enc[i];
+    const int D = m->cfg.d_model, F = m->cfg.d_ff;
+    const EncProduct p[PK_PER_LAYER] = {
+        [PK_QKV] = {P(lp->self.w), P(lp->self.b), D, 3 * D},
+        [PK_O] = {P(lp->self.wo), P(lp->self.bo), D, D},
+        [PK_F1] = {P(lp->ffn.w1), P(lp->ffn.b1), D, F},
+        [PK_F2] = {P(lp->ffn.w2), P(lp->ffn.b2), F, D},
+    };
+    return p[j];
+}
+
 /* Runs the encoder stack on w's buffers; returns its output (N, D). pk
  * (evaluation only, or NULL): packed weights to use instead of sgemm. */
 static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *pk,
@@ -598,19 +615,34 @@ void model_backward_notify(Model *m, GradsReady ready, void *ctx)
 
 void encoder_pack_update(EncoderPack *pk, const Model *m)
 {
-    for (int i = 0; i < pk->layers; i++) {
-        const EncP *lp = &m->layout->enc[i];
-        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
-        packed_linear_update(&l[PK_QKV], P(lp->self.w), P(lp->self.b));
-        packed_linear_update(&l[PK_O], P(lp->self.wo), P(lp->self.bo));
-        packed_linear_update(&l[PK_F1], P(lp->ffn.w1), P(lp->ffn.b1));
-        packed_linear_update(&l[PK_F2], P(lp->ffn.w2), P(lp->ffn.b2));
-    }
+    for (int i = 0; i < pk->layers; i++)
+        for (int j = 0; j < PK_PER_LAYER; j++) {
+            const EncProduct p = enc_product(m, i, j);
+            packed_linear_update(&pk->lin[(size_t)i * PK_PER_LAYER + j], p.w, p.b);
+        }
+}
+
+size_t encoder_pack_bytes(const Model *m)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < m->cfg.enc_layers; i++)
+        for (int j = 0; j < PK_PER_LAYER; j++) {
+            const EncProduct p = enc_product(m, i, j);
+            bytes += packed_linear_bytes(p.in, p.out, m->int8);
+        }
+    return bytes;
+}
+
+size_t encoder_pack_held(const EncoderPack *pk)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < pk->layers * PK_PER_LAYER; i++) bytes += pk->lin[i].bytes;
+    return bytes;
 }
 
 TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
 {
-    const int D = m->cfg.d_model, F = m->cfg.d_ff, layers = m->cfg.enc_layers;
+    const int layers = m->cfg.enc_layers;
     EncoderPack *pk = xcalloc(1, sizeof *pk, err);
     if (!pk) return TFM_ERR_NOMEM;
     pk->lin = xcalloc((size_t)layers * PK_PER_LAYER, sizeof *pk->lin, err);
@@ -622,16 +654,15 @@ TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err)
     TfmStatus (*const init)(PackedLinear *, const float *, const int *, const float *, int, int,
                             TfmErr *) = m->int8 ? packed_linear_init_int8 : packed_linear_init;
     for (int i = 0; i < layers; i++) {
-        const EncP *lp = &m->layout->enc[i];
-        PackedLinear *l = pk->lin + (size_t)i * PK_PER_LAYER;
         pk->layers = i + 1;
-        TfmStatus st;
-        if ((st = init(&l[PK_QKV], P(lp->self.w), NULL, P(lp->self.b), D, 3 * D, err)) ||
-            (st = init(&l[PK_O], P(lp->self.wo), NULL, P(lp->self.bo), D, D, err)) ||
-            (st = init(&l[PK_F1], P(lp->ffn.w1), NULL, P(lp->ffn.b1), D, F, err)) ||
-            (st = init(&l[PK_F2], P(lp->ffn.w2), NULL, P(lp->ffn.b2), F, D, err))) {
-            encoder_pack_free(pk);
-            return st;
+        for (int j = 0; j < PK_PER_LAYER; j++) {
+            const EncProduct p = enc_product(m, i, j);
+            TfmStatus st = init(&pk->lin[(size_t)i * PK_PER_LAYER + j], p.w, NULL, p.b, p.in,
+                                p.out, err);
+            if (st != TFM_OK) {
+                encoder_pack_free(pk);
+                return st;
+            }
         }
     }
     /* int8: one buffer of quantized inputs for the encoder's products */

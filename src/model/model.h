@@ -202,6 +202,10 @@ typedef struct EncoderPack EncoderPack;
 TfmStatus encoder_pack_new(EncoderPack **out, const Model *m, TfmErr *err);
 void encoder_pack_update(EncoderPack *pk, const Model *m);
 void encoder_pack_free(EncoderPack *pk);
+/* The bytes encoder_pack_new will allocate for m's weights (int8 for an
+ * int8 model), from the list it packs; and what pk holds. */
+size_t encoder_pack_bytes(const Model *m);
+size_t encoder_pack_held(const EncoderPack *pk);
 
 /* Evaluation-mode encoder (no dropout): enc_out (n·src_len, D) gets the
  * encoder stack's output (after the final LayerNorm for pre-norm) for src

@@ -73,7 +73,7 @@ struct ModelWork {
  * most max_tokens tokens and max_len positions from a (all NULL while a
  * only counts; see base/arena.h); training 0: only the encoder's buffers
  * (model_encode). The one list behind model_work_alloc, model_work_bytes
- * and the decoder's block (decode_step.c). */
+ * and the decoder's block (decode/step.c). */
 void model_work_carve(ModelWork *w, Arena *a, const ModelConfig *cfg, int max_tokens,
                       int max_len, int training);
 /* The same workspace in a block of its own. */

@@ -1,6 +1,6 @@
 /* sublayer: the one place that wires a sublayer F (attention or FFN) for
  * pre-norm or post-norm, forward, shared by training (model.c) and the
- * incremental decoder (decode_step.c):
+ * incremental decoder (decode/step.c):
  *     post-norm: out = LN(x + drop(F(x)))
  *     pre-norm:  out = x + drop(F(LN(x)))
  * The caller computes r = x + drop(y) itself (training keeps r for backward,

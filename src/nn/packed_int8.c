@@ -355,15 +355,42 @@ const char *int8_kernel_name(void)
 
 /* ---- packing ---- */
 
-static void *alloc64(size_t bytes, TfmErr *err)
+/* What alloc64 takes for bytes: whole 64-byte lines, at least one. */
+static size_t bytes64(size_t bytes)
+{
+    return bytes ? (bytes + 63) / 64 * 64 : 64;
+}
+
+/* The packing of an (in, out) product: its buffers w, corr, scale and b, in
+ * bytes; the one list init allocates and packed_int8_bytes adds up. */
+enum { I8_W, I8_CORR, I8_SCALE, I8_B, I8_BUFFERS };
+static void int8_sizes(int in, int out, size_t size[I8_BUFFERS])
+{
+    const size_t cols = (size_t)((out + NR - 1) / NR) * NR, groups = (size_t)((in + 3) / 4);
+    size[I8_W] = cols * groups * 4;
+    size[I8_CORR] = cols * sizeof(int32_t);
+    size[I8_SCALE] = cols * sizeof(float);
+    size[I8_B] = cols * sizeof(float);
+}
+
+size_t packed_int8_bytes(int in, int out)
+{
+    size_t size[I8_BUFFERS], total = 0;
+    int8_sizes(in, out, size);
+    for (int i = 0; i < I8_BUFFERS; i++) total += bytes64(size[i]);
+    return total;
+}
+
+static void *alloc64(size_t bytes, size_t *held, TfmErr *err)
 {
     void *p = NULL;
-    bytes = (bytes + 63) / 64 * 64;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+    bytes = bytes64(bytes);
+    if (posix_memalign(&p, 64, bytes) != 0) {
         err_set(err, TFM_ERR_NOMEM, "out of memory (%zu bytes for int8 weights)", bytes);
         return NULL;
     }
-    memset(p, 0, bytes ? bytes : 64);
+    memset(p, 0, bytes);
+    *held += bytes;
     return p;
 }
 
@@ -379,11 +406,12 @@ TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const
     p->out = out;
     p->panels = (out + NR - 1) / NR;
     p->groups = (in + 3) / 4;
-    const size_t cols = (size_t)p->panels * NR;
-    p->w = alloc64(cols * (size_t)p->groups * 4, err);
-    p->corr = alloc64(cols * sizeof *p->corr, err);
-    p->scale = alloc64(cols * sizeof *p->scale, err);
-    p->b = alloc64(cols * sizeof *p->b, err);
+    size_t size[I8_BUFFERS];
+    int8_sizes(in, out, size);
+    p->w = alloc64(size[I8_W], &p->bytes, err);
+    p->corr = alloc64(size[I8_CORR], &p->bytes, err);
+    p->scale = alloc64(size[I8_SCALE], &p->bytes, err);
+    p->b = alloc64(size[I8_B], &p->bytes, err);
     p->scratch = xcalloc(1, sizeof *p->scratch, err);
     p->own_scratch = true;
     if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {

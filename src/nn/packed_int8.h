@@ -31,6 +31,7 @@ typedef struct {
     float *b;           /* panels × 32: bias, 0 when none */
     Int8Scratch *scratch;   /* the quantized inputs of a call (grown as needed) */
     bool own_scratch;       /* false: another product's (packed_int8_share_scratch) */
+    size_t bytes;           /* what the packing allocated (w, corr, scale, b) */
 } PackedInt8;
 
 /* Quantizes the rows of w (in floats each) row by row and packs them:
@@ -40,6 +41,9 @@ typedef struct {
  * CPU cannot run or that does not exist. */
 TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const float *b,
                            int in, int out, TfmErr *err);
+/* The bytes packed_int8_init allocates for an (in, out) product (its
+ * p->bytes then), from the same list of buffers. */
+size_t packed_int8_bytes(int in, int out);
 /* Requantizes after the weights changed (same shape, rows as at init). */
 void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. A row of x

@@ -70,11 +70,19 @@ const char *packed_linear_isa(void)
     return ISA;
 }
 
-/* 64-byte aligned, zeroed; the pointer malloc gave is kept just before it. */
-static float *alloc_aligned(size_t n, TfmErr *err)
+/* What alloc_aligned asks malloc for, for n floats. */
+static size_t aligned_bytes(size_t n)
 {
-    char *raw = xcalloc(1, n * sizeof(float) + ALIGN + sizeof(void *), err);
+    return n * sizeof(float) + ALIGN + sizeof(void *);
+}
+
+/* 64-byte aligned, zeroed; the pointer malloc gave is kept just before it.
+ * *held adds up what was allocated. */
+static float *alloc_aligned(size_t n, size_t *held, TfmErr *err)
+{
+    char *raw = xcalloc(1, aligned_bytes(n), err);
     if (!raw) return NULL;
+    *held += aligned_bytes(n);
     uintptr_t p = ((uintptr_t)(raw + sizeof(void *)) + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
     ((void **)p)[-1] = raw;
     return (float *)p;
@@ -85,6 +93,24 @@ static void free_aligned(float *p)
     if (p) free(((void **)p)[-1]);
 }
 
+/* The float slots of an (in, out) packing's weights and bias, in the
+ * precision on now: the one count init allocates and packed_linear_bytes
+ * adds up. bf16 values go two to a float slot: panels × pairs × NR × 2. */
+static void float_sizes(int in, int out, size_t *weights, size_t *bias)
+{
+    const size_t cols = (size_t)((out + NR - 1) / NR) * NR;
+    *weights = cols * (blas_bf16() ? (size_t)((in + 1) / 2) : (size_t)in);
+    *bias = cols;
+}
+
+size_t packed_linear_bytes(int in, int out, bool int8)
+{
+    if (int8) return packed_int8_bytes(in, out);
+    size_t weights, bias;
+    float_sizes(in, out, &weights, &bias);
+    return aligned_bytes(weights) + aligned_bytes(bias);
+}
+
 TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, const float *b,
                              int in, int out, TfmErr *err)
 {
@@ -93,18 +119,18 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, c
     p->out = out;
     p->rows = rows;
     p->panels = (out + NR - 1) / NR;
-    const size_t cols = (size_t)p->panels * NR;
-    p->b = alloc_aligned(cols, err);
+    size_t weights, bias;
+    float_sizes(in, out, &weights, &bias);
+    p->b = alloc_aligned(bias, &p->bytes, err);
     if (blas_bf16()) {
-        /* bf16 values, two to a float slot: panels × pairs × NR × 2 */
-        p->wh = (uint16_t *)alloc_aligned(cols * (size_t)((in + 1) / 2), err);
+        p->wh = (uint16_t *)alloc_aligned(weights, &p->bytes, err);
         p->scratch = xcalloc(1, sizeof *p->scratch, err);
         if (!p->wh || !p->scratch) {
             packed_linear_free(p);
             return TFM_ERR_NOMEM;
         }
     } else {
-        p->w = alloc_aligned(cols * (size_t)in, err);
+        p->w = alloc_aligned(weights, &p->bytes, err);
     }
     if ((!p->w && !p->wh) || !p->b) {
         packed_linear_free(p);
@@ -127,8 +153,10 @@ TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *ro
     if (st != TFM_OK) {
         free(p->i8);
         p->i8 = NULL;
+        return st;
     }
-    return st;
+    p->bytes = p->i8->bytes;
+    return TFM_OK;
 }
 
 void packed_linear_update(PackedLinear *p, const float *w, const float *b)

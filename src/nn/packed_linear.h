@@ -14,6 +14,7 @@
 #ifndef TFM_PACKED_LINEAR_H
 #define TFM_PACKED_LINEAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,7 @@ typedef struct {
     /* int8 (packed_linear_init_int8): the product runs there; w and wh
      * are then not used. */
     PackedInt8 *i8;
+    size_t bytes;       /* what the packing allocated for the weights and bias */
 } PackedLinear;
 
 /* Packs w (row-major, in floats a row; output j is row rows[j], or row j
@@ -56,6 +58,10 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, c
  * row, inputs per row as they come. Errors as packed_int8_init. */
 TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *rows,
                                   const float *b, int in, int out, TfmErr *err);
+/* The bytes packed_linear_init (or, int8, packed_linear_init_int8) would
+ * allocate for an (in, out) product now (its p->bytes then): in bf16 while
+ * blas_bf16() is on, as init packs. For a memory check before packing. */
+size_t packed_linear_bytes(int in, int out, bool int8);
 /* Repacks after the weights changed (same shape and rows), e.g. during
  * training. */
 void packed_linear_update(PackedLinear *p, const float *w, const float *b);

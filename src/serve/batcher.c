@@ -19,11 +19,6 @@ typedef struct {
     int line;
 } Ref;
 
-typedef struct {
-    int *ids;
-    int n, cap;
-} Slot;
-
 struct LineQueue {
     Pipeline *p;
     QueueConfig cfg;
@@ -40,14 +35,9 @@ struct LineQueue {
     int queued;
     /* the worker's */
     Ref *batch;             /* (batch_size) */
-    Slot *slots;            /* (batch_size) the lines' ids */
-    const int **sents;
-    int *lens, *order;
-    Hypothesis *hyps;       /* (batch_size · max beam) */
+    LineBatch lines;        /* the batch's lines (as batch[j]) and their translations */
     ServeJob **finished;    /* (max_queue + batch_size) jobs to call back */
     int n_finished;
-    char *text;
-    size_t text_len, text_cap;
 };
 
 bool job_reserve(ServeJob *job, int n, int nbest)
@@ -147,44 +137,29 @@ static void fail_job(ServeJob *job, const char *msg)
     snprintf(job->msg, sizeof job->msg, "%.150s", msg);
 }
 
-/* Without the lock: encodes, decodes and detokenizes the batch's lines
- * into their jobs. */
+/* Without the lock: translates the batch's lines into their jobs. */
 static void decode_batch(LineQueue *b, int n)
 {
     TfmErr err = {0};
-    const Pipeline *p = b->p;
+    LineBatch *lb = &b->lines;
     const DecodeOptions *opt = &b->batch[0].job->opt;
     const int nbest = opt->nbest;
-    int m = 0;
-    long src_tokens = 0, out_tokens = 0;
     for (int j = 0; j < n; j++) {
         ServeJob *job = b->batch[j].job;
         const int i = b->batch[j].line;
-        Slot *s = &b->slots[j];
-        s->n = 0;
-        if (job->status == 0 &&
-            pipeline_encode(p, job->lines[i], job->lens[i], &s->ids, &s->n, &s->cap,
-                            &job->full_tokens[i], &err) != TFM_OK) {
+        if (job->status != 0)
+            line_batch_skip(lb, j);
+        else if (line_batch_set(lb, j, job->lines[i], job->lens[i], &err) != TFM_OK)
             fail_job(job, err.msg);
-            s->n = 0;
-        }
-        job->src_tokens[i] = s->n;
-        if (s->n > 0) {
-            b->order[m] = j;
-            b->sents[m] = s->ids;
-            b->lens[m] = s->n;
-            src_tokens += s->n;
-            m++;
-        }
+        else
+            job->full_tokens[i] = lb->lines[j].full;
+        job->src_tokens[i] = lb->lines[j].n;
     }
-    TfmStatus st = m > 0 ? decoder_translate(p->dec, b->sents, b->lens, m, opt, b->hyps, &err)
-                         : TFM_OK;
-    for (int j = 0, k = 0; j < n; j++) {
+    TfmStatus st = line_batch_translate(lb, n, opt, 0, &err);
+    long out_tokens = 0;
+    for (int j = 0; j < n; j++) {
         ServeJob *job = b->batch[j].job;
-        const int i = b->batch[j].line;
-        JobHyp *out = &job->hyps[(size_t)i * nbest];
-        const bool decoded = b->slots[j].n > 0;
-        const int kk = decoded ? k++ : -1;
+        JobHyp *out = &job->hyps[(size_t)b->batch[j].line * nbest];
         if (job->status != 0) continue;
         if (st != TFM_OK) {
             fail_job(job, err.msg);
@@ -192,28 +167,20 @@ static void decode_batch(LineQueue *b, int n)
         }
         for (int h = 0; h < nbest; h++) {
             out[h] = (JobHyp){.off = (int)job->out.len, .len = -1};
-            if (!decoded) {         /* a blank line: one empty translation */
-                if (h == 0) out[h].len = 0;
-                continue;
-            }
-            const Hypothesis *hyp = &b->hyps[(size_t)kk * nbest + h];
-            if (!hyp->tokens && h > 0) continue;
-            if (h == 0) out_tokens += hyp->len;
-            if (pipeline_text(p, hyp, &b->text, &b->text_len, &b->text_cap, &err) != TFM_OK) {
-                fail_job(job, err.msg);
-                break;
-            }
-            buf_put(&job->out, b->text, b->text_len);
+            const BatchResult *r = line_batch_result(lb, j, h);
+            if (!r) continue;       /* fewer finished than asked; a blank line has one */
+            if (h == 0) out_tokens += r->tokens;
+            buf_put(&job->out, r->text, r->len);
             if (job->out.failed) {
                 fail_job(job, "out of memory");
                 break;
             }
-            out[h].len = (int)b->text_len;
-            out[h].logprob = hyp->logprob;
-            out[h].score = hyp->score;
+            out[h].len = (int)r->len;
+            out[h].logprob = r->logprob;
+            out[h].score = r->score;
         }
     }
-    metrics_batch(b->metrics, n, src_tokens, out_tokens);
+    metrics_batch(b->metrics, n, lb->src_tokens, out_tokens);
 }
 
 /* Under the lock: calls back the jobs fin[0..*n_fin), without it. */
@@ -326,15 +293,10 @@ TfmStatus queue_start(LineQueue **out, Pipeline *p, const QueueConfig *cfg, Metr
     const size_t B = (size_t)cfg->batch_size, Q = (size_t)cfg->max_queue;
     b->queue = xcalloc(Q, sizeof *b->queue, err);
     b->batch = xcalloc(B, sizeof *b->batch, err);
-    b->slots = xcalloc(B, sizeof *b->slots, err);
-    b->sents = xcalloc(B, sizeof *b->sents, err);
-    b->lens = xcalloc(B, sizeof *b->lens, err);
-    b->order = xcalloc(B, sizeof *b->order, err);
-    b->hyps = xcalloc(B * (size_t)p->dopt.beam, sizeof *b->hyps, err);
     b->finished = xcalloc(Q + B, sizeof *b->finished, err);
     b->reaped = xcalloc(Q, sizeof *b->reaped, err);
-    if (!b->queue || !b->batch || !b->slots || !b->sents || !b->lens || !b->order || !b->hyps ||
-        !b->finished || !b->reaped) {
+    TfmStatus st = line_batch_init(&b->lines, p, cfg->batch_size, p->dopt.beam, err);
+    if (!b->queue || !b->batch || !b->finished || !b->reaped || st != TFM_OK) {
         queue_free(b);
         return TFM_ERR_NOMEM;
     }
@@ -414,18 +376,11 @@ void queue_free(LineQueue *b)
 {
     if (!b) return;
     queue_stop(b);
-    if (b->slots)
-        for (int i = 0; i < b->cfg.batch_size; i++) free(b->slots[i].ids);
+    line_batch_free(&b->lines);
     free(b->queue);
     free(b->batch);
-    free(b->slots);
-    free(b->sents);
-    free(b->lens);
-    free(b->order);
-    free(b->hyps);
     free(b->finished);
     free(b->reaped);
-    free(b->text);
     pthread_cond_destroy(&b->wake);
     pthread_cond_destroy(&b->reap_wake);
     pthread_mutex_destroy(&b->lock);

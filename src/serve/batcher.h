@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
-#include "model/pipeline.h"
+#include "decode/batch.h"
 #include "serve/buf.h"
 #include "serve/metrics.h"
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "model/decode.h"
+#include "decode/decoder.h"
 #include "serve/buf.h"
 #include "serve/html.h"
 

@@ -12,7 +12,7 @@
 #include "nn/optim.h"
 #include "text/bpe.h"
 #include "model/ckpt.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/progress.h"

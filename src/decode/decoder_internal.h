@@ -1,18 +1,18 @@
-/* decode_internal: the Decoder behind decode.h, private to src/model/.
+/* decoder_internal: the Decoder behind decoder.h, private to src/decode/.
  *
- * A Decoder is one model's step (decode_step.h), the ensemble stepped with
- * it and the batch they share (decode_scorer.c: decoder_begin,
+ * A Decoder is one model's step (step.h), the ensemble stepped with
+ * it and the batch they share (scorer.c: decoder_begin,
  * decoder_step), and the search that decoder_run drives over them
- * (decode_search.h). Calls go one way: decode.c -> search strategies ->
- * decode_search.c, and decode.c -> decode_scorer.c -> decode_step.c. All
+ * (search.h). Calls go one way: decoder.c -> search strategies ->
+ * search.c, and decoder.c -> scorer.c -> step.c. All
  * buffers are carved from one block (decoder_init), which the same code
  * counts first for the memory check. */
 #ifndef TFM_DECODE_INTERNAL_H
 #define TFM_DECODE_INTERNAL_H
 
-#include "model/decode.h"
-#include "model/decode_search.h"
-#include "model/decode_step.h"
+#include "decode/decoder.h"
+#include "decode/search.h"
+#include "decode/step.h"
 
 struct Decoder {
     DecStep step;                        /* this model */

@@ -1,6 +1,6 @@
-/* decode_search: what the search strategies share (see decode_search.h):
+/* search: what the search strategies share (see search.h):
  * the logits processors, finished hypotheses and their ranking. */
-#include "model/decode_search.h"
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdlib.h>

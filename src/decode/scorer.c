@@ -1,7 +1,7 @@
-/* decode_scorer: the scorer interface of decode.h (decoder_begin,
+/* scorer: the scorer interface of decoder.h (decoder_begin,
  * decoder_step) over one model's step or an ensemble's, and the batch they
  * share. */
-#include "model/decode_internal.h"
+#include "decode/decoder_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

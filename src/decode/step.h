@@ -1,10 +1,10 @@
-/* decode_step: one model's incremental decoder, the step under every search.
+/* step: one model's incremental decoder, the step under every search.
  * It holds the model's packed weights, the per-row caches, the encoder
  * output of the current batch, and the scratch of one step; it encodes a
  * batch (dec_step_encode) and turns each row's previous token into the
  * log-probabilities of the next (dec_step_forward). It knows nothing of
- * beams, sampling or ensembles (decode_search.h, decode_internal.h).
- * Private to src/model/. */
+ * beams, sampling or ensembles (search.h, decoder_internal.h).
+ * Private to src/decode/. */
 #ifndef TFM_DECODE_STEP_H
 #define TFM_DECODE_STEP_H
 
@@ -38,6 +38,31 @@ typedef struct {
  * batch of mixed lengths pads far less than as one (n, S) block. */
 enum { ENC_GROUP = 16 };
 
+/* Encoding a batch a group at a time (dec_step_encode): one group's
+ * buffers, reused group after group and dead once the cross-attention
+ * state is filled. */
+typedef struct {
+    ModelWork work;     /* model_encode's workspace for one group */
+    float *out;         /* (ENC_GROUP · S, D): the group's encoder output */
+    float *kv;          /* (ENC_GROUP · S, 2D): its cross K | V */
+    int *src;           /* (ENC_GROUP · S): its source rows */
+    int *order;         /* (n): the batch's sentences by length */
+} EncGroups;
+
+/* One step's activations, (R, ·) each, dead once the step's
+ * log-probabilities are out: x the residual stream, in a sublayer's input
+ * (post-norm swaps the two), qkv, ctx, y, q, h (R, F) and att the attention
+ * probabilities. */
+typedef struct {
+    float *x, *in, *qkv, *ctx, *y, *q, *h, *att;
+} StepScratch;
+
+/* One model's decoder for a batch: its sizes, its packed weights, and the
+ * state that lives from dec_step_encode through the batch's last step (the
+ * per-row caches and their ancestors, the cross-attention state and each
+ * sentence's source length) are one thing: a batch's compaction and a
+ * beam's reorder move them together. The group encoder and a step's
+ * scratch, which live shorter, are apart. */
 typedef struct {
     const Model *m;
     int max_sents, rows;                 /* sentences and rows (sentences · beam) at most */
@@ -56,15 +81,10 @@ typedef struct {
     float *logits_out;                   /* (R, Vo) their log-probabilities, or NULL */
     PackedLinear p_out;                  /* output projection to the vocabulary */
     EncoderPack *enc_pack;               /* the encoder's weights, packed */
-    /* encoding in groups of similar length (dec_step_encode) */
-    ModelWork enc_work;                  /* model_encode's workspace for one group */
-    float *enc_out;                      /* (ENC_GROUP · S, D): one group's encoder output */
-    float *kv_tmp;                       /* (ENC_GROUP · S, 2D): its cross K | V */
-    int *grp_src, *enc_order;            /* (ENC_GROUP · S); (n) */
+    EncGroups enc;                       /* encoding in groups of similar length */
     int *enc_len;                        /* (n): source length with </s>, moved with
                                             its sentence (cross-attention keys) */
-    /* one step's scratch */
-    float *x, *in, *qkv, *ctx, *y, *q, *h, *att;
+    StepScratch tmp;                     /* one step's activations */
     float *logits;                       /* (R, V): the step's log-probabilities
                                             (spread over the vocabulary when Vo < V) */
 } DecStep;
@@ -73,8 +93,11 @@ typedef struct {
  * and carves its buffers from a (all NULL while a only counts; see
  * base/arena.h). The weights are not packed yet. */
 void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max_beam);
-/* Bytes of the packed weights dec_step_pack will hold (fp32; bf16 needs less). */
-double dec_step_packed_bytes(const ModelConfig *c);
+/* Bytes of the packed weights dec_step_pack will allocate for m (in its
+ * precision: int8, or bf16 while that is on), from the lists it packs; and
+ * what s's packed products hold (the same figure once packed). */
+size_t dec_step_packed_bytes(const Model *m);
+size_t dec_step_packed_held(const DecStep *s);
 /* Packs the model's weights (after dec_step_carve over the real block). */
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err);
 /* Repacks after the model's weights changed (training). */

@@ -1,7 +1,7 @@
-/* decode_sample: drawing translations instead of searching for them
+/* sample: drawing translations instead of searching for them
  * (`tfm translate --sample`): temperature, top-k, top-p, seeded by the
  * sentence's id so that draws do not depend on the batch or threads. */
-#include "model/decode_search.h"
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,20 +1,20 @@
-/* decode_search: the search over a step's log-probabilities, apart from
- * the model (decode_step.h) and the ensemble (decode_internal.h). Each step
- * of decoder_run (decode.c) gives the log-probabilities of every row; the
+/* search: the search over a step's log-probabilities, apart from
+ * the model (step.h) and the ensemble (decoder_internal.h). Each step
+ * of decoder_run (decoder.c) gives the log-probabilities of every row; the
  * logits processors edit a live row's (no-repeat-ngram, the special
  * tokens), then a strategy chooses each live sentence's continuations:
- * beam search (greedy is beam 1; decode_beam.c) or sampling
- * (decode_sample.c). Both record finished hypotheses here
- * (decode_search.c), where the n-best lists are ranked.
+ * beam search (greedy is beam 1; beam.c) or sampling
+ * (sample.c). Both record finished hypotheses here
+ * (search.c), where the n-best lists are ranked.
  *
  * Rows: sentence b's are b·k .. b·k + k - 1 of the current (compacted)
  * batch; finished hypotheses are kept by the sentence's index in the
- * caller's batch (orig), up to 2k each. Private to src/model/. */
+ * caller's batch (orig), up to 2k each. Private to src/decode/. */
 #ifndef TFM_DECODE_SEARCH_H
 #define TFM_DECODE_SEARCH_H
 
 #include "base/arena.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 
 typedef struct { float score; int row, tok; } Cand;
 
@@ -75,8 +75,8 @@ void search_reorder_history(Search *s, int R, int t);
  * parent, prev and score of those rows for the next step, records the
  * hypotheses that end, and sets done[b] when the sentence is finished. */
 typedef void SearchAdvance(Search *s, float *lp, int b, int t, const DecodeOptions *opt);
-SearchAdvance search_beam_advance;      /* decode_beam.c */
-SearchAdvance search_sample_advance;    /* decode_sample.c */
+SearchAdvance search_beam_advance;      /* beam.c */
+SearchAdvance search_sample_advance;    /* sample.c */
 
 /* The logits processors, applied to every live row of a sentence that is
  * not done before the strategy chooses: --no-repeat-ngram (fairseq's

@@ -1,10 +1,10 @@
-/* decode_beam: beam search's choice after each step (greedy is beam 1).
+/* beam: beam search's choice after each step (greedy is beam 1).
  *
  * Each step takes the 2k best continuations of sentence b's live rows; an
  * </s> among the first k finishes a hypothesis, the best k others stay
  * live. The sentence is done when k hypotheses finished, or no live one can
  * beat the n-th best finished (n = nbest), or the length limit is reached. */
-#include "model/decode_search.h"
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* decode: translation with the trained model — greedy and beam search over
+/* decoder: translation with the trained model — greedy and beam search over
  * an incremental decoder. The source is encoded once per batch; each
  * decoder layer caches its self-attention keys and values, and the
  * cross-attention keys and values of the encoder output are computed once,

@@ -9,7 +9,7 @@
 #include "base/text.h"
 #include "nn/blas.h"
 #include "nn/gemm_bf16.h"
-#include "model/pipeline.h"
+#include "decode/pipeline.h"
 
 TfmStatus pipeline_parse_weights(const char *who, const char *arg, int n, float *w, TfmErr *err)
 {

@@ -1,8 +1,8 @@
-/* decode: the Decoder's memory (decoder_init, decoder_free) and the search
- * loop (decoder_run, decoder_translate); see decode.h, and
- * decode_internal.h for how the parts fit. */
-#include "model/decode.h"
-#include "model/decode_internal.h"
+/* decoder: the Decoder's memory (decoder_init, decoder_free) and the search
+ * loop (decoder_run, decoder_translate); see decoder.h, and
+ * decoder_internal.h for how the parts fit. */
+#include "decode/decoder.h"
+#include "decode/decoder_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -49,7 +49,7 @@ TfmStatus decoder_init(Decoder **out, const Model *m, int max_sents, int max_bea
      * machine cannot hold instead of being killed halfway through. */
     char what[96];
     snprintf(what, sizeof what, "decoding %d sentences at once with beam %d", max_sents, max_beam);
-    TfmStatus st = sysmem_check(count.need + dec_step_packed_bytes(&m->cfg), what,
+    TfmStatus st = sysmem_check(count.need + (double)dec_step_packed_bytes(m), what,
                                 "lower --batch-size or --beam", err);
     if (st == TFM_OK && !(d->block = xcalloc(1, count.used + 64, err))) st = TFM_ERR_NOMEM;
     if (st != TFM_OK) {

@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 #include "model/ckpt.h"
-#include "model/decode.h"
+#include "decode/decoder.h"
 
 enum { PIPELINE_MAX_MODELS = 16 };
 

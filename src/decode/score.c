@@ -1,8 +1,8 @@
 /* score: forced decoding. The model's log-probability of given target
- * sentences, through the scorer interface of decode.h (decoder_begin and
+ * sentences, through the scorer interface of decoder.h (decoder_begin and
  * decoder_step), for rescoring n-best lists and filtering data. */
-#include "model/decode.h"
-#include "model/decode_internal.h"
+#include "decode/decoder.h"
+#include "decode/decoder_internal.h"
 
 TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, const int *src_lens,
                         const int *const *tgts, const int *tgt_lens, int n, double *out,

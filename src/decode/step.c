@@ -1,5 +1,5 @@
-/* decode_step: one model's incremental decoder (see decode_step.h). */
-#include "model/decode_step.h"
+/* step: one model's incremental decoder (see step.h). */
+#include "decode/step.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,33 +9,46 @@
 
 /* ---- the packed products ---- */
 
-typedef struct { const float *w, *b; int in, out; } Product;
+typedef struct { const float *w; const int *rows; const float *b; int in, out; } Product;
 
 /* Product i (LP_*) of a decoder layer: the one table that packing,
  * repacking and the memory estimate read. */
 static Product layer_product(const DecLayerWeights *w, int i, int D, int F)
 {
     const Product p[LP_COUNT] = {
-        [LP_QKV] = {w->wqkv, w->bqkv, D, 3 * D}, [LP_O] = {w->wo, w->bo, D, D},
-        [LP_CQ] = {w->cwq, w->cbq, D, D},        [LP_CO] = {w->cwo, w->cbo, D, D},
-        [LP_CKV] = {w->cwkv, w->cbkv, D, 2 * D}, [LP_F1] = {w->w1, w->b1, D, F},
-        [LP_F2] = {w->w2, w->b2, F, D},
+        [LP_QKV] = {w->wqkv, NULL, w->bqkv, D, 3 * D}, [LP_O] = {w->wo, NULL, w->bo, D, D},
+        [LP_CQ] = {w->cwq, NULL, w->cbq, D, D},        [LP_CO] = {w->cwo, NULL, w->cbo, D, D},
+        [LP_CKV] = {w->cwkv, NULL, w->cbkv, D, 2 * D}, [LP_F1] = {w->w1, NULL, w->b1, D, F},
+        [LP_F2] = {w->w2, NULL, w->b2, F, D},
     };
     return p[i];
 }
 
-double dec_step_packed_bytes(const ModelConfig *c)
+/* The output projection. model.output_vocab "target": it covers the output
+ * pieces' rows only (out_ids: NULL, every row, otherwise). */
+static Product out_product(const Model *m)
+{
+    return (Product){m->out_proj, m->out_ids, NULL, m->cfg.d_model, model_n_out(m)};
+}
+
+size_t dec_step_packed_bytes(const Model *m)
 {
     const DecLayerWeights none = {0};
-    double floats = 0;
+    size_t bytes = 0;
     for (int j = 0; j < LP_COUNT; j++) {
-        const Product p = layer_product(&none, j, c->d_model, c->d_ff);
-        floats += (double)p.in * p.out * c->dec_layers;
+        const Product p = layer_product(&none, j, m->cfg.d_model, m->cfg.d_ff);
+        bytes += packed_linear_bytes(p.in, p.out, m->int8) * (size_t)m->cfg.dec_layers;
     }
-    /* the encoder's products (EncoderPack): QKV, output, FFN */
-    floats += (4.0 * c->d_model + 2.0 * c->d_ff) * c->d_model * c->enc_layers;
-    floats += (double)c->vocab_size * c->d_model;              /* output projection */
-    return floats * sizeof(float);
+    const Product o = out_product(m);
+    return bytes + packed_linear_bytes(o.in, o.out, m->int8) + encoder_pack_bytes(m);
+}
+
+size_t dec_step_packed_held(const DecStep *s)
+{
+    size_t bytes = s->p_out.bytes + encoder_pack_held(s->enc_pack);
+    for (int i = 0; i < s->m->cfg.dec_layers; i++)
+        for (int j = 0; j < LP_COUNT; j++) bytes += s->layer[i].pk[j].bytes;
+    return bytes;
 }
 
 TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
@@ -47,13 +60,11 @@ TfmStatus dec_step_pack(DecStep *s, TfmErr *err)
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
         for (int j = 0; j < LP_COUNT; j++) {
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
-            if ((st = init(&s->layer[i].pk[j], p.w, NULL, p.b, p.in, p.out, err)) != TFM_OK)
+            if ((st = init(&s->layer[i].pk[j], p.w, p.rows, p.b, p.in, p.out, err)) != TFM_OK)
                 return st;
         }
-    /* model.output_vocab "target": the product covers the output pieces'
-     * rows only (out_ids: NULL, every row, otherwise) */
-    if ((st = init(&s->p_out, s->m->out_proj, s->m->out_ids, NULL, s->D, s->Vo, err)) != TFM_OK)
-        return st;
+    const Product o = out_product(s->m);
+    if ((st = init(&s->p_out, o.w, o.rows, o.b, o.in, o.out, err)) != TFM_OK) return st;
     /* int8: one buffer of quantized inputs for the step's products, which
      * run one after another (each would grow its own to its largest call) */
     for (int i = 0; i < s->m->cfg.dec_layers; i++)
@@ -69,7 +80,8 @@ void dec_step_update_weights(DecStep *s)
             const Product p = layer_product(&s->layer[i].w, j, s->D, s->F);
             packed_linear_update(&s->layer[i].pk[j], p.w, p.b);
         }
-    packed_linear_update(&s->p_out, m->out_proj, NULL);
+    const Product o = out_product(m);
+    packed_linear_update(&s->p_out, o.w, o.b);
     encoder_pack_update(s->enc_pack, m);
 }
 
@@ -122,24 +134,24 @@ void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max
     model_dec_final_ln(m, &s->fin_g, &s->fin_b);
 
     const size_t grp = n < ENC_GROUP ? n : ENC_GROUP;
-    model_work_carve(&s->enc_work, a, c, (int)(grp * S), c->max_len, 0);
-    s->enc_out = arena_take(a, grp * S * D, f);
-    s->kv_tmp = arena_take(a, grp * S * 2 * D, f);
-    s->grp_src = arena_take(a, grp * S, sizeof(int));
+    model_work_carve(&s->enc.work, a, c, (int)(grp * S), c->max_len, 0);
+    s->enc.out = arena_take(a, grp * S * D, f);
+    s->enc.kv = arena_take(a, grp * S * 2 * D, f);
+    s->enc.src = arena_take(a, grp * S, sizeof(int));
     s->enc_len = arena_take(a, n, sizeof(int));
-    s->enc_order = arena_take(a, n, sizeof(int));
+    s->enc.order = arena_take(a, n, sizeof(int));
 
     /* attention probabilities: self (R, H, T), cross (n, H, k, S) */
     size_t att = R * H * T;
     if (n * H * (size_t)max_beam * S > att) att = n * H * (size_t)max_beam * S;
-    s->x = arena_take(a, R * D, f);
-    s->in = arena_take(a, R * D, f);
-    s->qkv = arena_take(a, R * 3 * D, f);
-    s->ctx = arena_take(a, R * D, f);
-    s->y = arena_take(a, R * D, f);
-    s->q = arena_take(a, R * D, f);
-    s->h = arena_take(a, R * F, f);
-    s->att = arena_take(a, att, f);
+    s->tmp.x = arena_take(a, R * D, f);
+    s->tmp.in = arena_take(a, R * D, f);
+    s->tmp.qkv = arena_take(a, R * 3 * D, f);
+    s->tmp.ctx = arena_take(a, R * D, f);
+    s->tmp.y = arena_take(a, R * D, f);
+    s->tmp.q = arena_take(a, R * D, f);
+    s->tmp.h = arena_take(a, R * F, f);
+    s->tmp.att = arena_take(a, att, f);
     s->logits = arena_take(a, R * (size_t)s->V, f);
 }
 
@@ -165,7 +177,7 @@ static void cross_state(DecStep *s, DecLayer *l, int b, const float *kv)
 TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
 {
     const int D2 = 2 * s->D;
-    int *len = s->enc_len, *order = s->enc_order;
+    int *len = s->enc_len, *order = s->enc.order;
     for (int b = 0; b < n; b++) {
         const int l = len[b] = model_src_len(src + (size_t)b * S, S);
         int i = b;                      /* insertion sort by length, stable */
@@ -181,15 +193,15 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
         for (int i = 0; i < ng; i++)
             if (len[order[g0 + i]] > Sg) Sg = len[order[g0 + i]];
         for (int i = 0; i < ng; i++)
-            memcpy(s->grp_src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
+            memcpy(s->enc.src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
                    (size_t)Sg * sizeof(int));
-        TfmStatus st = model_encode((Model *)s->m, s->enc_pack, &s->enc_work, s->grp_src, ng,
-                                    Sg, s->enc_out, err);
+        TfmStatus st = model_encode((Model *)s->m, s->enc_pack, &s->enc.work, s->enc.src, ng,
+                                    Sg, s->enc.out, err);
         if (st != TFM_OK) return st;
         for (int l = 0; l < s->m->cfg.dec_layers; l++) {
-            packed_linear_forward(&s->layer[l].pk[LP_CKV], s->kv_tmp, s->enc_out, ng * Sg, 0);
+            packed_linear_forward(&s->layer[l].pk[LP_CKV], s->enc.kv, s->enc.out, ng * Sg, 0);
             for (int i = 0; i < ng; i++) {
-                const float *kv = s->kv_tmp + (size_t)i * Sg * D2;
+                const float *kv = s->enc.kv + (size_t)i * Sg * D2;
                 if (s->linear) {
                     cross_state(s, &s->layer[l], order[g0 + i], kv);
                     continue;
@@ -242,19 +254,20 @@ void dec_step_reorder(DecStep *s, const int *parent, int R, int t)
 /* Sublayer input: pre-norm LN(x), post-norm x. */
 static const float *sub_in(DecStep *s, const float *x, const float *g, const float *b, int R)
 {
-    return sublayer_input(s->m->cfg.norm, s->m->cfg.norm_type, s->in, NULL, NULL, x, g, b, R, s->D);
+    return sublayer_input(s->m->cfg.norm, s->m->cfg.norm_type, s->tmp.in, NULL, NULL, x, g, b, R,
+                          s->D);
 }
 
-/* s->x = post-norm LN(x + y), pre-norm x + y. Post-norm writes LN to
- * s->in, which then becomes s->x (the two swap: no copy). */
+/* s->tmp.x = post-norm LN(x + y), pre-norm x + y. Post-norm writes LN to
+ * s->tmp.in, which then becomes s->tmp.x (the two swap: no copy). */
 static void sub_out(DecStep *s, const float *y, const float *g, const float *b, int R)
 {
-    add_inplace(s->x, y, (long)R * s->D);
-    const float *out = sublayer_output(s->m->cfg.norm, s->m->cfg.norm_type, s->in, NULL, NULL,
-                                       s->x, g, b, R, s->D);
-    if (out != s->x) {
-        s->in = s->x;
-        s->x = (float *)out;
+    add_inplace(s->tmp.x, y, (long)R * s->D);
+    const float *out = sublayer_output(s->m->cfg.norm, s->m->cfg.norm_type, s->tmp.in, NULL, NULL,
+                                       s->tmp.x, g, b, R, s->D);
+    if (out != s->tmp.x) {
+        s->tmp.in = s->tmp.x;
+        s->tmp.x = (float *)out;
     }
 }
 
@@ -267,10 +280,10 @@ static void linear_self_step(DecStep *s, DecLayer *l, int R, int t)
 #pragma omp parallel for schedule(static) if (R * (long)D * dh > 65536)
     for (int r = 0; r < R; r++) {
         float *St = l->cache + (size_t)r * s->self_w, *z = St + (size_t)D * dh;
-        const float *qkv = s->qkv + (size_t)r * 3 * D;
+        const float *qkv = s->tmp.qkv + (size_t)r * 3 * D;
         if (t == 0) memset(St, 0, s->lin_w * sizeof(float));
         linattn_state_add(St, z, qkv + D, qkv + 2 * D, s->H, dh);
-        linattn_state_query(s->ctx + (size_t)r * D, qkv, St, z, s->H, dh);
+        linattn_state_query(s->tmp.ctx + (size_t)r * D, qkv, St, z, s->H, dh);
     }
 }
 
@@ -278,7 +291,7 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
 {
     const Model *m = s->m;
     const int R = n * k, D = s->D, T = s->T;
-    embed_forward(s->x, prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D), 0, 0);
+    embed_forward(s->tmp.x, prev, R, 1, m->emb_tgt, m->pos_table, t, D, sqrtf((float)D), 0, 0);
     const AttnShape self = {
         .n = R, .heads = s->H, .dh = D / s->H, .tq = 1, .tk = t + 1,
         .ldq = 3 * D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
@@ -297,45 +310,45 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
     };
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &s->layer[i];
-        const float *in = sub_in(s, s->x, l->w.ln1_g, l->w.ln1_b, R);
-        packed_linear_forward(&l->pk[LP_QKV], s->qkv, in, R, 0);
+        const float *in = sub_in(s, s->tmp.x, l->w.ln1_g, l->w.ln1_b, R);
+        packed_linear_forward(&l->pk[LP_QKV], s->tmp.qkv, in, R, 0);
         if (s->linear) {
             linear_self_step(s, l, R, t);
         } else {
             for (int r = 0; r < R; r++)      /* this position's K | V into the cache */
-                memcpy(l->cache + ((size_t)r * T + t) * 2 * D, s->qkv + (size_t)r * 3 * D + D,
+                memcpy(l->cache + ((size_t)r * T + t) * 2 * D, s->tmp.qkv + (size_t)r * 3 * D + D,
                        2 * D * sizeof(float));
-            attention_forward(s->ctx, s->att, s->att, s->qkv, l->cache, l->cache + D, &self, 0,
-                              0);
+            attention_forward(s->tmp.ctx, s->tmp.att, s->tmp.att, s->tmp.qkv, l->cache,
+                              l->cache + D, &self, 0, 0);
         }
-        packed_linear_forward(&l->pk[LP_O], s->y, s->ctx, R, 0);
-        sub_out(s, s->y, l->w.ln1_g, l->w.ln1_b, R);
+        packed_linear_forward(&l->pk[LP_O], s->tmp.y, s->tmp.ctx, R, 0);
+        sub_out(s, s->tmp.y, l->w.ln1_g, l->w.ln1_b, R);
 
-        in = sub_in(s, s->x, l->w.ln2_g, l->w.ln2_b, R);
-        packed_linear_forward(&l->pk[LP_CQ], s->q, in, R, 0);
+        in = sub_in(s, s->tmp.x, l->w.ln2_g, l->w.ln2_b, R);
+        packed_linear_forward(&l->pk[LP_CQ], s->tmp.q, in, R, 0);
         if (s->linear) {
 #pragma omp parallel for schedule(static) if (R * (long)D * (D / s->H) > 65536)
             for (int r = 0; r < R; r++) {
                 const float *st = l->cross_state + (size_t)(r / k) * s->lin_w;
-                linattn_state_query(s->ctx + (size_t)r * D, s->q + (size_t)r * D, st,
+                linattn_state_query(s->tmp.ctx + (size_t)r * D, s->tmp.q + (size_t)r * D, st,
                                     st + (size_t)D * (D / s->H), s->H, D / s->H);
             }
         } else {
-            attention_forward(s->ctx, s->att, s->att, s->q, l->cross_kv, l->cross_kv + D,
-                              &cross, 0, 0);
+            attention_forward(s->tmp.ctx, s->tmp.att, s->tmp.att, s->tmp.q, l->cross_kv,
+                              l->cross_kv + D, &cross, 0, 0);
         }
-        packed_linear_forward(&l->pk[LP_CO], s->y, s->ctx, R, 0);
-        sub_out(s, s->y, l->w.ln2_g, l->w.ln2_b, R);
+        packed_linear_forward(&l->pk[LP_CO], s->tmp.y, s->tmp.ctx, R, 0);
+        sub_out(s, s->tmp.y, l->w.ln2_g, l->w.ln2_b, R);
 
-        in = sub_in(s, s->x, l->w.ln3_g, l->w.ln3_b, R);
-        packed_linear_forward(&l->pk[LP_F1], s->h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
-        packed_linear_forward(&l->pk[LP_F2], s->y, s->h, R, 0);
-        sub_out(s, s->y, l->w.ln3_g, l->w.ln3_b, R);
+        in = sub_in(s, s->tmp.x, l->w.ln3_g, l->w.ln3_b, R);
+        packed_linear_forward(&l->pk[LP_F1], s->tmp.h, in, R, 1);   /* relu(in·w1ᵀ + b1) */
+        packed_linear_forward(&l->pk[LP_F2], s->tmp.y, s->tmp.h, R, 0);
+        sub_out(s, s->tmp.y, l->w.ln3_g, l->w.ln3_b, R);
     }
-    const float *top = s->x;
+    const float *top = s->tmp.x;
     if (m->cfg.norm == NORM_PRE) {
-        norm_forward(m->cfg.norm_type, s->in, NULL, NULL, s->x, s->fin_g, s->fin_b, R, D);
-        top = s->in;
+        norm_forward(m->cfg.norm_type, s->tmp.in, NULL, NULL, s->tmp.x, s->fin_g, s->fin_b, R, D);
+        top = s->tmp.in;
     }
     /* model.output_vocab "target": the output pieces' columns only (the
      * search reads them through the model's out_ids; dec_step_spread
