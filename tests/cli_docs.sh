@@ -46,8 +46,8 @@ check "a file missing from the source map is caught" map_fails "src/serve/html.c
 sed 's/`html`, /`html`, `ghost`, /' docs/architecture.md >"$T/map/arch.md"
 check "a file the source map names that does not exist is caught" map_fails "src/serve/ghost, which does not exist"
 cp docs/architecture.md "$T/map/arch.md"
-mkdir -p "$T/map/src/decode" && : >"$T/map/src/decode/decode_step.c"
-check "a folder with no row in the source map is caught" map_fails "src/decode/ has no row"
+mkdir -p "$T/map/src/newroom" && : >"$T/map/src/newroom/thing.c"
+check "a folder with no row in the source map is caught" map_fails "src/newroom/ has no row"
 rm -r "$T/map/src/decode"
 
 # Every option the docs' command examples use is one `tfm help COMMAND` lists.
