@@ -205,14 +205,24 @@ TfmStatus spm_proto_parse(SpmProto *p, const char *buf, size_t len, const char *
     if (!p->piece || !p->score || !p->type) return TFM_ERR_NOMEM;
     r = (Rd){b, b + len};
     TfmStatus st = TFM_OK;
+    bool has_trainer = false, has_normalizer = false;
     while (st == TFM_OK && next_field(&r, &f) > 0) {
         if (f.field == 1) st = parse_piece(p, &f, name, err);
-        else if (f.field == 2 && wire_is(&f, 2)) st = parse_trainer(p, &f, name, err);
-        else if (f.field == 3 && wire_is(&f, 2)) st = parse_normalizer(p, &f, false, name, err);
+        else if (f.field == 2 && wire_is(&f, 2)) {
+            has_trainer = true;
+            st = parse_trainer(p, &f, name, err);
+        } else if (f.field == 3 && wire_is(&f, 2)) {
+            has_normalizer = true;
+            st = parse_normalizer(p, &f, false, name, err);
+        }
         else if (f.field == 4 && wire_is(&f, 2)) st = parse_self_test(p, &f, name, err);
         else if (f.field == 5 && wire_is(&f, 2)) st = parse_normalizer(p, &f, true, name, err);
         else if (f.field >= 2 && f.field <= 5) st = DAMAGED("a spec is not a message");
     }
+    /* spm_train writes the pieces, then trainer_spec, then normalizer_spec:
+     * a file cut at a field's end parses, but lacks one of these */
+    if (st == TFM_OK && (!has_trainer || !has_normalizer))
+        st = DAMAGED(!has_trainer ? "no trainer_spec: truncated?" : "no normalizer_spec: truncated?");
     return st;
 }
 
