@@ -113,10 +113,12 @@ expect_exit 1 "a model cut by one byte" -- "$TFM" bpe encode -v "$T/cut.model"
 expect_err_line "its message" "tfm: $T/cut.model: damaged SentencePiece model (truncated or not a protobuf)"
 : >"$T/empty.model"
 expect_exit 1 "an empty file" -- "$TFM" bpe encode -v "$T/empty.model"
+expect_err_line "its message" "tfm: $T/empty.model: line 1: unexpected end of file"
 # the first piece's length byte made larger: its fields run into the next
 cp "$T/uni_bytes.model" "$T/flip.model"
 printf '\177' | dd of="$T/flip.model" bs=1 seek=1 conv=notrunc 2>/dev/null
 expect_exit 1 "a piece whose length is wrong" -- "$TFM" bpe encode -v "$T/flip.model"
+expect_err_line "its message" "tfm: $T/flip.model: damaged SentencePiece model (truncated or not a protobuf)"
 
 # Unsupported model types are refused by name, never encoded otherwise.
 spm_train --input="$T/train.txt" --model_prefix="$T/word" --vocab_size=600 --model_type=word \
@@ -138,5 +140,6 @@ expect_exit 1 "an id out of range" -- sh -c "\"$TFM\" bpe decode --ids -v \"$T/u
 expect_err_line "its message" "tfm: stdin: line 1: '600000' is not an id below 600"
 printf '<0x0A>\n' >"$T/nl"
 expect_exit 1 "pieces that decode to a newline" -- sh -c "\"$TFM\" bpe decode -v \"$T/uni_bytes.model\" <\"$T/nl\""
+expect_err_line "its message" "tfm: stdin: line 1: the pieces decode to a newline, which one output line cannot hold"
 
 cli_summary

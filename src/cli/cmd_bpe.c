@@ -1,5 +1,5 @@
 /* cmd_bpe: `tfm bpe learn|encode|decode`. Option parsing and line I/O only;
- * the algorithms are in bpe.c. */
+ * the algorithms are in bpe.c, and for a SentencePiece model in spm_*.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -35,8 +35,11 @@ static const char help_text[] =
     "options:\n"
     "  -s, --vocab-size N  vocabulary size (learn)\n"
     "  -o, --output FILE   vocabulary to write (learn)\n"
-    "  -v, --vocab FILE    vocabulary to use (encode, decode): a vocabulary file\n"
-    "                      or a tfm model, whose vocabulary is inside\n"
+    "  -v, --vocab FILE    vocabulary to use (encode, decode): a vocabulary file,\n"
+    "                      a tfm model, whose vocabulary is inside, or a\n"
+    "                      SentencePiece .model file (unigram or bpe), encoded\n"
+    "                      and decoded exactly as spm_encode/spm_decode do:\n"
+    "                      pieces unescaped, any input bytes accepted\n"
     "      --ids           numeric ids instead of pieces (encode, decode)\n"
     "  -h, --help          this help\n";
 
