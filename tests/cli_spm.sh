@@ -142,4 +142,49 @@ printf '<0x0A>\n' >"$T/nl"
 expect_exit 1 "pieces that decode to a newline" -- sh -c "\"$TFM\" bpe decode -v \"$T/uni_bytes.model\" <\"$T/nl\""
 expect_err_line "its message" "tfm: stdin: line 1: the pieces decode to a newline, which one output line cannot hold"
 
+# A SentencePiece model as data.vocab: tfm trains on its pieces (ids 4 + the
+# model's own, after tfm's four specials), keeps the .model inside the model
+# file, says which kind it is, decodes through it, and resumes bit for bit.
+MINI=$PWD/tests/data/mini
+mkdir -p "$T/tr/a" "$T/tr/b" "$T/tr/c"
+cat "$MINI/train.de" "$MINI/train.en" >"$T/tr/both"
+spm_train --input="$T/tr/both" --model_prefix="$T/tr/sp" --vocab_size=500 --byte_fallback=true \
+    --minloglevel=2 >/dev/null 2>&1
+spm_train --input="$T/tr/both" --model_prefix="$T/tr/spb" --vocab_size=400 --model_type=bpe \
+    --minloglevel=2 >/dev/null 2>&1
+sed "s|\"train.de\"|\"$MINI/train.de\"|; s|\"train.en\"|\"$MINI/train.en\"|;
+     s|\"valid.de\"|\"$MINI/valid.de\"|; s|\"valid.en\"|\"$MINI/valid.en\"|;
+     s|\"vocab_size\": 500,|\"vocab\": \"sp.model\",|" "$MINI/mini.json" >"$T/tr/spm.json"
+(cd "$T/tr/a" && expect_exit 0 "training with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q)
+(cd "$T/tr/a" && expect_exit 0 "tfm info on it" -- "$TFM" info model.tfm)
+check "info names the vocabulary's kind" grep -qx 'tokenizer:   SentencePiece unigram' "$T/out"
+check "info: 4 specials + the model's 500 pieces" grep -qx 'vocabulary:  504 tokens' "$T/out"
+"$TFM" info --vocab "$T/tr/a/model.tfm" >"$T/tr/inside.model"
+check "the model file keeps the .model itself" cmp -s "$T/tr/inside.model" "$T/tr/sp.model"
+(cd "$T/tr/b" && TFM_TEST_SIGNAL_AT_STEP=13 expect_exit 143 "SIGTERM at step 13" -- "$TFM" train ../spm.json -q)
+(cd "$T/tr/b" && expect_exit 0 "the resumed run finishes" -- "$TFM" train ../spm.json -q)
+check "the resumed model equals the uninterrupted one" cmp -s "$T/tr/a/model.tfm" "$T/tr/b/model.tfm"
+(cd "$T/tr/a" && expect_exit 0 "translate with it" -- "$TFM" translate -m model.tfm -i "$MINI/valid.de" -q)
+check "a line out per line in" test "$(wc -l <"$T/out")" = "$(wc -l <"$MINI/valid.de")"
+# through the model file, ids are the model's + 4, text as spm_decode writes it
+# (tfm's reader for a model file: valid UTF-8, so the test sets)
+spm_encode --model="$T/tr/sp.model" --output_format=id <"$T/test.txt" >"$T/want_ids"
+"$TFM" bpe encode --ids -v "$T/tr/a/model.tfm" <"$T/test.txt" |
+    awk '{ for (i = 1; i <= NF; i++) $i -= 4; print }' >"$T/got_ids"
+check "the model's ids are spm_encode's + 4" cmp -s "$T/got_ids" "$T/want_ids"
+spm_decode --model="$T/tr/sp.model" --input_format=id <"$T/want_ids" >"$T/want_text"
+awk '{ for (i = 1; i <= NF; i++) $i += 4; print }' "$T/want_ids" |
+    "$TFM" bpe decode --ids -v "$T/tr/a/model.tfm" >"$T/got_text"
+check "decoding through the model file equals spm_decode" cmp -s "$T/got_text" "$T/want_text"
+(cd "$T/tr/c" && expect_exit 0 "a bpe-type SentencePiece vocabulary trains" -- "$TFM" train ../spm.json -q \
+    --set data.vocab="$T/tr/spb.model" --set train.max_steps=3)
+(cd "$T/tr/c" && "$TFM" info model.tfm >"$T/out")
+check "info: SentencePiece bpe" grep -qx 'tokenizer:   SentencePiece bpe' "$T/out"
+(cd "$T/tr/c" && expect_exit 1 "BPE-dropout with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q --restart \
+    --set data.bpe_dropout=0.1)
+expect_err_line "its message" "tfm: data.bpe_dropout: BPE-dropout needs tfm's own BPE vocabulary; data.vocab ../sp.model is a SentencePiece model"
+(cd "$T/tr/c" && expect_exit 1 "output_vocab target with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q --restart \
+    --set model.output_vocab=target)
+expect_err_line "its message" "tfm: model.output_vocab \"target\" needs tfm's own BPE vocabulary, not a SentencePiece model"
+
 cli_summary
