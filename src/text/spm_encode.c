@@ -157,14 +157,21 @@ static Pair heap_pop(Pair *h, size_t *n)
     return top;
 }
 
-static void maybe_pair(const Spm *m, const char *s, const Sym *sym, int l, int r, Pair *heap,
-                       size_t *n_heap)
+/* Pushes the pair (l, r) when their concatenation is a piece; the agenda
+ * grows as needed (it holds at most 3 pairs a symbol, usually about 1). */
+static TfmStatus maybe_pair(const Spm *m, SpmWork *w, const Sym *sym, int l, int r, size_t *n_heap,
+                            TfmErr *err)
 {
-    if (l < 0 || r < 0 || sym[l].freeze || sym[r].freeze) return;
+    if (l < 0 || r < 0 || sym[l].freeze || sym[r].freeze) return TFM_OK;
     uint32_t size = sym[l].len + sym[r].len;
-    int id = spm_trie_find(&m->trie, s + sym[l].off, size);
-    if (id < 0) return;
-    heap_push(heap, n_heap, (Pair){m->p.score[id], l, r, size});
+    int id = spm_trie_find(&m->trie, w->norm + sym[l].off, size);
+    if (id < 0) return TFM_OK;
+    if (*n_heap == w->heap_cap) {
+        TfmStatus st = xgrow(&w->heap, &w->heap_cap, *n_heap + 1, sizeof(Pair), err);
+        if (st) return st;
+    }
+    heap_push(w->heap, n_heap, (Pair){m->p.score[id], l, r, size});
+    return TFM_OK;
 }
 
 static TfmStatus encode_bpe(const Spm *m, SpmWork *w, size_t size, TfmErr *err)
@@ -172,10 +179,7 @@ static TfmStatus encode_bpe(const Spm *m, SpmWork *w, size_t size, TfmErr *err)
     const char *s = w->norm;
     TfmStatus st;
     if ((st = xgrow(&w->sym, &w->sym_cap, size + 1, sizeof(Sym), err))) return st;
-    /* each merge pushes at most two pairs: 3 per symbol bounds the agenda */
-    if ((st = xgrow(&w->heap, &w->heap_cap, 3 * size + 4, sizeof(Pair), err))) return st;
     Sym *sym = w->sym;
-    Pair *heap = w->heap;
     int n = 0;
     for (size_t pos = 0; pos < size; n++) {
         size_t k = m->has_user_defined ? spm_user_defined_prefix(m, s + pos, size - pos) : 0;
@@ -185,17 +189,19 @@ static TfmStatus encode_bpe(const Spm *m, SpmWork *w, size_t size, TfmErr *err)
         pos += k;
     }
     size_t n_heap = 0;
-    for (int i = 1; i < n; i++) maybe_pair(m, s, sym, i - 1, i, heap, &n_heap);
+    for (int i = 1; i < n; i++)
+        if ((st = maybe_pair(m, w, sym, i - 1, i, &n_heap, err))) return st;
     while (n_heap > 0) {
-        Pair top = heap_pop(heap, &n_heap);
+        Pair top = heap_pop(w->heap, &n_heap);
         Sym *l = &sym[top.left], *r = &sym[top.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue;
         l->len += r->len;
         l->next = r->next;
         if (r->next >= 0) sym[r->next].prev = top.left;
         r->len = 0;
-        maybe_pair(m, s, sym, l->prev, top.left, heap, &n_heap);
-        maybe_pair(m, s, sym, top.left, l->next, heap, &n_heap);
+        if ((st = maybe_pair(m, w, sym, l->prev, top.left, &n_heap, err)) ||
+            (st = maybe_pair(m, w, sym, top.left, l->next, &n_heap, err)))
+            return st;
     }
     bool prev_unk = false;
     for (int i = 0; n > 0 && i != -1; i = sym[i].next) {
