@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "test.h"
+#include "text/bpe.h"
+#include "text/bpe_subset.h"
 #include "text/spm.h"
 
 typedef struct {
@@ -328,4 +330,46 @@ TEST(spm_refuses_features)
     put_bytes(&b2, 3, "", 0);
     CHECK(!load(&b2, &err));
     CHECK_STR(err.msg, "m.model: the model has no <unk> piece");
+}
+
+/* The model behind the Bpe interface (what training, model files and
+ * translation use): tfm's specials, then the model's pieces at id 4 + its
+ * own; its bytes serialize as they came. */
+TEST(spm_as_bpe_vocabulary)
+{
+    const char *p[] = {"\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "ab"};
+    float s[] = {-1, -2, -2, -3, -3.5f};
+    build(&buf, p, s, 5, (Opts){0});
+    Bpe *b = NULL;
+    TfmErr err = {0};
+    CHECK_EQ_INT(bpe_deserialize(&b, (const char *)buf.b, buf.n, "m.model", &err), TFM_OK);
+    CHECK_STR(bpe_kind(b), "SentencePiece unigram");
+    CHECK_EQ_INT(bpe_vocab_size(b), 4 + 8);
+    CHECK_STR(bpe_piece(b, TOK_PAD, NULL), "<pad>");
+    CHECK_STR(bpe_piece(b, 4 + 7, NULL), "\xE2\x96\x81" "ab");
+    CHECK_EQ_INT(bpe_piece_id(b, "<unk>", 5), TOK_UNK);
+    CHECK_EQ_INT(bpe_piece_id(b, "ab", 2), 4 + 6);
+    CHECK_EQ_INT(bpe_piece_id(b, "zz", 2), -1);
+    int *ids = NULL, n = 0, cap = 0;
+    CHECK_EQ_INT(bpe_encode(b, "ab ba", 5, &ids, &n, &cap, &err), TFM_OK);
+    CHECK_EQ_INT(n, 4);         /* ▁ab ▁ b a */
+    CHECK_EQ_INT(ids[0], 4 + 7);
+    CHECK_EQ_INT(ids[1], 4 + 3);
+    int with_specials[] = {TOK_BOS, ids[0], ids[1], ids[2], ids[3], TOK_UNK, TOK_EOS, TOK_PAD};
+    char *out = NULL;
+    size_t len = 0, ocap = 0;
+    CHECK_EQ_INT(bpe_decode(b, with_specials, 8, &out, &len, &ocap, &err), TFM_OK);
+    CHECK_STR(out, "ab ba \xE2\x81\x87 ");
+    int bad = 12;
+    CHECK_EQ_INT(bpe_decode(b, &bad, 1, &out, &len, &ocap, &err), TFM_ERR_FORMAT);
+    size_t sl = 0;
+    char *bytes = bpe_serialize(b, &sl);
+    CHECK(bytes && sl == buf.n && memcmp(bytes, buf.b, sl) == 0);
+    bool in[12] = {true};
+    BpeSubset *sub = NULL;
+    CHECK_EQ_INT(bpe_subset_new(&sub, b, in, &err), TFM_ERR_CONFIG);
+    free(bytes);
+    free(out);
+    free(ids);
+    bpe_free(b);
 }

@@ -171,7 +171,6 @@ int bpe_vocab_size(const Bpe *b) { return b->n_pieces; }
 
 const char *bpe_piece(const Bpe *b, int id, size_t *len)
 {
-    if (b->spm) return bpe_spm_piece(b, id, len);
     if (id < 0 || id >= b->n_pieces) return NULL;
     if (len) *len = b->len[id];
     return b->pool + b->off[id];

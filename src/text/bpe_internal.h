@@ -74,8 +74,9 @@ struct Bpe {
     char *dec;                  /* decoded bytes of each piece ("▁" -> " ") */
     size_t *dec_off;
     uint32_t *dec_len;
-    /* A SentencePiece model instead (bpe_spm.c): then only n_pieces is set
-     * above, and every entry point of bpe.h hands over to bpe_spm_*. */
+    /* A SentencePiece model instead (bpe_spm.c): then only n_pieces and the
+     * piece texts (pool, off, len) are set above, and the entry points of
+     * bpe.h that need more hand over to bpe_spm_*. */
     struct Spm *spm;
 };
 
@@ -83,7 +84,6 @@ struct Bpe {
 
 /* A Bpe over m (taking it, also on failure). */
 TfmStatus bpe_spm_wrap(Bpe **out, struct Spm *m, TfmErr *err);
-const char *bpe_spm_piece(const Bpe *b, int id, size_t *len);
 int bpe_spm_piece_id(const Bpe *b, const char *s, size_t len);
 TfmStatus bpe_spm_encode(const Bpe *b, const char *line, size_t len, int **ids, int *n, int *cap,
                          TfmErr *err);

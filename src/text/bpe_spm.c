@@ -33,18 +33,32 @@ TfmStatus bpe_spm_wrap(Bpe **out, Spm *m, TfmErr *err)
     }
     b->spm = m;
     b->n_pieces = SPM_ID0 + spm_vocab_size(m);
+    /* the piece texts in pool/off/len, NUL-terminated, as tfm's own: bpe_piece
+     * reads them the same way */
+    size_t total = 0;
+    for (int id = 0; id < b->n_pieces; id++) {
+        size_t n;
+        total += (id < SPM_ID0 ? strlen(bpe_special_names[id]) : (spm_piece(m, id - SPM_ID0, &n), n)) + 1;
+    }
+    b->off = xmalloc((size_t)b->n_pieces * sizeof *b->off, err);
+    b->len = xmalloc((size_t)b->n_pieces * sizeof *b->len, err);
+    b->pool = xmalloc(total, err);
+    if (!b->off || !b->len || !b->pool) {
+        bpe_free(b);
+        return TFM_ERR_NOMEM;
+    }
+    for (int id = 0; id < b->n_pieces; id++) {
+        size_t n;
+        const char *t = id < SPM_ID0 ? bpe_special_names[id] : spm_piece(m, id - SPM_ID0, &n);
+        if (id < SPM_ID0) n = strlen(t);
+        memcpy(b->pool + b->pool_len, t, n);
+        b->pool[b->pool_len + n] = '\0';
+        b->off[id] = b->pool_len;
+        b->len[id] = (uint32_t)n;
+        b->pool_len += n + 1;
+    }
     *out = b;
     return TFM_OK;
-}
-
-const char *bpe_spm_piece(const Bpe *b, int id, size_t *len)
-{
-    if (id < 0 || id >= b->n_pieces) return NULL;
-    if (id < SPM_ID0) {
-        if (len) *len = strlen(bpe_special_names[id]);
-        return bpe_special_names[id];
-    }
-    return spm_piece(b->spm, id - SPM_ID0, len);
 }
 
 int bpe_spm_piece_id(const Bpe *b, const char *s, size_t len)
