@@ -4,7 +4,8 @@
  * TOK_EOS) and then the model's pieces, id 4 + the model's own id. Encoding
  * and decoding are spm.h's, so a model trained on it writes text as
  * spm_decode would. The per-call scratch is one SpmWork per thread, kept
- * (thread-local), so encoding a line allocates nothing once warm. */
+ * until the thread ends, so encoding a line allocates nothing once warm. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,9 +14,46 @@
 
 enum { SPM_ID0 = BPE_N_SPECIAL };  /* tfm id of the model's piece 0 */
 
-static _Thread_local SpmWork tls_work;
-static _Thread_local SpmTok *tls_tok;
-static _Thread_local size_t tls_tok_cap;
+/* A thread's scratch, freed when the thread ends (a pthread key rather
+ * than _Thread_local, whose memory a finished thread would leak: training's
+ * reader thread and the server's workers come and go). */
+typedef struct {
+    SpmWork work;
+    SpmTok *tok;
+    size_t tok_cap;
+} Scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+    Scratch *s = p;
+    spm_work_free(&s->work);
+    free(s->tok);
+    free(s);
+}
+
+static void scratch_key_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+static Scratch *scratch(TfmErr *err)
+{
+    pthread_once(&scratch_once, scratch_key_init);
+    if (!scratch_key_ok) {
+        err_set(err, TFM_ERR_NOMEM, "no thread-local storage left for SentencePiece encoding");
+        return NULL;
+    }
+    Scratch *s = pthread_getspecific(scratch_key);
+    if (s) return s;
+    if (!(s = xcalloc(1, sizeof *s, err))) return NULL;
+    if (pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        err_set(err, TFM_ERR_NOMEM, "no thread-local storage left for SentencePiece encoding");
+        return NULL;
+    }
+    return s;
+}
 
 TfmStatus bpe_spm_wrap(Bpe **out, Spm *m, TfmErr *err)
 {
@@ -75,8 +113,10 @@ int bpe_spm_piece_id(const Bpe *b, const char *s, size_t len)
 TfmStatus bpe_spm_encode(const Bpe *b, const char *line, size_t len, int **ids, int *n, int *cap,
                          TfmErr *err)
 {
-    SpmWork *w = &tls_work;
     *n = 0;
+    Scratch *sc = scratch(err);
+    if (!sc) return TFM_ERR_NOMEM;
+    SpmWork *w = &sc->work;
     TfmStatus st = spm_encode(b->spm, w, line, len, err);
     if (st) return st;
     if (w->n_tok > (size_t)(BPE_MAX_VOCAB * 64))
@@ -95,9 +135,12 @@ TfmStatus bpe_spm_encode(const Bpe *b, const char *line, size_t len, int **ids, 
 TfmStatus bpe_spm_decode(const Bpe *b, const int *ids, int n, char **out, size_t *len, size_t *cap,
                          TfmErr *err)
 {
-    if ((size_t)n > tls_tok_cap &&
-        xgrow((void **)&tls_tok, &tls_tok_cap, (size_t)n, sizeof *tls_tok, err))
+    Scratch *sc = scratch(err);
+    if (!sc) return TFM_ERR_NOMEM;
+    if ((size_t)n > sc->tok_cap &&
+        xgrow((void **)&sc->tok, &sc->tok_cap, (size_t)n, sizeof *sc->tok, err))
         return TFM_ERR_NOMEM;
+    SpmTok *tok = sc->tok;
     size_t k = 0;
     for (int i = 0; i < n; i++) {
         int id = ids[i];
@@ -108,9 +151,9 @@ TfmStatus bpe_spm_decode(const Bpe *b, const int *ids, int n, char **out, size_t
         int sid = id == TOK_UNK ? spm_unk_id(b->spm) : id - SPM_ID0;
         size_t pl;
         const char *p = spm_piece(b->spm, sid, &pl);
-        tls_tok[k++] = (SpmTok){sid, (uint32_t)pl, p};
+        tok[k++] = (SpmTok){sid, (uint32_t)pl, p};
     }
-    return spm_decode(b->spm, tls_tok, k, out, len, cap, err);
+    return spm_decode(b->spm, tok, k, out, len, cap, err);
 }
 
 char *bpe_spm_serialize(const Bpe *b, size_t *len)
