@@ -180,6 +180,10 @@ check "decoding through the model file equals spm_decode" cmp -s "$T/got_text" "
     --set data.vocab="$T/tr/spb.model" --set train.max_steps=3)
 (cd "$T/tr/c" && "$TFM" info model.tfm >"$T/out")
 check "info: SentencePiece bpe" grep -qx 'tokenizer:   SentencePiece bpe' "$T/out"
+# chunks of 150 pairs: each read and encoded on the reader thread
+mkdir -p "$T/tr/d"
+(cd "$T/tr/d" && expect_exit 0 "in chunks, encoded on the reader thread" -- "$TFM" train ../spm.json -q \
+    --set data.shuffle_buffer=150 --set train.max_steps=12)
 (cd "$T/tr/c" && expect_exit 1 "BPE-dropout with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q --restart \
     --set data.bpe_dropout=0.1)
 expect_err_line "its message" "tfm: data.bpe_dropout: BPE-dropout needs tfm's own BPE vocabulary; data.vocab ../sp.model is a SentencePiece model"
