@@ -82,10 +82,8 @@ const char *spm_piece(const Spm *m, int id, size_t *len);
  * <unk> id when there is none. */
 int spm_piece_id(const Spm *m, const char *s, size_t n);
 
-/* The ids of <unk>, and of <s>, </s>, <pad> (their default piece texts,
- * when the model has them as control pieces; -1 when not). */
+/* The id of the model's <unk> piece (every model has one). */
 int spm_unk_id(const Spm *m);
-int spm_control_id(const Spm *m, const char *piece);
 
 /* Encodes line[0..len) (any bytes: invalid UTF-8 is normalized to U+FFFD, as
  * sentencepiece does) into w->tok. Only TFM_ERR_NOMEM. */

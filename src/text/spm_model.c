@@ -257,12 +257,6 @@ int spm_piece_id(const Spm *m, const char *s, size_t n)
 
 int spm_unk_id(const Spm *m) { return m->unk_id; }
 
-int spm_control_id(const Spm *m, const char *piece)
-{
-    int id = spm_trie_find(&m->reserved, piece, strlen(piece));
-    return id >= 0 && m->p.type[id] == SPM_CONTROL ? id : -1;
-}
-
 size_t spm_user_defined_prefix(const Spm *m, const char *s, size_t n)
 {
     const SpmTrie *t = &m->trie;
