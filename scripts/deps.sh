@@ -4,7 +4,9 @@
 # what scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`:
 # the build's packages and Open MPI (make MPI=1); `deps.sh browser`: what
 # tests/cli_browser.sh drives (chromium, node, and playwright-core from npm
-# into tests/browser/node_modules, without a browser download).
+# into tests/browser/node_modules, without a browser download); `deps.sh spm`:
+# sentencepiece's spm_train/spm_encode/spm_decode, that tests/cli_spm.sh
+# compares tfm's SentencePiece encoding with.
 # `deps.sh --check [mpi]`: installs nothing; names what is missing and exits
 # 1 (every build runs it once).
 check=""
@@ -18,6 +20,8 @@ if [ "${1:-}" = mpi ]; then
 elif [ "${1:-}" = browser ]; then
     [ -x /usr/bin/chromium ] || missing="$missing chromium"
     command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+elif [ "${1:-}" = spm ]; then
+    command -v spm_train >/dev/null 2>&1 || missing="$missing sentencepiece"
 elif [ "${1:-}" = plot ]; then
     command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
     [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || missing="$missing python3"

@@ -11,13 +11,13 @@
 # fails it; the input that did it is in build-fuzz/crashes/: fix the bug,
 # and keep the input as tests/fuzz/regressions/TARGET-what (replayed by
 # every run) beside a unit test. Needs clang (and libomp-dev).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: config model vocab bpe metrics reader serve)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: config model vocab spm bpe metrics reader serve)
 # JOBS=N runs N targets at a time (default 1; one core each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 shift || true
-TARGETS=${*:-"config model vocab bpe metrics reader serve"}
+TARGETS=${*:-"config model vocab spm bpe metrics reader serve"}
 command -v clang >/dev/null || { echo "fuzz.sh: clang is not installed (apt-get install clang libomp-dev)" >&2; exit 1; }
 B=build-fuzz
 make -s BUILD="$B" CC=clang \

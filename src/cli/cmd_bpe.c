@@ -1,5 +1,5 @@
 /* cmd_bpe: `tfm bpe learn|encode|decode`. Option parsing and line I/O only;
- * the algorithms are in bpe.c. */
+ * the algorithms are in bpe.c, and for a SentencePiece model in spm_*.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "text/bpe.h"
+#include "text/spm.h"
 #include "model/ckpt.h"
 #include "cli/cmds.h"
 #include "base/text.h"
@@ -34,8 +35,11 @@ static const char help_text[] =
     "options:\n"
     "  -s, --vocab-size N  vocabulary size (learn)\n"
     "  -o, --output FILE   vocabulary to write (learn)\n"
-    "  -v, --vocab FILE    vocabulary to use (encode, decode): a vocabulary file\n"
-    "                      or a tfm model, whose vocabulary is inside\n"
+    "  -v, --vocab FILE    vocabulary to use (encode, decode): a vocabulary file,\n"
+    "                      a tfm model, whose vocabulary is inside, or a\n"
+    "                      SentencePiece .model file (unigram or bpe), encoded\n"
+    "                      and decoded exactly as spm_encode/spm_decode do:\n"
+    "                      pieces unescaped, any input bytes accepted\n"
     "      --ids           numeric ids instead of pieces (encode, decode)\n"
     "  -h, --help          this help\n";
 
@@ -179,6 +183,112 @@ static TfmStatus run_decode(const Bpe *b, bool ids_in, TfmErr *err)
     return st;
 }
 
+/* ---- a SentencePiece model as VOCAB: spm_encode's and spm_decode's lines ---- */
+
+/* One line in, its pieces (or ids) out, joined by single spaces and not
+ * escaped, as spm_encode prints them. Lines are taken as they are (invalid
+ * UTF-8 and NUL bytes too, which the model normalizes). */
+static TfmStatus run_encode_spm(const Spm *m, bool ids_out, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    r.check_utf8 = false;
+    SpmWork w = {0};
+    char *out = NULL;
+    size_t out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        if ((st = spm_encode(m, &w, line, line_len, err))) break;
+        size_t len = 0;
+        for (size_t i = 0; i < w.n_tok && !st; i++) {
+            char num[16];
+            const char *p = w.tok[i].s;
+            size_t pl = w.tok[i].len;
+            if (ids_out) {
+                pl = (size_t)snprintf(num, sizeof num, "%d", w.tok[i].id);
+                p = num;
+            }
+            if (!(st = xgrow((void **)&out, &out_cap, len + pl + 2, 1, err))) {
+                memcpy(out + len, p, pl);
+                len += pl;
+                out[len++] = ' ';
+            }
+        }
+        if (st) break;
+        if (len > 0) len--;
+        if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    spm_work_free(&w);
+    free(out);
+    return st;
+}
+
+/* Pieces (or ids) separated by spaces (empty ones skipped, as spm_decode's
+ * split skips them), to text. */
+static TfmStatus run_decode_spm(const Spm *m, bool ids_in, TfmErr *err)
+{
+    LineReader r;
+    text_reader_from_file(&r, stdin, "stdin");
+    r.check_utf8 = false;
+    SpmTok *tok = NULL;
+    size_t n, cap = 0;
+    char *out = NULL;
+    size_t len = 0, out_cap = 0;
+    char *line;
+    size_t line_len;
+    int got;
+    TfmStatus st = TFM_OK;
+    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
+        n = 0;
+        for (size_t i = 0; i < line_len && !st;) {
+            size_t j = i;
+            while (j < line_len && line[j] != ' ') j++;
+            if (j == i) {
+                i++;
+                continue;
+            }
+            if ((st = xgrow((void **)&tok, &cap, n + 1, sizeof *tok, err))) break;
+            SpmTok *t = &tok[n++];
+            *t = (SpmTok){0, (uint32_t)(j - i), line + i};
+            if (ids_in) {
+                long v = 0;
+                size_t k = i;
+                for (; k < j && line[k] >= '0' && line[k] <= '9' && v <= INT_MAX; k++)
+                    v = v * 10 + (line[k] - '0');
+                if (k != j || v >= spm_vocab_size(m)) {
+                    st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
+                                 r.line_no, (int)(j - i > 40 ? 40 : j - i), line + i, spm_vocab_size(m));
+                    break;
+                }
+                size_t pl;
+                t->id = (int)v;
+                t->s = spm_piece(m, t->id, &pl);
+                t->len = (uint32_t)pl;
+            } else {
+                t->id = spm_piece_id(m, t->s, t->len);
+            }
+            i = j + 1;
+        }
+        if (st || (st = spm_decode(m, tok, n, &out, &len, &out_cap, err))) break;
+        if (memchr(out, '\n', len)) {
+            st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to a newline, "
+                         "which one output line cannot hold", r.line_no);
+            break;
+        }
+        if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
+    }
+    if (got < 0) st = err->status;
+    text_reader_close(&r);
+    free(tok);
+    free(out);
+    return st;
+}
+
 TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
 {
     if (cmd_wants_help(argc, argv)) {
@@ -247,6 +357,13 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
     if (optind < sub_argc)
         return err_set(err, TFM_ERR_USAGE, "bpe %s: reads stdin; unexpected argument '%s'", sub,
                        sub_argv[optind]);
+    if (spm_file_sniff(vocab)) {
+        Spm *m = NULL;
+        TfmStatus st = spm_load(&m, vocab, err);
+        if (st == TFM_OK) st = encode ? run_encode_spm(m, ids, err) : run_decode_spm(m, ids, err);
+        spm_free(m);
+        return st;
+    }
     Bpe *b = NULL;
     TfmStatus st = load_vocab(vocab, &b, err);
     if (st == TFM_OK) st = encode ? run_encode(b, ids, err) : run_decode(b, ids, err);

@@ -17,8 +17,9 @@ static const char usage[] =
     "recorded in averaged models), the BLAS kernel this machine would use, and its\n"
     "config as JSON.\n"
     "\n"
-    "      --vocab    print only the model's BPE vocabulary, as a vocabulary file\n"
-    "                 (docs/vocab-format.md): tfm info --vocab MODEL > vocab.txt\n"
+    "      --vocab    print only the model's vocabulary, as a vocabulary file\n"
+    "                 (docs/vocab-format.md): tfm info --vocab MODEL > vocab.txt;\n"
+    "                 a SentencePiece vocabulary prints as its .model file\n"
     "  -h, --help     this help\n";
 
 /* The vocabulary inside a model, as the file tfm bpe learn writes. */
@@ -79,6 +80,7 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
                mc->vocab_size, mf.model.n_out);
     else
         printf("vocabulary:  %d tokens\n", mc->vocab_size);
+    printf("tokenizer:   %s\n", bpe_kind(mf.bpe));
     printf("shape:       d_model %d, heads %d, layers %d+%d, d_ff %d, %s-norm %s, %s "
            "attention, %s embeddings\n",
            mc->d_model, mc->heads, mc->enc_layers, mc->dec_layers, mc->d_ff,

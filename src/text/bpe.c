@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "text/bpe_internal.h"
+#include "text/spm.h"
 #include "base/fnv.h"
 #include "base/text.h"
 
@@ -162,6 +163,7 @@ void bpe_free(Bpe *b)
     hidx_free(&b->texts); free(b->merges);
     u64map_free(&b->chars); u64map_free(&b->pairs);
     free(b->dec); free(b->dec_off); free(b->dec_len);
+    spm_free(b->spm);
     free(b);
 }
 
@@ -176,6 +178,7 @@ const char *bpe_piece(const Bpe *b, int id, size_t *len)
 
 int bpe_piece_id(const Bpe *b, const char *s, size_t len)
 {
+    if (b->spm) return bpe_spm_piece_id(b, s, len);
     return stridx_find(&b->texts, bpe_table(b), s, len, bpe_hash_bytes(s, len));
 }
 
@@ -473,6 +476,8 @@ int bpe_word_pieces(const Bpe *b, const char *line, const Word *w, int *sym)
 TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p, Rng *rng,
                              int **ids, int *n, int *cap, TfmErr *err)
 {
+    /* no BPE-dropout for a SentencePiece model: the trainer refuses it */
+    if (b->spm) return bpe_spm_encode(b, line, len, ids, n, cap, err);
     Pretok words;
     Word w;
     int sym[MAX_WORD_SYMS];
@@ -500,6 +505,7 @@ TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p
 TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *len, size_t *cap,
                      TfmErr *err)
 {
+    if (b->spm) return bpe_spm_decode(b, ids, n, out, len, cap, err);
     *len = 0;
     if (xgrow((void **)out, cap, 1, 1, err)) return TFM_ERR_NOMEM;
     (*out)[0] = '\0';

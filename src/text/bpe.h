@@ -121,6 +121,15 @@ TfmStatus bpe_escape(const char *s, size_t n, char **out, size_t *len, size_t *c
  * by "xHH" or a raw byte <= 0x20 or 0x7F appears. */
 bool bpe_unescape(char *s, size_t *n);
 
+/* Which kind of vocabulary: "tfm BPE", or for a SentencePiece model
+ * (bpe_load and bpe_deserialize take one, by content) "SentencePiece
+ * unigram" or "SentencePiece bpe". A SentencePiece vocabulary is tfm's four
+ * specials and then the model's pieces (id 4 + the model's id), encoded and
+ * decoded as spm_encode/spm_decode do (text/spm.h); it serializes to the
+ * .model file's bytes; it has no BPE-dropout (bpe_encode_dropout ignores p)
+ * and no target subset (bpe_subset_new refuses it). */
+const char *bpe_kind(const Bpe *bpe);
+
 void bpe_free(Bpe *bpe);
 
 #endif

@@ -100,6 +100,7 @@ static TfmStatus word_pieces(const Bpe *b, BpeCache *c, const char *line, const 
 TfmStatus bpe_encode_cached(const Bpe *b, BpeCache *c, const char *line, size_t len, int **ids,
                             int *n, int *cap, TfmErr *err)
 {
+    if (b->spm) return bpe_encode(b, line, len, ids, n, cap, err);  /* words are BPE's */
     Pretok words;
     Word w;
     int sym[BPE_MAX_WORD_PIECES];

@@ -12,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "text/bpe_internal.h"
+#include "text/spm.h"
 #include "base/text.h"
 
 #define BPE_MAGIC "tfm-bpe 1"
@@ -23,6 +24,7 @@ static const char *const kind_names[] = {"special", "byte", "marker", "char", "m
 
 char *bpe_serialize(const Bpe *b, size_t *out_len)
 {
+    if (b->spm) return bpe_spm_serialize(b, out_len);   /* the .model file's bytes */
     char *buf = NULL;
     size_t len = 0, cap = 0;
     char tmp[96];
@@ -69,6 +71,11 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
 {
     *out = NULL;
     if (!*path) return err_set(err, TFM_ERR_IO, "vocabulary path is empty");
+    if (spm_file_sniff(path)) {         /* a SentencePiece model, by its content */
+        Spm *m = NULL;
+        TfmStatus st = spm_load(&m, path, err);
+        return st ? st : bpe_spm_wrap(out, m, err);
+    }
     /* a regular file: a FIFO would block, a device (/dev/zero) never end */
     FILE *f = text_open_regular(path, err);
     if (!f) return err->status;
@@ -221,6 +228,11 @@ static int piece_line(const Bpe *b, int id, const char *line, size_t n, char **t
 TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *name, TfmErr *err)
 {
     *out = NULL;
+    if (spm_sniff(buf, len)) {
+        Spm *m = NULL;
+        TfmStatus st = spm_from_bytes(&m, buf, len, name, err);
+        return st ? st : bpe_spm_wrap(out, m, err);
+    }
     Bpe *b = bpe_alloc(err);
     if (!b) return TFM_ERR_NOMEM;
     TfmStatus st = TFM_OK;

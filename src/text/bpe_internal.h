@@ -1,4 +1,4 @@
-/* bpe_internal: private to bpe*.c (bpe.c, bpe_learn.c, bpe_file.c); everyone
+/* bpe_internal: private to bpe*.c (bpe.c, bpe_learn.c, bpe_file.c, bpe_spm.c); everyone
  * else uses bpe.h. What those files share: the layout of struct Bpe, the hash
  * maps, string index and byte buffer behind it, building a vocabulary piece
  * by piece, and the pre-tokenizer that learning and encoding both run. All of
@@ -74,7 +74,22 @@ struct Bpe {
     char *dec;                  /* decoded bytes of each piece ("▁" -> " ") */
     size_t *dec_off;
     uint32_t *dec_len;
+    /* A SentencePiece model instead (bpe_spm.c): then only n_pieces and the
+     * piece texts (pool, off, len) are set above, and the entry points of
+     * bpe.h that need more hand over to bpe_spm_*. */
+    struct Spm *spm;
 };
+
+/* ---- a SentencePiece model behind bpe.h (bpe_spm.c) ---- */
+
+/* A Bpe over m (taking it, also on failure). */
+TfmStatus bpe_spm_wrap(Bpe **out, struct Spm *m, TfmErr *err);
+int bpe_spm_piece_id(const Bpe *b, const char *s, size_t len);
+TfmStatus bpe_spm_encode(const Bpe *b, const char *line, size_t len, int **ids, int *n, int *cap,
+                         TfmErr *err);
+TfmStatus bpe_spm_decode(const Bpe *b, const int *ids, int n, char **out, size_t *len, size_t *cap,
+                         TfmErr *err);
+char *bpe_spm_serialize(const Bpe *b, size_t *len);
 
 /* An empty vocabulary (no pieces yet), or NULL (err set). */
 Bpe *bpe_alloc(TfmErr *err);

@@ -64,6 +64,11 @@ static int *merge_parts(const Bpe *b, TfmErr *err)
 
 TfmStatus bpe_subset_new(BpeSubset **out, const Bpe *b, const bool *in, TfmErr *err)
 {
+    if (b->spm) {   /* its pieces do not split back into merges and bytes */
+        *out = NULL;
+        return err_set(err, TFM_ERR_CONFIG, "model.output_vocab \"target\" needs tfm's own BPE "
+                       "vocabulary, not a SentencePiece model");
+    }
     *out = NULL;
     const int V = b->n_pieces;
     for (int id = 0; id <= BPE_MARKER && id < V; id++)

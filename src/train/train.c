@@ -46,7 +46,14 @@ static long auto_log_every(double step_s)
 static TfmStatus get_vocabulary(Trainer *t, TfmErr *err)
 {
     const DataConfig *d = &t->cfg->data;
-    if (d->vocab) return bpe_load(&t->bpe, d->vocab, err);
+    if (d->vocab) {
+        TfmStatus st = bpe_load(&t->bpe, d->vocab, err);
+        if (st == TFM_OK && d->bpe_dropout > 0 && strcmp(bpe_kind(t->bpe), "tfm BPE") != 0)
+            st = err_set_keys(err, TFM_ERR_CONFIG, ERR_KEYS("data.bpe_dropout", "data.vocab"),
+                              "data.bpe_dropout: BPE-dropout needs tfm's own BPE vocabulary; "
+                              "data.vocab %s is a SentencePiece model", d->vocab);
+        return st;
+    }
     char *path = path_join(t->cfg->train.out_dir, "vocab.txt", err);
     if (!path) return TFM_ERR_NOMEM;
     /* before learning, which may take minutes: out_dir/vocab.txt is ours to
