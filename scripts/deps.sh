@@ -4,7 +4,11 @@
 # what scripts/plot_log.sh needs instead (gnuplot, python3); `deps.sh mpi`:
 # the build's packages and Open MPI (make MPI=1); `deps.sh browser`: what
 # tests/cli_browser.sh drives (chromium, node, and playwright-core from npm
-# into tests/browser/node_modules, without a browser download).
+# into tests/browser/node_modules, without a browser download); `deps.sh
+# clients`: node and npm's LibreTranslate client, into
+# tests/clients/node_modules, for tests/cli_serve.sh; `deps.sh test`: the
+# build's packages and what the test scripts run (curl, python3), as `make
+# test` does first.
 # `deps.sh --check [mpi]`: installs nothing; names what is missing and exits
 # 1 (every build runs it once).
 check=""
@@ -15,6 +19,12 @@ if [ "${1:-}" = mpi ]; then
     sh "$0" ${check:+--check} || exit 1     # the build's own packages first
     command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
     pkg-config --exists ompi-c || missing="$missing libopenmpi-dev"
+elif [ "${1:-}" = test ]; then
+    sh "$0" ${check:+--check} || exit 1     # the build's own packages first
+    command -v curl >/dev/null 2>&1 || missing="$missing curl"
+    [ -x /usr/bin/python3 ] || missing="$missing python3"
+elif [ "${1:-}" = clients ]; then
+    command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 elif [ "${1:-}" = browser ]; then
     [ -x /usr/bin/chromium ] || missing="$missing chromium"
     command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
@@ -48,4 +58,9 @@ if [ "${1:-}" = browser ]; then
     dir=$(dirname "$0")/../tests/browser
     [ -d "$dir/node_modules/playwright-core" ] ||
         (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ "${1:-}" = clients ]; then
+    dir=$(dirname "$0")/../tests/clients
+    [ -d "$dir/node_modules/libretranslate" ] ||
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
