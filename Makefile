@@ -5,8 +5,10 @@ PREFIX   ?= /usr/local
 ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
 # The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
 # thread pool (two busy-waiting pools on 2 cores slow each other down), in
-# this machine's multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu, ...).
-MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
+# this machine's multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu, ...),
+# asked when used: on a fresh machine the compiler comes with the install
+# step of `make test`/`make demo`, after this file is read.
+MULTIARCH    = $(shell $(CC) -print-multiarch 2>/dev/null)
 OMP_BLAS_DIR = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib libmicrohttpd 2>/dev/null)
 OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0

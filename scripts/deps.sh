@@ -18,7 +18,7 @@ multiarch=$(cc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULT
 if [ "${1:-}" = mpi ]; then
     sh "$0" ${check:+--check} || exit 1     # the build's own packages first
     command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
-    pkg-config --exists ompi-c || missing="$missing libopenmpi-dev"
+    pkg-config --exists ompi-c 2>/dev/null || missing="$missing libopenmpi-dev"
 elif [ "${1:-}" = test ]; then
     sh "$0" ${check:+--check} || exit 1     # the build's own packages first
     command -v curl >/dev/null 2>&1 || missing="$missing curl"
@@ -32,10 +32,11 @@ elif [ "${1:-}" = plot ]; then
     command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
     [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 else
-    pkg-config --exists openblas || missing="$missing libopenblas-dev"
-    pkg-config --exists libcjson || missing="$missing libcjson-dev"
-    pkg-config --exists zlib || missing="$missing zlib1g-dev"
-    pkg-config --exists libmicrohttpd || missing="$missing libmicrohttpd-dev"
+    pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
+    pc openblas || missing="$missing libopenblas-dev"
+    pc libcjson || missing="$missing libcjson-dev"
+    pc zlib || missing="$missing zlib1g-dev"
+    pc libmicrohttpd || missing="$missing libmicrohttpd-dev"
     [ -e /usr/include/oneapi/dnnl/dnnl.h ] || missing="$missing libdnnl-dev"
     [ -e "/usr/lib/$multiarch/openblas-openmp/libopenblas.so.0" ] || \
         missing="$missing libopenblas0-openmp"
