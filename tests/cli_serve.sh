@@ -186,12 +186,12 @@ else
     printf 'Ein Hund läuft\nüber die Straße\n' | "$TFM" translate -q |
         sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g' >ref_npm_html.txt
     npm_html="<p>$(sed -n 1p ref_npm_html.txt) <b>$(sed -n 2p ref_npm_html.txt)</b>.</p>"
-    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en text "Ein Hund läuft." 2>&1)
-    check "npm libretranslate: translate() of a text is tfm translate's line ('$got')" test "$got" = "$line1"
-    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" "" en text "Ein Hund läuft." 2>&1)
-    check "npm libretranslate: ... with its default source, auto ('$got')" test "$got" = "$line1"
-    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en html "<p>Ein Hund läuft <b>über die Straße</b>.</p>" 2>&1)
-    check "npm libretranslate: translate() of HTML: the markup, tfm translate's lines ('$got')" test "$got" = "$npm_html"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en text "Ein Hund läuft." 2>npm.err)
+    check "npm libretranslate: translate() of a text is tfm translate's line ('$got' $(head -c 200 npm.err))" test "$got" = "$line1"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" "" en text "Ein Hund läuft." 2>npm.err)
+    check "npm libretranslate: ... with its default source, auto ('$got' $(head -c 200 npm.err))" test "$got" = "$line1"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en html "<p>Ein Hund läuft <b>über die Straße</b>.</p>" 2>npm.err)
+    check "npm libretranslate: translate() of HTML: the markup, tfm translate's lines ('$got' $(head -c 200 npm.err))" test "$got" = "$npm_html"
 fi
 
 # a line over the model's limit: translate's cut, and a warning in the answer
