@@ -171,8 +171,14 @@ expect_http 200 "Mastodon's request" "{\"translatedText\":\"<p>$h1</p>\"}" -- --
 expect_http 200 "Rocket.Chat's request" "{\"translatedText\":[\"$line1\",\"$(sed -n 5p ref.txt)\"],\"detectedLanguage\":[{\"confidence\":100.0,\"language\":\"de\"},{\"confidence\":100.0,\"language\":\"de\"}]}" -- --data-binary '{"q":["Ein Hund läuft.","Eine Frau mit einem roten Hut."],"source":"auto","target":"en","format":"text"}' /translate
 expect_http 200 "libretranslatepy's translate" "{\"translatedText\":\"$line1\"}" -- -H 'Content-Type: application/x-www-form-urlencoded' --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en' /translate
 expect_http 200 "libretranslatepy's languages (GET with a form body)" '[{"code":"de","name":"German","targets":["en"]},{"code":"en","name":"English","targets":[]}]' -- -X GET -H 'Content-Type: application/x-www-form-urlencoded' --data-binary '' /languages
+# the URL's query arguments are form fields, as LibreTranslate reads them
+# (with a form body too; a JSON body is read alone)
+expect_http 200 "LibreTranslate: the fields in the URL, no body" "{\"translatedText\":\"$line1\"}" -- -X POST /translate?q=Ein%20Hund%20l%C3%A4uft.\&source=de\&target=en
+expect_http 200 "LibreTranslate: the URL's fields with a form body's" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.' /translate?source=de\&target=en
+expect_http 400 "LibreTranslate: a NUL byte in the URL's fields" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- -X POST /translate?q=a%00b\&source=de\&target=en
 # POST /detect: the model's source language, in LibreTranslate's shape
 expect_http 200 "POST /detect (a form, as libretranslatepy sends it)" '[{"confidence":100.0,"language":"de"}]' -- --data-binary 'q=Ein+Hund' /detect
+expect_http 200 "POST /detect?q=..., no body" '[{"confidence":100.0,"language":"de"}]' -- -X POST /detect?q=Ein%20Hund
 expect_http 200 "POST /detect, JSON, q a list" '[{"confidence":100.0,"language":"de"}]' -- -H 'Content-Type: application/json' --data-binary '{"q": ["Ein Hund", "Katze"], "api_key": ""}' /detect
 expect_http 400 "POST /detect without q" "{\"error\":\"missing 'q'\"}" -- -H 'Content-Type: application/json' --data-binary '{"text": "a"}' /detect
 expect_http 400 "POST /detect, malformed JSON" "{\"error\":\"malformed JSON at byte 7\"}" -- -H 'Content-Type: application/json' --data-binary '{"q": }' /detect

@@ -200,13 +200,25 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
     return request_form_add(&c->req, key, data, (size_t)off, size) ? MHD_YES : MHD_NO;
 }
 
+/* One of the URL's query arguments, as a form field: LibreTranslate reads
+ * them with the form's fields (Flask's request.values), so
+ * POST /translate?q=...&source=de&target=en works without a body. */
+static enum MHD_Result query_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+    Conn *c = cls;
+    (void)kind, (void)key_size;
+    return request_form_add(&c->req, key, value, 0, value ? value_size : 0) ? MHD_YES : MHD_NO;
+}
+
 static bool has_type(const char *type, const char *want)
 {
     return type && strncasecmp(type, want, strlen(want)) == 0;
 }
 
 /* The body's fields into c->req, as LibreTranslate takes them: a form
- * (urlencoded or multipart) through libmicrohttpd's decoder, else JSON.
+ * (urlencoded or multipart) through libmicrohttpd's decoder, after the
+ * URL's query arguments (also alone, with an empty body), else JSON.
  * curl -d sends JSON as urlencoded unless told: a body opening with '{'
  * or '[' is JSON whatever the type says. Returns 0 or the error's status. */
 static int read_body(Conn *c, char *msg, size_t size)
@@ -217,11 +229,17 @@ static int read_body(Conn *c, char *msg, size_t size)
                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
     size_t lead = 0;
     while (lead < c->body.len && strchr(" \t\r\n", body[lead])) lead++;
+    const int n_query = MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    const bool form_type = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
+                           has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED);
     const bool form = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
                       (has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED) &&
-                       (lead == c->body.len || (body[lead] != '{' && body[lead] != '[')));
+                       (lead == c->body.len || (body[lead] != '{' && body[lead] != '['))) ||
+                      (lead == c->body.len && n_query > 0);
     if (!form) return request_parse(&c->req, body, c->body.len, lim, msg, size);
     request_form_start(&c->req);
+    if (n_query > 0) MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, query_field, c);
+    if (!form_type) return request_parse_form(&c->req, lim, msg, size);   /* no body */
     struct MHD_PostProcessor *pp = MHD_create_post_processor(c->mc, 4096, form_field, c);
     if (!pp) {
         snprintf(msg, size, "cannot read the form body (a multipart body needs its boundary in "
