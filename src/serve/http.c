@@ -230,16 +230,15 @@ static int read_body(Conn *c, char *msg, size_t size)
     size_t lead = 0;
     while (lead < c->body.len && strchr(" \t\r\n", body[lead])) lead++;
     const int n_query = MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, NULL, NULL);
-    const bool form_type = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
-                           has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED);
-    const bool form = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
-                      (has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED) &&
-                       (lead == c->body.len || (body[lead] != '{' && body[lead] != '['))) ||
-                      (lead == c->body.len && n_query > 0);
+    const bool multipart = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA);
+    const bool urlencoded = has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED);
+    const bool empty = lead == c->body.len;
+    const bool form = multipart || (empty && n_query > 0) ||
+                      (urlencoded && (empty || (body[lead] != '{' && body[lead] != '[')));
     if (!form) return request_parse(&c->req, body, c->body.len, lim, msg, size);
     request_form_start(&c->req);
     if (n_query > 0) MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, query_field, c);
-    if (!form_type) return request_parse_form(&c->req, lim, msg, size);   /* no body */
+    if (!multipart && !urlencoded) return request_parse_form(&c->req, lim, msg, size);  /* no body */
     struct MHD_PostProcessor *pp = MHD_create_post_processor(c->mc, 4096, form_field, c);
     if (!pp) {
         snprintf(msg, size, "cannot read the form body (a multipart body needs its boundary in "
