@@ -5,8 +5,10 @@ PREFIX   ?= /usr/local
 ARCH      = $(if $(filter 1,$(PORTABLE)),-mtune=generic,-march=native)
 # The OpenMP build of OpenBLAS, so that our OpenMP loops and sgemm share one
 # thread pool (two busy-waiting pools on 2 cores slow each other down), in
-# this machine's multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu, ...).
-MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
+# this machine's multiarch folder (x86_64-linux-gnu, aarch64-linux-gnu, ...),
+# asked when used: on a fresh machine the compiler comes with the install
+# step of `make test`/`make demo`, after this file is read.
+MULTIARCH    = $(shell $(CC) -print-multiarch 2>/dev/null)
 OMP_BLAS_DIR = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKG_CFLAGS   = $(shell pkg-config --cflags openblas libcjson zlib libmicrohttpd 2>/dev/null)
 OMP_BLAS_LIBS = -L$(OMP_BLAS_DIR) -Wl,-rpath=$(OMP_BLAS_DIR) -l:libopenblas.so.0
@@ -64,12 +66,16 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Install the Debian packages the build needs, when pkg-config does not find
-# them (apt-get). Only this step, the demo and .ci/run install anything: a
-# plain build checks once and says what is missing.
+# them (apt-get); for `make test` also what the test scripts run (curl,
+# python3). `make test` and `make demo` take this step first, so on a fresh
+# machine they are the whole set-up; any other build checks once and says
+# what is missing, without installing it.
 deps:
 	@sh scripts/deps.sh $(if $(filter 1,$(MPI)),mpi)
+	@$(if $(filter test,$(MAKECMDGOALS)),sh scripts/deps.sh test,:)
 
-$(BUILD)/libs-$(MPI).ok:
+# Under `make test` and `make demo` the build's check waits for the install.
+$(BUILD)/libs-$(MPI).ok: | $(if $(filter test demo,$(MAKECMDGOALS)),deps)
 	@sh scripts/deps.sh --check $(if $(filter 1,$(MPI)),mpi)
 	@mkdir -p $(BUILD) && touch $@
 
@@ -85,8 +91,8 @@ data/%: data/%.gz
 walls:
 	@bash scripts/check_walls.sh src
 
-# Run every test; the last line is "N passed, N failed".
-test: walls $(BIN) $(BUILD)/run_tests $(BUILD)/serve_load data
+# Install what is missing, then run every test; the last line is "N passed, N failed".
+test: deps walls $(BIN) $(BUILD)/run_tests $(BUILD)/serve_load data
 	@TFM=$(CURDIR)/$(BIN) RUN_TESTS=$(BUILD)/run_tests SERVE_LOAD=$(CURDIR)/$(BUILD)/serve_load \
 	    bash tests/run_all.sh
 

@@ -1,7 +1,8 @@
 # cli_browser.sh: a real browser on the page `tfm serve` serves: Debian's
 # chromium, headless, driven by playwright-core (tests/browser/) opens /,
 # types a sentence, clicks Translate and reads the translation, which must
-# be tfm translate's; a screenshot is saved. Skipped, with one line, where
+# be tfm translate's, with no error in the page's console; a screenshot is
+# saved. Skipped, with one line, where
 # chromium, node or playwright-core is missing (`sh scripts/deps.sh browser`
 # installs them; CI does).
 . "$(dirname "$0")/cli_lib.sh"
@@ -39,6 +40,8 @@ check "the browser ran the page ($(head -c 300 page.err))" test -s page.json
 got=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["translation"])' page.json 2>/dev/null)
 check "the page shows tfm translate's translation ('$got')" test "$got" = "$want"
 check "the page shows the time it took" grep -Eq '"time":"[0-9]+ ms"' page.json
+errors=$(/usr/bin/python3 -c 'import json, sys; print("; ".join(json.load(open(sys.argv[1]))["console_errors"]))' page.json 2>&1)
+check "no error in the page's console ('$errors')" test -z "$errors"
 check "a screenshot was saved" sh -c "head -c 8 '$T/serve.png' | od -An -c | grep -q 'P   N   G'"
 kill -TERM "$spid"
 wait "$spid"

@@ -1,9 +1,13 @@
 # cli_serve.sh: `tfm serve` through the real binary, each server on --port 0:
 # every endpoint, both request forms, n-best, equality with `tfm translate`
-# under 200 concurrent requests, every error row with its exact status and
-# body, limits and timeouts, 64 clients under load and SIGTERM in the middle.
+# under 200 concurrent requests, LibreTranslate's clients (npm's
+# libretranslate where node and tests/clients/node_modules are there, the
+# bodies of Mastodon, Rocket.Chat and libretranslatepy), every error row
+# with its exact status and body, limits and timeouts, SIGTERM after clients
+# hung up mid-body (timed), 64 clients under load and SIGTERM in the middle.
 . "$(dirname "$0")/cli_lib.sh"
 MINI=$PWD/tests/data/mini
+CLIENTS=$PWD/tests/clients
 FLICKR=$PWD/data/test_2016_flickr.de
 LOAD=${SERVE_LOAD:-$PWD/build/serve_load}
 cd "$T" || exit 1
@@ -124,10 +128,10 @@ check "LibreTranslate form, one string: translatedText is a string" \
     test "$(cat libre.json)" = "{\"translatedText\":\"$line1\"}"
 post '{"q": ["Ein Hund läuft.", ""], "source": "auto", "target": "en"}' >libre2.json
 check "LibreTranslate form, a list, source auto: translatedText is a list, detectedLanguage one a text" \
-    test "$(cat libre2.json)" = "{\"translatedText\":[\"$line1\",\"\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}"
+    test "$(cat libre2.json)" = "{\"translatedText\":[\"$line1\",\"\"],\"detectedLanguage\":[{\"confidence\":100.0,\"language\":\"de\"},{\"confidence\":100.0,\"language\":\"de\"}]}"
 post '{"q": "Ein Hund läuft.", "source": "auto", "target": "en"}' >libre_auto.json
 check "LibreTranslate source auto, one string: detectedLanguage is the model's source" \
-    test "$(cat libre_auto.json)" = "{\"translatedText\":\"$line1\",\"detectedLanguage\":{\"confidence\":100,\"language\":\"de\"}}"
+    test "$(cat libre_auto.json)" = "{\"translatedText\":\"$line1\",\"detectedLanguage\":{\"confidence\":100.0,\"language\":\"de\"}}"
 post '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "alternatives": 1}' >libre3.json
 check "LibreTranslate alternatives" grep -q '^{"translatedText":"[^"]*","alternatives":\["[^"]*"\]}$' libre3.json
 
@@ -142,16 +146,62 @@ check "format html: segments translated, markup kept" \
     test "$(cat html.json)" = "{\"translatedText\":\"<p>$h1 <a href=\\\"https://x.example/@x\\\" class=\\\"u-url mention\\\">@<span>$h2</span></a>\\n  $h3</p><pre>Ein Hund</pre><!-- Ein Hund --><script>var a = \\\"<p>Ein Hund\\\";</script>\"}"
 post '{"q": ["<b>Eine Frau.</b>", "Ein Hund läuft"], "source": "auto", "target": "en", "format": "html"}' >html2.json
 check "format html, a list, source auto" \
-    test "$(cat html2.json)" = "{\"translatedText\":[\"<b>$h4</b>\",\"$h1\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}"
+    test "$(cat html2.json)" = "{\"translatedText\":[\"<b>$h4</b>\",\"$h1\"],\"detectedLanguage\":[{\"confidence\":100.0,\"language\":\"de\"},{\"confidence\":100.0,\"language\":\"de\"}]}"
 
 # LibreTranslate's form bodies: urlencoded and multipart
 expect_http 200 "a urlencoded form" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&format=text' /translate
-expect_http 200 "a multipart form, q twice: a list" "{\"translatedText\":[\"$line1\",\"$(sed -n 5p ref.txt)\"],\"detectedLanguage\":[{\"confidence\":100,\"language\":\"de\"},{\"confidence\":100,\"language\":\"de\"}]}" -- -F 'q=Ein Hund läuft.' -F 'q=Eine Frau mit einem roten Hut.' -F source=auto -F target=en /translate
+expect_http 200 "a multipart form, q twice: a list" "{\"translatedText\":[\"$line1\",\"$(sed -n 5p ref.txt)\"],\"detectedLanguage\":[{\"confidence\":100.0,\"language\":\"de\"},{\"confidence\":100.0,\"language\":\"de\"}]}" -- -F 'q=Ein Hund läuft.' -F 'q=Eine Frau mit einem roten Hut.' -F source=auto -F target=en /translate
 expect_http 200 "a form with alternatives as text" "$(cat libre3.json)" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&alternatives=1' /translate
 expect_http 400 "a form: a NUL byte" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- --data-binary 'q=a%00b&source=de&target=en' /translate
 expect_http 400 "a form: invalid UTF-8" "{\"error\":\"form field 1: invalid UTF-8\"}" -- --data-binary 'q=a%FFb&source=de&target=en' /translate
-expect_http 400 "a form: a number that is none" "{\"error\":\"'alternatives' must be an integer in [0, 3]\"}" -- --data-binary 'q=a&source=de&target=en&alternatives=x' /translate
+expect_http 400 "a form: a number that is none" "{\"error\":\"'alternatives' is not a number\"}" -- --data-binary 'q=a&source=de&target=en&alternatives=x' /translate
 expect_http 400 "a multipart body without its boundary" "{\"error\":\"cannot read the form body (a multipart body needs its boundary in Content-Type)\"}" -- -H 'Content-Type: multipart/form-data' --data-binary 'q=a' /translate
+
+# LibreTranslate's form reads as LibreTranslate reads it: keys it does not
+# know are ignored (tfm's own keys too), codes in any case, alternatives as
+# Python's int() takes them; the bodies of the clients people run
+expect_http 200 "LibreTranslate: apiKey, secret and tfm's text and beam ignored" "{\"translatedText\":\"$line1\"}" -- --data-binary '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "format": "text", "apiKey": "", "secret": "s", "text": "x", "beam": 1}' /translate
+expect_http 200 "LibreTranslate: codes in any case, format empty, api_key null" "{\"translatedText\":\"$line1\"}" -- --data-binary '{"q": "Ein Hund läuft.", "source": "DE", "target": "En", "format": "", "api_key": null}' /translate
+expect_http 200 "LibreTranslate: alternatives as a string" "$(cat libre3.json)" -- --data-binary '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "alternatives": "1"}' /translate
+expect_http 200 "LibreTranslate: negative alternatives are none" "{\"translatedText\":\"$line1\"}" -- --data-binary '{"q": "Ein Hund läuft.", "source": "de", "target": "en", "alternatives": -2}' /translate
+expect_http 400 "LibreTranslate: more alternatives than the beam gives" "{\"error\":\"'alternatives' must be at most 3 (the server's beam less one)\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "alternatives": 4}' /translate
+expect_http 200 "LibreTranslate: html with alternatives: none, as LibreTranslate" "{\"translatedText\":[\"<b>$h4</b>\"],\"alternatives\":[[]]}" -- --data-binary '{"q": ["<b>Eine Frau.</b>"], "source": "de", "target": "en", "format": "html", "alternatives": 2}' /translate
+expect_http 400 "LibreTranslate: no q" "{\"error\":\"missing 'q'\"}" -- --data-binary '{"q": null, "source": "de", "target": "en"}' /translate
+# Mastodon's body (HTML, api_key null without a key), Rocket.Chat's (q a
+# list, source auto), libretranslatepy's (urlencoded; GET /languages with
+# an empty form body)
+expect_http 200 "Mastodon's request" "{\"translatedText\":\"<p>$h1</p>\"}" -- --data-binary '{"q":"<p>Ein Hund läuft</p>","source":"de","target":"en","format":"html","api_key":null}' /translate
+expect_http 200 "Rocket.Chat's request" "{\"translatedText\":[\"$line1\",\"$(sed -n 5p ref.txt)\"],\"detectedLanguage\":[{\"confidence\":100.0,\"language\":\"de\"},{\"confidence\":100.0,\"language\":\"de\"}]}" -- --data-binary '{"q":["Ein Hund läuft.","Eine Frau mit einem roten Hut."],"source":"auto","target":"en","format":"text"}' /translate
+expect_http 200 "libretranslatepy's translate" "{\"translatedText\":\"$line1\"}" -- -H 'Content-Type: application/x-www-form-urlencoded' --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en' /translate
+expect_http 200 "libretranslatepy's languages (GET with a form body)" '[{"code":"de","name":"German","targets":["en"]},{"code":"en","name":"English","targets":[]}]' -- -X GET -H 'Content-Type: application/x-www-form-urlencoded' --data-binary '' /languages
+# the URL's query arguments are form fields, as LibreTranslate reads them
+# (with a form body too; a JSON body is read alone)
+expect_http 200 "LibreTranslate: the fields in the URL, no body" "{\"translatedText\":\"$line1\"}" -- -X POST /translate?q=Ein%20Hund%20l%C3%A4uft.\&source=de\&target=en
+expect_http 200 "LibreTranslate: the URL's fields with a form body's" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.' /translate?source=de\&target=en
+expect_http 400 "LibreTranslate: a NUL byte in the URL's fields" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- -X POST /translate?q=a%00b\&source=de\&target=en
+# POST /detect: the model's source language, in LibreTranslate's shape
+expect_http 200 "POST /detect (a form, as libretranslatepy sends it)" '[{"confidence":100.0,"language":"de"}]' -- --data-binary 'q=Ein+Hund' /detect
+expect_http 200 "POST /detect?q=..., no body" '[{"confidence":100.0,"language":"de"}]' -- -X POST /detect?q=Ein%20Hund
+expect_http 200 "POST /detect, JSON, q a list" '[{"confidence":100.0,"language":"de"}]' -- -H 'Content-Type: application/json' --data-binary '{"q": ["Ein Hund", "Katze"], "api_key": ""}' /detect
+expect_http 400 "POST /detect without q" "{\"error\":\"missing 'q'\"}" -- -H 'Content-Type: application/json' --data-binary '{"text": "a"}' /detect
+expect_http 400 "POST /detect, malformed JSON" "{\"error\":\"malformed JSON at byte 7\"}" -- -H 'Content-Type: application/json' --data-binary '{"q": }' /detect
+expect_http 405 "GET /detect" "{\"error\":\"method not allowed here (allowed: POST, OPTIONS)\"}" -- /detect
+# npm's libretranslate client, as its README calls it: GET /languages,
+# then its JSON (with "apiKey": "") to /translate; what translate() returns
+# is tfm translate's line, for text and for HTML
+if ! command -v node >/dev/null 2>&1 || [ ! -d "$CLIENTS/node_modules/libretranslate" ]; then
+    echo "cli_serve: the npm libretranslate client: skipped: no node or no tests/clients/node_modules (sh scripts/deps.sh clients)" >&2
+else
+    printf 'Ein Hund läuft\nüber die Straße\n' | "$TFM" translate -q |
+        sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g' >ref_npm_html.txt
+    npm_html="<p>$(sed -n 1p ref_npm_html.txt) <b>$(sed -n 2p ref_npm_html.txt)</b>.</p>"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en text "Ein Hund läuft." 2>npm.err)
+    check "npm libretranslate: translate() of a text is tfm translate's line ('$got' $(head -c 200 npm.err))" test "$got" = "$line1"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" "" en text "Ein Hund läuft." 2>npm.err)
+    check "npm libretranslate: ... with its default source, auto ('$got' $(head -c 200 npm.err))" test "$got" = "$line1"
+    got=$(node "$CLIENTS/libretranslate.mjs" "$(url '')" de en html "<p>Ein Hund läuft <b>über die Straße</b>.</p>" 2>npm.err)
+    check "npm libretranslate: translate() of HTML: the markup, tfm translate's lines ('$got' $(head -c 200 npm.err))" test "$got" = "$npm_html"
+fi
 
 # a line over the model's limit: translate's cut, and a warning in the answer
 long=$(awk 'BEGIN { for (i = 0; i < 300; i++) printf "Hund "; }')
@@ -199,18 +249,17 @@ printf '{"text": "a\0b"}' >nul.json
 expect_http 400 "a NUL byte" "{\"error\":\"contains a NUL byte at byte 12\"}" -- --data-binary @nul.json /translate
 expect_http 400 "an escaped NUL" "{\"error\":\"contains a NUL byte at byte 12\"}" -- --data-binary '{"text": "a\u0000b"}' /translate
 expect_http 200 "an escaped backslash before u0000 is no NUL" "{\"translations\":[\"$(printf 'a\\u0000b\n' | "$TFM" translate -q | sed 's/\\/\\\\/g')\"]}" -- --data-binary '{"text": "a\\u0000b"}' /translate
-expect_http 400 "both text and q" "{\"error\":\"'text' and 'q' both given: one list of lines a request\"}" -- --data-binary '{"text": "a", "q": "b"}' /translate
 expect_http 400 "LibreTranslate key with tfm's form" "{\"error\":\"'source' does not go with 'text'\"}" -- --data-binary '{"text": "a", "source": "de"}' /translate
 expect_http 400 "LibreTranslate form without target" "{\"error\":\"missing 'target' (LibreTranslate's form needs 'source' and 'target')\"}" -- --data-binary '{"q": "a", "source": "de"}' /translate
 expect_http 400 "LibreTranslate: a source the model does not translate" "{\"error\":\"fr is not supported\"}" -- --data-binary '{"q": "a", "source": "fr", "target": "en"}' /translate
 expect_http 400 "LibreTranslate: a target the model does not translate" "{\"error\":\"de is not supported\"}" -- --data-binary '{"q": "a", "source": "de", "target": "de"}' /translate
 expect_http 400 "LibreTranslate: an unknown format" "{\"error\":\"format 'xml' is not supported (only 'text' or 'html')\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "xml"}' /translate
-expect_http 400 "LibreTranslate: html has no alternatives" "{\"error\":\"'alternatives' does not go with format 'html'\"}" -- --data-binary '{"q": "a", "source": "de", "target": "en", "format": "html", "alternatives": 1}' /translate
-expect_http 404 "unknown path" "{\"error\":\"no such path (POST /translate; GET /, /health, /languages, /metrics)\"}" -- /nope
+expect_http 404 "unknown path" "{\"error\":\"no such path (POST /translate, /detect; GET /, /health, /languages, /metrics)\"}" -- /nope
 expect_http 405 "GET /translate" "{\"error\":\"method not allowed here (allowed: POST, OPTIONS)\"}" -- /translate
 check "405 names the allowed methods" grep -qi '^Allow: POST, OPTIONS' "$T/hhead"
 expect_http 405 "POST /health" "{\"error\":\"method not allowed here (allowed: GET, HEAD)\"}" -- --data-binary x /health
 expect_http 204 "a browser's preflight" "" -- -X OPTIONS /translate
+expect_http 204 "GET /favicon.ico: no icon, and no 404 in a browser's console" "" -- /favicon.ico
 expect_http 200 "the server still answers after all that" "{\"status\":\"ok\"}" -- /health
 # a client that goes away while its lines wait costs nothing more
 curl -s -m 0.05 --data-binary '{"text": ["Ein Hund läuft."]}' "$(url /translate)" >/dev/null 2>&1
@@ -300,7 +349,34 @@ expect_http 200 "the key as LibreTranslate's api_key" "{\"translatedText\":\"$li
 expect_http 200 "the key as api_key in a form" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.&source=de&target=en&api_key=s3cr3t-key' /translate
 expect_http 401 "a wrong api_key in a form" "{\"error\":\"missing or wrong API key\"}" -- -F 'q=Ein Hund' -F source=de -F target=en -F api_key=s3cr3t-kez /translate
 expect_http 200 "GET /health needs no key" "{\"status\":\"ok\"}" -- /health
+expect_http 401 "POST /detect needs the key too" "{\"error\":\"missing or wrong API key\"}" -- --data-binary 'q=Ein+Hund' /detect
+expect_http 200 "POST /detect with the key, no --source-lang: und" '[{"confidence":0.0,"language":"und"}]' -- --data-binary 'q=Ein+Hund&api_key=s3cr3t-key' /detect
 stop_server
+
+# SIGTERM after clients hung up mid-body (their last bytes and FIN at once):
+# they hold nothing; the exit follows the last real answer (here one that
+# waits 1.5 s for company) within a second, not --timeout-ms (30 s) later
+start_server hungup --batch-wait-ms 1500 || { cli_summary; exit 1; }
+curl -s --data-binary '{"text": "Ein Hund läuft."}' "$(url /translate)" >hungup.json && date +%s%N >hungup.t &
+cp=$!
+/usr/bin/python3 - "$PORT" <<'EOF_PY'
+import socket, sys
+for body in (b'{"text": "Ein Hu', b'{"q": "Ein', b'q=Ein+Hu'):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + body)
+    s.close()
+EOF_PY
+sleep 0.3
+t0=$(date +%s%N)
+stop_server TERM
+t1=$(date +%s%N)
+wait $cp
+check "SIGTERM after hung-up clients: exit 0" test "$SRC" = 0
+check "... the request in flight was answered" test "$(cat hungup.json)" = "{\"translations\":[\"$line1\"]}"
+check "... the exit came within a second of that answer ($(( (t1 - $(cat hungup.t)) / 1000000 )) ms), $(( (t1 - t0) / 1000000 )) ms after SIGTERM" \
+    test $(( (t1 - $(cat hungup.t)) / 1000000 )) -lt 1000 -a $(( (t1 - t0) / 1000000 )) -lt 2000
+check "... the hung-up clients were seen gone, not timed out" \
+    test "$(grep -c '"POST /translate" - - .*(connection closed)$' "$SLOG")" = 3
 
 # ---- usage and start-up errors ----
 expect_exit 2 "serve: unknown option" -- "$TFM" serve --prot 1

@@ -2,6 +2,7 @@
  * reader (both forms, JSON and form fields, limits, option checks), the
  * HTML splitter on hostile input, the JSON string writer and the metrics
  * page. The server as a whole: tests/cli_serve.sh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +69,15 @@ TEST(serve_request_errors)
         {"{\"text\": \"\\ud800\"}", 400, "malformed JSON at byte 11"},
         {"{\"text\": [\"a\", \"b\", \"c\", \"d\"]}", 413, "'text' has 4 lines, more than the 3 a request may hold"},
         {"{\"q\": \"a\", \"target\": \"en\"}", 400, "missing 'source' (LibreTranslate's form needs 'source' and 'target')"},
-        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"beam\": 2}", 400, "'beam' does not go with 'q'"},
+        {"{\"text\": \"a\", \"source\": \"de\"}", 400, "'source' does not go with 'text'"},
+        {"{\"text\": \"a\", \"apiKey\": \"\"}", 400, "unknown key 'apiKey'"},
+        {"{\"q\": null, \"source\": \"de\", \"target\": \"en\"}", 400, "missing 'q'"},
+        {"{\"q\": \"a\", \"source\": 5, \"target\": \"en\"}", 400, "'source' must be a string"},
+        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"\"}", 400, "missing 'target' (LibreTranslate's form needs 'source' and 'target')"},
+        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"alternatives\": 4}", 400, "'alternatives' must be at most 3 (the server's beam less one)"},
+        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"alternatives\": \"2x\"}", 400, "'alternatives' is not a number"},
+        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"alternatives\": []}", 400, "'alternatives' is not a number"},
+        {"{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"format\": 1}", 400, "'format' must be a string"},
         {"{\"q\": \"a\", \"source\": \"en\", \"target\": \"en\"}", 400, "en is not supported"},
     };
     Request r = {0};
@@ -86,6 +95,43 @@ TEST(serve_request_errors)
     const char nul[] = "{\"text\": \"a\0\"}";
     CHECK_EQ_INT(request_parse(&r, nul, sizeof nul - 1, &l, msg, sizeof msg), 400);
     CHECK(strcmp(msg, "contains a NUL byte at byte 12") == 0);
+    request_free(&r);
+}
+
+/* LibreTranslate's form as LibreTranslate reads it: unknown keys (and
+ * tfm's own) ignored, codes in any case, alternatives as Python's int(). */
+TEST(serve_request_libre_lenient)
+{
+    Request r = {0};
+    char msg[256];
+    CHECK_EQ_INT(parse(&r, "{\"q\": \"x\", \"source\": \"DE\", \"target\": \"En\", \"apiKey\": "
+                           "\"\", \"secret\": 1, \"text\": \"y\", \"beam\": 99, \"api_key\": null, "
+                           "\"format\": \"\"}", msg), 0);
+    CHECK(r.form == FORM_LIBRE && r.n == 1 && strcmp(r.lines[0], "x") == 0);
+    CHECK(!r.has_key && !r.is_html && r.opt.beam == 4 && r.opt.nbest == 1 && !r.detected);
+    CHECK_EQ_INT(parse(&r, "{\"q\": \"x\", \"source\": \"AUTO\", \"target\": \"en\", "
+                           "\"api_key\": 7}", msg), 0);
+    CHECK(r.detected && strcmp(r.detected, "de") == 0 && !r.has_key);
+    static const struct { const char *alt; int want; } alts[] = {
+        {"2.7", 2}, {"true", 1}, {"false", 0}, {"\" 2 \"", 2}, {"-5", 0}, {"null", 0}, {"\"-1\"", 0},
+    };
+    for (size_t i = 0; i < sizeof alts / sizeof *alts; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"q\": \"x\", \"source\": \"de\", \"target\": \"en\", "
+                 "\"alternatives\": %s}", alts[i].alt);
+        int st = parse(&r, body, msg);
+        if (st != 0 || r.alternatives != alts[i].want || r.opt.nbest != alts[i].want + 1)
+            test_fail(__FILE__, __LINE__, "alternatives %s: status %d, %d alternatives, nbest %d "
+                      "(expected %d)", alts[i].alt, st, r.alternatives, r.opt.nbest, alts[i].want);
+    }
+    /* a /detect body: only q is read, and it may come alone */
+    r.detect = true;
+    CHECK_EQ_INT(parse(&r, "{\"q\": [\"a\", \"b\"], \"api_key\": \"k\"}", msg), 0);
+    CHECK(r.detect && r.form == FORM_LIBRE && r.n == 2 && r.has_key);
+    CHECK_EQ_INT(parse(&r, "{\"text\": \"a\"}", msg), 400);
+    CHECK(strcmp(msg, "missing 'q'") == 0);
+    CHECK_EQ_INT(parse(&r, "{\"q\": 5}", msg), 400);
+    CHECK(strcmp(msg, "'q' must be a string or a list of strings") == 0);
     request_free(&r);
 }
 
@@ -226,9 +272,10 @@ TEST(serve_request_html_and_form)
     CHECK_EQ_INT(parse(&r, "{\"q\": \"a<b>b</b>c<i>d</i>\", \"source\": \"de\", \"target\": "
                            "\"en\", \"format\": \"html\"}", msg), 413);
     CHECK(strcmp(msg, "'q' has more than 3 text segments, the most a request may hold") == 0);
+    /* alternatives with HTML: none, as in LibreTranslate (one translation decoded) */
     CHECK_EQ_INT(parse(&r, "{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"format\": "
-                           "\"html\", \"alternatives\": 1}", msg), 400);
-    CHECK(strcmp(msg, "'alternatives' does not go with format 'html'") == 0);
+                           "\"html\", \"alternatives\": 1}", msg), 0);
+    CHECK(r.is_html && r.alternatives == 1 && r.opt.nbest == 1);
     CHECK_EQ_INT(parse(&r, "{\"q\": \"a\", \"source\": \"de\", \"target\": \"en\", \"format\": "
                            "\"xml\"}", msg), 400);
     CHECK(strcmp(msg, "format 'xml' is not supported (only 'text' or 'html')") == 0);

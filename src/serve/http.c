@@ -200,13 +200,25 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
     return request_form_add(&c->req, key, data, (size_t)off, size) ? MHD_YES : MHD_NO;
 }
 
+/* One of the URL's query arguments, as a form field: LibreTranslate reads
+ * them with the form's fields (Flask's request.values), so
+ * POST /translate?q=...&source=de&target=en works without a body. */
+static enum MHD_Result query_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+    Conn *c = cls;
+    (void)kind, (void)key_size;
+    return request_form_add(&c->req, key, value, 0, value ? value_size : 0) ? MHD_YES : MHD_NO;
+}
+
 static bool has_type(const char *type, const char *want)
 {
     return type && strncasecmp(type, want, strlen(want)) == 0;
 }
 
 /* The body's fields into c->req, as LibreTranslate takes them: a form
- * (urlencoded or multipart) through libmicrohttpd's decoder, else JSON.
+ * (urlencoded or multipart) through libmicrohttpd's decoder, after the
+ * URL's query arguments (also alone, with an empty body), else JSON.
  * curl -d sends JSON as urlencoded unless told: a body opening with '{'
  * or '[' is JSON whatever the type says. Returns 0 or the error's status. */
 static int read_body(Conn *c, char *msg, size_t size)
@@ -217,11 +229,16 @@ static int read_body(Conn *c, char *msg, size_t size)
                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
     size_t lead = 0;
     while (lead < c->body.len && strchr(" \t\r\n", body[lead])) lead++;
-    const bool form = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA) ||
-                      (has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED) &&
-                       (lead == c->body.len || (body[lead] != '{' && body[lead] != '[')));
+    const int n_query = MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    const bool multipart = has_type(type, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA);
+    const bool urlencoded = has_type(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED);
+    const bool empty = lead == c->body.len;
+    const bool form = multipart || (empty && n_query > 0) ||
+                      (urlencoded && (empty || (body[lead] != '{' && body[lead] != '[')));
     if (!form) return request_parse(&c->req, body, c->body.len, lim, msg, size);
     request_form_start(&c->req);
+    if (n_query > 0) MHD_get_connection_values_n(c->mc, MHD_GET_ARGUMENT_KIND, query_field, c);
+    if (!multipart && !urlencoded) return request_parse_form(&c->req, lim, msg, size);  /* no body */
     struct MHD_PostProcessor *pp = MHD_create_post_processor(c->mc, 4096, form_field, c);
     if (!pp) {
         snprintf(msg, size, "cannot read the form body (a multipart body needs its boundary in "
@@ -285,6 +302,10 @@ static enum MHD_Result start_translation(Conn *c)
         if (!c->key_ok) return respond_error(c, 401, "missing or wrong API key");
     }
     if (status) return respond_error(c, status, msg);
+    if (c->req.detect) {
+        reply_detect(&c->out, s->cfg.limits.source_lang);
+        return respond_json(c, 200);
+    }
     ServeJob *job = &c->job;
     const Request *r = &c->req;
     job->n = r->n;
@@ -320,13 +341,19 @@ static bool is_get(const char *method)
     return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 }
 
+/* The paths that take a body: POST /translate and LibreTranslate's /detect. */
+static bool is_post_path(const char *url)
+{
+    return strcmp(url, "/translate") == 0 || strcmp(url, "/detect") == 0;
+}
+
 /* A request's first call (its headers are in): answer it, or get ready
  * for its body. */
 static enum MHD_Result route(Conn *c, const char *url, const char *method)
 {
     HttpServer *s = c->srv;
     if (atomic_load(&s->stopping)) return respond_error(c, 503, "the server is shutting down");
-    if (strcmp(url, "/translate") == 0) {
+    if (is_post_path(url)) {
         if (strcmp(method, "OPTIONS") == 0) {       /* a browser's preflight */
             struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
                                                                      MHD_RESPMEM_PERSISTENT);
@@ -342,6 +369,7 @@ static enum MHD_Result route(Conn *c, const char *url, const char *method)
             return ret;
         }
         if (strcmp(method, "POST") != 0) return respond_405(c, "POST, OPTIONS");
+        c->req.detect = strcmp(url, "/detect") == 0;
         if (s->cfg.api_key) {
             const char *key = header_key(c);
             if (key) {
@@ -358,11 +386,23 @@ static enum MHD_Result route(Conn *c, const char *url, const char *method)
         c->phase = PHASE_BODY;
         return MHD_YES;
     }
+    if (strcmp(url, "/favicon.ico") == 0 && is_get(method)) {
+        /* no icon: 204 (a 404 is an error in the page's console on every load) */
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
+                                                                 MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=86400");
+        enum MHD_Result ret = MHD_queue_response(c->mc, 204, r);
+        MHD_destroy_response(r);
+        c->status = 204;
+        c->phase = PHASE_ANSWERED;
+        return ret;
+    }
     const bool page = strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0;
     const bool known = page || strcmp(url, "/health") == 0 || strcmp(url, "/metrics") == 0 ||
-                       strcmp(url, "/languages") == 0;
-    if (!known) return respond_error(c, 404, "no such path (POST /translate; GET /, /health, "
-                                             "/languages, /metrics)");
+                       strcmp(url, "/languages") == 0 || strcmp(url, "/favicon.ico") == 0;
+    if (!known) return respond_error(c, 404, "no such path (POST /translate, /detect; GET /, "
+                                             "/health, /languages, /metrics)");
     if (!is_get(method)) return respond_405(c, "GET, HEAD");
     if (page) return respond_with(c, 200, "text/html; charset=utf-8", serve_page, serve_page_len);
     buf_reset(&c->out);
@@ -397,7 +437,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         /* POST /translate is checked as its headers come (401, 413 before
          * the body is read); the rest is answered once the request is all
          * in, which keeps the connection open for the next one */
-        if (strcmp(url, "/translate") == 0 && strcmp(method, "POST") == 0)
+        if (is_post_path(url) && strcmp(method, "POST") == 0)
             return route(c, url, method);
         return MHD_YES;
     }
@@ -435,6 +475,9 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     if (!c) return;
     *con_cls = NULL;
     const double secs = clock_now_s() - c->t0;
+    /* a job whose client left (499) is ended here: libmicrohttpd sees the
+     * closed socket on resuming, before the answer could be given */
+    if (!c->status && c->phase == PHASE_DONE) c->status = c->job.status;
     if (c->status) metrics_request(s->metrics, c->status, secs);
     if (s->cfg.log) {
         Buf *l = &s->log;
@@ -492,7 +535,11 @@ TfmStatus http_start(HttpServer **out, const HttpConfig *cfg, LineQueue *batcher
     s->metrics = metrics;
     atomic_init(&s->open, 0);
     atomic_init(&s->stopping, false);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
+    /* poll(), not epoll: under libmicrohttpd 0.9.75's epoll a client that
+     * sent half a body and closed at once (its last bytes and FIN together)
+     * was seen gone only at --timeout-ms, and held a SIGTERM's stop that
+     * long; poll() sees the close at once (tests/cli_serve.sh times it) */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
     if (sa.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     const unsigned idle_s = (unsigned)((cfg->timeout_ms + 999) / 1000);
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,

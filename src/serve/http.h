@@ -1,8 +1,8 @@
 /* http: the server's HTTP side, over GNU libmicrohttpd (the one file that
  * includes <microhttpd.h>). One polling thread reads requests, answers GET
- * routes at once, and hands POST /translate's lines to the batcher with the
- * connection suspended; the worker's callback resumes it and the answer
- * goes out. No request waits on decoding to be read. */
+ * routes and POST /detect at once, and hands POST /translate's lines to the
+ * batcher with the connection suspended; the worker's callback resumes it
+ * and the answer goes out. No request waits on decoding to be read. */
 #ifndef TFM_SERVE_HTTP_H
 #define TFM_SERVE_HTTP_H
 

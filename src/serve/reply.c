@@ -54,17 +54,26 @@ static void put_best(Buf *o, const Request *r, const ServeJob *job, bool list)
     if (list) buf_puts(o, "]");
 }
 
+/* LibreTranslate's {"confidence", "language"} for lang: nothing is
+ * detected, so the server's source language at 100 ("und": 0). Written as
+ * LibreTranslate writes them (Python floats). */
+static void put_guess(Buf *o, const char *lang)
+{
+    buf_puts(o, "{\"confidence\":");
+    buf_puts(o, strcmp(lang, "und") == 0 ? "0.0" : "100.0");
+    buf_puts(o, ",\"language\":");
+    buf_json_string(o, lang, strlen(lang));
+    buf_puts(o, "}");
+}
+
 /* LibreTranslate's answer to "source": "auto": the language, for each text. */
 static void put_detected(Buf *o, const Request *r)
 {
     buf_puts(o, ",\"detectedLanguage\":");
     if (r->list) buf_puts(o, "[");
     for (int i = 0; i < (r->list ? r->n_docs : 1); i++) {
-        buf_puts(o, i ? ",{\"confidence\":" : "{\"confidence\":");
-        buf_puts(o, strcmp(r->detected, "und") == 0 ? "0" : "100");
-        buf_puts(o, ",\"language\":");
-        buf_json_string(o, r->detected, strlen(r->detected));
-        buf_puts(o, "}");
+        if (i) buf_puts(o, ",");
+        put_guess(o, r->detected);
     }
     if (r->list) buf_puts(o, "]");
 }
@@ -91,14 +100,15 @@ static void put_nbest(Buf *o, const ServeJob *job)
     buf_puts(o, "]");
 }
 
-/* LibreTranslate's alternatives: the 2nd to nbest-th translations. */
-static void put_alternatives(Buf *o, const ServeJob *job, bool list)
+/* LibreTranslate's alternatives: the 2nd to nbest-th translations (none
+ * for HTML, where LibreTranslate has none either). */
+static void put_alternatives(Buf *o, const Request *r, const ServeJob *job)
 {
     const int nbest = job->opt.nbest;
-    if (list) buf_puts(o, "[");
-    for (int i = 0; i < job->n; i++) {
+    if (r->list) buf_puts(o, "[");
+    for (int i = 0; i < (r->list ? r->n_docs : 1); i++) {
         buf_puts(o, i ? ",[" : "[");
-        for (int h = 1, k = 0; h < nbest; h++) {
+        for (int h = 1, k = 0; !r->is_html && h < nbest; h++) {
             const JobHyp *hy = &job->hyps[(size_t)i * nbest + h];
             if (hy->len < 0) continue;
             if (k++) buf_puts(o, ",");
@@ -106,7 +116,7 @@ static void put_alternatives(Buf *o, const ServeJob *job, bool list)
         }
         buf_puts(o, "]");
     }
-    if (list) buf_puts(o, "]");
+    if (r->list) buf_puts(o, "]");
 }
 
 static void put_warnings(Buf *o, const ServeJob *job)
@@ -131,7 +141,7 @@ void reply_translations(Buf *o, const Request *r, const ServeJob *job)
         put_best(o, r, job, r->list);
         if (r->alternatives > 0) {
             buf_puts(o, ",\"alternatives\":");
-            put_alternatives(o, job, r->list);
+            put_alternatives(o, r, job);
         }
         if (r->detected) put_detected(o, r);
     } else {
@@ -169,6 +179,14 @@ static void put_language(Buf *o, const char *code, const char *target)
     buf_puts(o, ",\"targets\":[");
     if (target) buf_json_string(o, target, strlen(target));
     buf_puts(o, "]}");
+}
+
+void reply_detect(Buf *o, const char *source)
+{
+    buf_reset(o);
+    buf_puts(o, "[");
+    put_guess(o, source ? source : "und");
+    buf_puts(o, "]\n");
 }
 
 void reply_languages(Buf *o, const char *source, const char *target)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cjson/cJSON.h>
 
 #include "base/text.h"
@@ -169,23 +170,23 @@ static bool get_string(const cJSON *v, const char **out, char *msg, size_t size)
     return true;
 }
 
-/* The fields of the object o, checked; the form is known from its keys. */
-static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, char *msg, size_t size)
+/* tfm's form, strict: its keys only, each checked. */
+static int read_tfm(Request *r, const cJSON *o, const RequestLimits *lim, char *msg, size_t size)
 {
+    static const char *const libre_only[] = {"source", "target", "format", "api_key",
+                                             "alternatives"};
     const cJSON *lines = NULL;
-    const char *source = NULL, *target = NULL, *format = NULL;
     bool have_beam = false, have_nbest = false;
+    r->form = FORM_TFM;
     for (const cJSON *v = o->child; v; v = v->next) {
         const char *k = v->string;
         bool ok = true;
-        if (strcmp(k, "text") == 0 || strcmp(k, "q") == 0) {
+        if (strcmp(k, "text") == 0) {
             if (lines) {
-                snprintf(msg, size, "'%s' and '%s' both given: one list of lines a request",
-                         lines->string, k);
+                snprintf(msg, size, "'text' given twice: one list of lines a request");
                 return 400;
             }
             lines = v;
-            r->form = k[0] == 'q' ? FORM_LIBRE : FORM_TFM;
         } else if (strcmp(k, "beam") == 0) {
             ok = get_int(v, 1, lim->max_beam, &r->opt.beam, msg, size);
             have_beam = true;
@@ -196,22 +197,12 @@ static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, cha
             have_nbest = r->want_nbest = true;
         } else if (strcmp(k, "max_len_b") == 0) {
             ok = get_int(v, 0, DECODE_MAX_LEN_B, &r->opt.max_len_b, msg, size);
-        } else if (strcmp(k, "source") == 0) {
-            ok = get_string(v, &source, msg, size);
-        } else if (strcmp(k, "target") == 0) {
-            ok = get_string(v, &target, msg, size);
-        } else if (strcmp(k, "format") == 0) {
-            ok = get_string(v, &format, msg, size);
-        } else if (strcmp(k, "api_key") == 0) {
-            const char *key;
-            if ((ok = get_string(v, &key, msg, size))) {
-                buf_reset(&r->key);
-                buf_puts(&r->key, key);
-                r->has_key = true;
-            }
-        } else if (strcmp(k, "alternatives") == 0) {
-            ok = get_int(v, 0, lim->max_beam - 1, &r->alternatives, msg, size);
         } else {
+            for (size_t i = 0; i < sizeof libre_only / sizeof *libre_only; i++)
+                if (strcmp(k, libre_only[i]) == 0) {
+                    snprintf(msg, size, "'%s' does not go with 'text'", k);
+                    return 400;
+                }
             snprintf(msg, size, "unknown key '%.64s'", k);
             return 400;
         }
@@ -221,53 +212,126 @@ static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, cha
         snprintf(msg, size, "missing 'text' (or LibreTranslate's 'q')");
         return 400;
     }
-    static const char *const tfm_only[] = {"beam", "alpha", "nbest", "max_len_b"};
-    static const char *const libre_only[] = {"source", "target", "format", "api_key",
-                                             "alternatives"};
-    const char *const *other = r->form == FORM_TFM ? libre_only : tfm_only;
-    const int n_other = r->form == FORM_TFM ? 5 : 4;
-    for (int i = 0; i < n_other; i++)
-        if (cJSON_GetObjectItemCaseSensitive(o, other[i])) {
-            snprintf(msg, size, "'%s' does not go with '%s'", other[i], lines->string);
-            return 400;
-        }
-    if (r->form == FORM_LIBRE) {
-        if (!source || !target) {
-            snprintf(msg, size, "missing '%s' (LibreTranslate's form needs 'source' and 'target')",
-                     source ? "target" : "source");
-            return 400;
-        }
-        r->is_html = format && strcmp(format, "html") == 0;
-        if (format && !r->is_html && strcmp(format, "text") != 0) {
-            snprintf(msg, size, "format '%.32s' is not supported (only 'text' or 'html')", format);
-            return 400;
-        }
-        if (r->is_html && r->alternatives > 0) {
-            snprintf(msg, size, "'alternatives' does not go with format 'html'");
-            return 400;
-        }
-        /* no detection: the model translates from one language */
-        if (strcmp(source, "auto") == 0) r->detected = lim->source_lang ? lim->source_lang : "und";
-        if (lim->source_lang && strcmp(source, "auto") != 0 && strcmp(source, lim->source_lang) != 0) {
-            snprintf(msg, size, "%.32s is not supported", source);
-            return 400;
-        }
-        if (lim->target_lang && strcmp(target, lim->target_lang) != 0) {
-            snprintf(msg, size, "%.32s is not supported", target);
-            return 400;
-        }
-        if (r->alternatives > 0) {
-            r->opt.nbest = r->alternatives + 1;
-            if (r->opt.beam < r->opt.nbest) r->opt.beam = r->opt.nbest;
-        }
-    }
     if (have_nbest && r->opt.nbest > r->opt.beam) {
         snprintf(msg, size, "'nbest' %d is larger than the beam (%d)%s", r->opt.nbest, r->opt.beam,
                  have_beam ? "" : ": give 'beam' too");
         return 400;
     }
-    if (!have_nbest && r->form == FORM_TFM) r->opt.nbest = 1;
+    if (!have_nbest) r->opt.nbest = 1;
     return get_lines(r, lines, lim, msg, size);
+}
+
+/* LibreTranslate's "alternatives" as it reads it (Python's int() of the
+ * value, then at least 0): a number, cut to an integer; true or false; a
+ * string of an integer; null (LibreTranslate fails on it) is taken as 0. */
+static bool get_alternatives(const cJSON *v, int max, int *out, char *msg, size_t size)
+{
+    double d = 0;
+    if (cJSON_IsNumber(v)) {
+        d = trunc(v->valuedouble);
+    } else if (cJSON_IsBool(v)) {
+        d = cJSON_IsTrue(v);
+    } else if (cJSON_IsString(v)) {
+        char *end;
+        const char *s = v->valuestring;
+        while (*s && strchr(" \t\r\n", *s)) s++;
+        long n = strtol(s, &end, 10);
+        while (*end && strchr(" \t\r\n", *end)) end++;
+        if (end == s || *end) {
+            snprintf(msg, size, "'alternatives' is not a number");
+            return false;
+        }
+        d = (double)n;
+    } else if (!cJSON_IsNull(v)) {
+        snprintf(msg, size, "'alternatives' is not a number");
+        return false;
+    }
+    if (d > max) {
+        snprintf(msg, size, "'alternatives' must be at most %d (the server's beam less one)", max);
+        return false;
+    }
+    *out = d > 0 ? (int)d : 0;
+    return true;
+}
+
+/* A language code as LibreTranslate takes it: a string, any case; NULL
+ * when missing, null or empty ("missing" to LibreTranslate). */
+static bool get_lang(const cJSON *v, const char **out, char *msg, size_t size)
+{
+    *out = NULL;
+    if (!v || cJSON_IsNull(v)) return true;
+    if (!get_string(v, out, msg, size)) return false;
+    if (!**out) *out = NULL;
+    return true;
+}
+
+/* LibreTranslate's form, read as LibreTranslate reads it: its own keys
+ * (the last of a key given twice, as Python's json keeps it), every other
+ * key ignored: clients send "apiKey", "secret", ... and tfm's "text" or
+ * "beam" beside "q" are LibreTranslate's unknown keys too. A /detect body
+ * (r->detect) needs only "q". */
+static int read_libre(Request *r, const cJSON *o, const RequestLimits *lim, char *msg, size_t size)
+{
+    const cJSON *q = NULL, *src = NULL, *tgt = NULL, *fmt = NULL, *alt = NULL, *key = NULL;
+    r->form = FORM_LIBRE;
+    for (const cJSON *v = o->child; v; v = v->next) {
+        const char *k = v->string;
+        if (strcmp(k, "q") == 0) q = v;
+        else if (strcmp(k, "source") == 0) src = v;
+        else if (strcmp(k, "target") == 0) tgt = v;
+        else if (strcmp(k, "format") == 0) fmt = v;
+        else if (strcmp(k, "alternatives") == 0) alt = v;
+        else if (strcmp(k, "api_key") == 0) key = v;
+    }
+    if (key && cJSON_IsString(key)) {       /* null (Mastodon without a key) or another type: none */
+        buf_reset(&r->key);
+        buf_puts(&r->key, key->valuestring);
+        r->has_key = true;
+    }
+    if (!q || cJSON_IsNull(q)) {
+        snprintf(msg, size, "missing 'q'");
+        return 400;
+    }
+    if (r->detect) return get_lines(r, q, lim, msg, size);
+    const char *source, *target, *format = NULL;
+    if (!get_lang(src, &source, msg, size) || !get_lang(tgt, &target, msg, size)) return 400;
+    if (!source || !target) {
+        snprintf(msg, size, "missing '%s' (LibreTranslate's form needs 'source' and 'target')",
+                 source ? "target" : "source");
+        return 400;
+    }
+    if (fmt && !cJSON_IsNull(fmt) && !get_string(fmt, &format, msg, size)) return 400;
+    r->is_html = format && strcmp(format, "html") == 0;
+    if (format && *format && !r->is_html && strcmp(format, "text") != 0) {
+        snprintf(msg, size, "format '%.32s' is not supported (only 'text' or 'html')", format);
+        return 400;
+    }
+    if (alt && !get_alternatives(alt, lim->max_beam - 1, &r->alternatives, msg, size)) return 400;
+    /* no detection: the model translates from one language */
+    const bool auto_source = strcasecmp(source, "auto") == 0;
+    if (auto_source) r->detected = lim->source_lang ? lim->source_lang : "und";
+    if (lim->source_lang && !auto_source && strcasecmp(source, lim->source_lang) != 0) {
+        snprintf(msg, size, "%.32s is not supported", source);
+        return 400;
+    }
+    if (lim->target_lang && strcasecmp(target, lim->target_lang) != 0) {
+        snprintf(msg, size, "%.32s is not supported", target);
+        return 400;
+    }
+    /* HTML has no alternatives in LibreTranslate: it answers empty lists */
+    if (r->alternatives > 0 && !r->is_html) {
+        r->opt.nbest = r->alternatives + 1;
+        if (r->opt.beam < r->opt.nbest) r->opt.beam = r->opt.nbest;
+    }
+    return get_lines(r, q, lim, msg, size);
+}
+
+/* The fields of the object o: "q" (or a /detect body) is LibreTranslate's
+ * form, anything else tfm's. */
+static int read_fields(Request *r, const cJSON *o, const RequestLimits *lim, char *msg, size_t size)
+{
+    if (r->detect || cJSON_GetObjectItemCaseSensitive(o, "q")) return read_libre(r, o, lim, msg, size);
+    return read_tfm(r, o, lim, msg, size);
 }
 
 static void reset(Request *r, const RequestLimits *lim)

@@ -1,9 +1,12 @@
-/* request: a POST /translate body read and checked, in either form it
- * accepts: tfm's {"text": "line" | ["line", ...], "beam", "alpha", "nbest",
- * "max_len_b"} or LibreTranslate's {"q", "source", "target", "format",
- * "api_key", "alternatives"}, as JSON or as form fields (LibreTranslate
- * takes both; the HTTP side decodes the form). With "format": "html" each
- * text of "q" is a document whose text segments are the lines (serve/html.h).
+/* request: a POST /translate or /detect body read and checked, in either
+ * form it accepts: tfm's {"text": "line" | ["line", ...], "beam", "alpha",
+ * "nbest", "max_len_b"}, strict (an unknown key is an error), or, when "q"
+ * is there, LibreTranslate's {"q", "source", "target", "format", "api_key",
+ * "alternatives"}, read as LibreTranslate reads it (other keys ignored,
+ * language codes in any case, "alternatives" as Python's int() takes it),
+ * as JSON or as form fields (LibreTranslate takes both; the HTTP side
+ * decodes the form). With "format": "html" each text of "q" is a document
+ * whose text segments are the lines (serve/html.h).
  * The lines are copied out of the JSON, so the parse tree is gone when
  * request_parse returns; the Request keeps its memory for the next body. */
 #ifndef TFM_SERVE_REQUEST_H
@@ -32,6 +35,7 @@ typedef struct {
 } HtmlPiece;
 
 typedef struct {
+    bool detect;                /* set by the caller: a /detect body (only "q" is read) */
     RequestForm form;
     bool list;                  /* the lines came as a list (else one string) */
     int n;                      /* lines */

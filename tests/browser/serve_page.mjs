@@ -1,8 +1,10 @@
 // serve_page.mjs: a real browser through the page `tfm serve` serves.
 // Opens URL in Debian's chromium (headless, through playwright-core; it
 // never downloads a browser), types SENTENCE into the text box, clicks
-// Translate, waits for the translation and prints {"translation", "time"}
-// as JSON. Saves a screenshot of the page on a desktop and on a phone, side
+// Translate, waits for the translation and prints {"translation", "time",
+// "console_errors"} as JSON: the errors are every error the page's console
+// showed (a resource that failed to load, such as a 404 favicon, is one) and
+// every uncaught exception. Saves a screenshot of the page on a desktop and on a phone, side
 // by side, to SHOT (PNG).
 //   node serve_page.mjs URL SENTENCE SHOT PROFILE_DIR
 import { chromium } from 'playwright-core';
@@ -19,7 +21,11 @@ const context = await chromium.launchPersistentContext(profile, {
 try {
   const page = await context.newPage();
   page.setDefaultTimeout(60000);
+  const consoleErrors = [];
+  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', e => consoleErrors.push('uncaught: ' + e.message));
   await page.goto(url);
+  await page.waitForLoadState('networkidle');   // the favicon's request too
   await page.fill('#src', sentence);
   await page.click('#go');
   await page.waitForFunction(() => /ms$/.test(document.getElementById('time').textContent) ||
@@ -40,7 +46,7 @@ try {
     src="${img(desktop)}"><img style="box-shadow:0 2px 8px #0003" src="${img(phone)}"></body>`);
   await side.waitForLoadState('load');
   await side.screenshot({ path: shot });
-  console.log(JSON.stringify({ translation, time }));
+  console.log(JSON.stringify({ translation, time, console_errors: consoleErrors }));
 } finally {
   await context.close();
 }

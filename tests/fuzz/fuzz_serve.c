@@ -1,9 +1,10 @@
 /* fuzz_serve: tfm serve's request reader, on what any client may send. The
  * first byte picks the path: 0 a JSON body (request_parse), 1 form fields
  * (the rest is key\0value\0..., each value handed over in two parts as a
- * form decoder may), 2 an HTML document alone (html_split). A request that
+ * form decoder may), 2 an HTML document alone (html_split), modulo 3; with
+ * its top bit set, a JSON or form body is POST /detect's. A request that
  * is read is answered as if each line translated to itself, through the
- * reply writer: the answer must be valid JSON. The HTML splitter's pieces
+ * reply writer (/detect's answer for /detect): the answer must be valid JSON. The HTML splitter's pieces
  * must lie in the document, in order, and its segments be trimmed and
  * non-empty. */
 #include <cjson/cJSON.h>
@@ -48,7 +49,8 @@ static void answer(const Request *r)
         }
     }
     Buf o = {0};
-    reply_translations(&o, r, &job);
+    if (r->detect) reply_detect(&o, "de");
+    else reply_translations(&o, r, &job);
     if (o.failed) abort();
     cJSON *root = cJSON_Parse(o.p);
     if (!root) abort();
@@ -69,6 +71,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     lim.defaults.alpha = 0.6f;
     static Request r;       /* kept from input to input, as the server keeps it */
     char msg[256];
+    r.detect = (data[0] & 0x80) != 0;
     if (mode == 0) {
         if (request_parse(&r, s, n, &lim, msg, sizeof msg) == 0) answer(&r);
     } else if (mode == 1) {
