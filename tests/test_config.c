@@ -295,7 +295,7 @@ static const BadCase bad_cases[] = {
     {"{\"Model\": {}, " DATA "}", "Model: unknown key (did you mean model?)", TFM_ERR_CONFIG},
     {"{\"decoder\": {}, " DATA "}", "decoder: unknown key (did you mean decode?)", TFM_ERR_CONFIG},
     {"{\"train.lr\": {}, " DATA "}", "\"train.lr\": unknown key", TFM_ERR_CONFIG},
-    {"{\"a\\nb\": 1}", "\"a\\u000ab\": unknown key", TFM_ERR_CONFIG},
+    {"{\"a\\nb\": 1}", "\"a\\nb\": unknown key", TFM_ERR_CONFIG},
     {"{" DATA ", \"model\": {\"d_model\": 500}}",
      "model.heads: 8 heads do not divide model.d_model 500", TFM_ERR_CONFIG},
     {"{\n  " DATA ",\n}", "line 3 column 1: invalid JSON near '}'", TFM_ERR_CONFIG},

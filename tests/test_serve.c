@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "test.h"
-#include "serve/buf.h"
+#include "base/buf.h"
 #include "serve/html.h"
 #include "serve/metrics.h"
 #include "serve/request.h"

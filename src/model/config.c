@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/path.h"
 #include "base/text.h"
 #include "model/config_schema.h"
@@ -189,10 +190,14 @@ static void quote(char *buf, size_t n, const char *s, size_t limit)
             o += 3;
             break;
         }
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { buf[o++] = '\\'; buf[o++] = (char)c; }
-        else if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(buf + o, n - o, "\\u%04x", c);
-        else buf[o++] = (char)c;
+        char esc[8];
+        const int e = json_escape_byte((unsigned char)s[i], esc);
+        if (e) {
+            memcpy(buf + o, esc, (size_t)e);
+            o += (size_t)e;
+        } else {
+            buf[o++] = s[i];
+        }
     }
     buf[o++] = '"';
     buf[o] = '\0';

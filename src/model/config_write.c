@@ -9,48 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "model/config.h"
 #include "model/config_schema.h"
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} Buf;
-
-static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_printf(Buf *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) { b->failed = true; return; }
-        if ((size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *p = xrealloc(b->p, cap, NULL);
-        if (!p) { b->failed = true; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
-static void buf_string(Buf *b, const char *s)
-{
-    buf_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
-        else if (c == '\n') buf_printf(b, "\\n");
-        else if (c == '\t') buf_printf(b, "\\t");
-        else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\u%04x", c);
-        else buf_printf(b, "%c", c);
-    }
-    buf_printf(b, "\"");
-}
+/* s as a JSON string literal. */
+static void buf_string(Buf *b, const char *s) { buf_json_string(b, s, strlen(s)); }
 
 static const void *cfield(const TfmConfig *cfg, const KeySpec *k)
 {
@@ -216,9 +181,7 @@ static int split_path(const char *path, char comp[4][32])
 
 char *config_to_json(const TfmConfig *cfg)
 {
-    Buf b = {NULL, 0, 0, false};
-    if (!(b.p = xmalloc(2048, NULL))) return NULL;
-    b.cap = 2048;
+    Buf b = {0};
     char open_[4][32] = {{0}};   /* the objects currently open, below the root */
     int depth = 0;
     bool comma[5] = {false};     /* does level d already hold a member? */
@@ -245,8 +208,8 @@ char *config_to_json(const TfmConfig *cfg)
         buf_printf(&b, "\n%*s}", 2 * depth, "");
     buf_printf(&b, "\n}\n");
     if (b.failed) {
-        free(b.p);
+        buf_free(&b);
         return NULL;
     }
-    return b.p;
+    return b.p;             /* the caller frees it */
 }

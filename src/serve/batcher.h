@@ -19,7 +19,7 @@
 
 #include "base/err.h"
 #include "decode/batch.h"
-#include "serve/buf.h"
+#include "base/buf.h"
 #include "serve/metrics.h"
 
 typedef struct {

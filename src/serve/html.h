@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "serve/buf.h"
+#include "base/buf.h"
 
 typedef struct {
     /* s[0..n) of the document, to be kept as it is */

@@ -6,7 +6,7 @@
 #define TFM_SERVE_METRICS_H
 
 #include "base/err.h"
-#include "serve/buf.h"
+#include "base/buf.h"
 
 typedef struct Metrics Metrics;
 

@@ -3,7 +3,7 @@
 #define TFM_SERVE_REPLY_H
 
 #include "serve/batcher.h"
-#include "serve/buf.h"
+#include "base/buf.h"
 #include "serve/request.h"
 
 /* {"error": "msg"} */

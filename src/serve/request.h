@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "decode/decoder.h"
-#include "serve/buf.h"
+#include "base/buf.h"
 #include "serve/html.h"
 
 typedef enum { FORM_TFM, FORM_LIBRE } RequestForm;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "text/bpe_internal.h"
+#include "text/unicode.h"
 #include "base/text.h"
 
 /* Distinct words with their counts. A key is a flag byte (1 = starts with the
@@ -207,17 +208,8 @@ static TfmStatus learn_alphabet(Bpe *b, const WordTable *t, int vocab_size, TfmE
     qsort(cc, k, sizeof *cc, char_count_cmp);
     for (size_t i = 0; i < k && b->n_pieces < vocab_size && cc[i].count >= 2; i++) {
         unsigned char u[4];
-        uint32_t cp = cc[i].cp;
-        int l;
-        if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | cp >> 6); u[1] = (unsigned char)(0x80 | (cp & 63)); l = 2; }
-        else if (cp < 0x10000) {
-            u[0] = (unsigned char)(0xE0 | cp >> 12); u[1] = (unsigned char)(0x80 | (cp >> 6 & 63));
-            u[2] = (unsigned char)(0x80 | (cp & 63)); l = 3;
-        } else {
-            u[0] = (unsigned char)(0xF0 | cp >> 18); u[1] = (unsigned char)(0x80 | (cp >> 12 & 63));
-            u[2] = (unsigned char)(0x80 | (cp >> 6 & 63)); u[3] = (unsigned char)(0x80 | (cp & 63)); l = 4;
-        }
-        if (bpe_add_piece(b, KIND_CHAR, (const char *)u, (size_t)l, err) < 0) { st = err->status; goto fail; }
+        const size_t l = unicode_encode(cc[i].cp, u);
+        if (bpe_add_piece(b, KIND_CHAR, (const char *)u, l, err) < 0) { st = err->status; goto fail; }
     }
 fail:
     u64map_free(&counts);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/buf.h"
 
 /* Plain lines every 10 s; the live line at most 10 times a second. */
 static const double PLAIN_EVERY_S = 10, LIVE_EVERY_S = 0.1;
@@ -114,8 +115,9 @@ TfmStatus progress_log_init(Progress *p, const char *path, uint64_t checksum, Tf
     if (!p->log) return TFM_OK;
     fprintf(p->log, "{\"step\": 0, \"epoch\": 1, \"init\": \"");
     for (const char *c = path; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(p->log, "\\%c", *c);
-        else if ((unsigned char)*c < 0x20) fprintf(p->log, "\\u%04x", (unsigned char)*c);
+        char esc[8];
+        const int e = json_escape_byte((unsigned char)*c, esc);
+        if (e) fwrite(esc, 1, (size_t)e, p->log);
         else fputc(*c, p->log);
     }
     fprintf(p->log, "\", \"init_checksum\": \"%016llx\"}\n", (unsigned long long)checksum);

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/buf.h"
+#include "base/buf.h"
+
+#include "base/err.h"
 
 void buf_reset(Buf *b)
 {
@@ -17,15 +19,12 @@ static bool reserve(Buf *b, size_t extra)
 {
     if (b->failed) return false;
     if (b->len + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
+    void *p = b->p;
+    if (xgrow(&p, &b->cap, b->len + extra + 1, 1, NULL) != TFM_OK) {
         b->failed = true;
         return false;
     }
     b->p = p;
-    b->cap = cap;
     return true;
 }
 
@@ -58,31 +57,36 @@ void buf_printf(Buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void buf_json_chars(Buf *b, const char *s, size_t n)
+int json_escape_byte(unsigned char c, char esc[8])
 {
     static const char hex[] = "0123456789abcdef";
+    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) return 0;
+    esc[0] = '\\';
+    switch (c) {
+    case '"': esc[1] = '"'; return 2;
+    case '\\': esc[1] = '\\'; return 2;
+    case '\n': esc[1] = 'n'; return 2;
+    case '\r': esc[1] = 'r'; return 2;
+    case '\t': esc[1] = 't'; return 2;
+    default:
+        memcpy(esc + 1, "u00", 3);
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        return 6;
+    }
+}
+
+void buf_json_chars(Buf *b, const char *s, size_t n)
+{
     if (!reserve(b, n)) return;
     size_t run = 0;     /* bytes copied as they are, in one go */
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        char esc[8];
+        const int e = json_escape_byte((unsigned char)s[i], esc);
+        if (!e) continue;
         buf_put(b, s + run, i - run);
+        buf_put(b, esc, (size_t)e);
         run = i + 1;
-        char esc[7] = {'\\', 0};
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            buf_put(b, esc, 6);
-            continue;
-        }
-        buf_put(b, esc, 2);
     }
     buf_put(b, s + run, n - run);
 }
