@@ -314,3 +314,34 @@ TEST(serve_request_html_and_form)
     CHECK(strcmp(msg, "missing 'text' (or LibreTranslate's 'q')") == 0);
     request_free(&r);
 }
+
+/* Out of memory at every allocation a request's parse makes (the failing
+ * allocator of base/err.h reaches serve's buffers and arrays): each failure
+ * is a 500 "out of memory", never a crash, and the same Request then parses
+ * the body whole. */
+TEST(serve_request_out_of_memory)
+{
+    char body[4096], *p = body;
+    p += sprintf(p, "{\"q\": [");
+    for (int i = 0; i < 3; i++) p += sprintf(p, "%s\"Zeile %d\"", i ? ", " : "", i);
+    sprintf(p, "], \"source\": \"de\", \"target\": \"en\", \"format\": \"text\", \"apiKey\": \"\"}");
+    int failed = 0;
+    for (long k = 0; k < 200; k++) {
+        Request r = {0};
+        char msg[256];
+        err_fail_alloc_after(k);
+        const int st = parse(&r, body, msg);
+        err_fail_alloc_after(-1);
+        if (st == 0) {
+            CHECK(r.n > 0);
+            request_free(&r);
+            break;
+        }
+        CHECK_EQ_INT(st, 500);
+        CHECK(strcmp(msg, "out of memory") == 0);
+        failed++;
+        CHECK_EQ_INT(parse(&r, body, msg), 0);
+        request_free(&r);
+    }
+    CHECK(failed > 3);
+}

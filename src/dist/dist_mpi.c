@@ -90,7 +90,7 @@ static bool add_request(MPI_Request r)
 {
     if (n_pending == cap_pending) {
         int cap = cap_pending ? 2 * cap_pending : 64;
-        MPI_Request *p = realloc(pending, (size_t)cap * sizeof *p);
+        MPI_Request *p = xrealloc(pending, (size_t)cap * sizeof *p, NULL);
         if (!p) return false;
         pending = p;
         cap_pending = cap;

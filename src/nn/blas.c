@@ -173,8 +173,8 @@ static double time_product(const GemmArgs *g, bool bf16, int reps)
 double blas_bf16_speedup(int m, int n, int k)
 {
     if (!bf16_available() || m <= 0 || n <= 0 || k <= 0) return 0;
-    float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b),
-          *c = malloc((size_t)m * n * sizeof *c);
+    float *a = xmalloc((size_t)m * k * sizeof *a, NULL), *b = xmalloc((size_t)k * n * sizeof *b, NULL),
+          *c = xmalloc((size_t)m * n * sizeof *c, NULL);
     double ratio = 0;
     if (a && b && c) {
         for (size_t i = 0; i < (size_t)m * k; i++) a[i] = (float)(i % 17) * 0.125f - 1.0f;

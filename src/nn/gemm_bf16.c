@@ -353,7 +353,7 @@ static const uint16_t *rounded(const float *src, int rows, int cols, int ld, int
     struct Rounded *r = &S.slot[S.used];
     const size_t n = (size_t)pad_rows * pad_cols;
     if (n > r->cap) {
-        uint16_t *p = realloc(r->data, n * sizeof *p);
+        uint16_t *p = xrealloc(r->data, n * sizeof *p, NULL);
         if (!p) return NULL;
         r->data = p;
         r->cap = n;

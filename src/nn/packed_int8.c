@@ -495,15 +495,15 @@ static bool scratch_rows(const PackedInt8 *p, int n)
     Int8Scratch *s = p->scratch;
     const size_t bytes = (size_t)n * 4 * (size_t)p->groups;
     if (bytes > s->bytes) {
-        int8_t *q = realloc(s->q, bytes);
+        int8_t *q = xrealloc(s->q, bytes, NULL);
         if (q) s->q = q;
-        uint8_t *aux = realloc(s->aux, bytes);
+        uint8_t *aux = xrealloc(s->aux, bytes, NULL);
         if (aux) s->aux = aux;
         if (!q || !aux) return false;
         s->bytes = bytes;
     }
     if ((size_t)n > s->rows) {
-        float *sc = realloc(s->s, (size_t)n * sizeof *sc);
+        float *sc = xrealloc(s->s, (size_t)n * sizeof *sc, NULL);
         if (!sc) return false;
         s->s = sc;
         s->rows = (size_t)n;

@@ -315,7 +315,7 @@ static bool round_inputs(const PackedLinear *p, const float *x, int n)
     PackedScratch *s = p->scratch;
     const size_t need = (size_t)n * pairs;
     if (need > s->cap) {
-        uint32_t *nx = realloc(s->x, need * sizeof *nx);
+        uint32_t *nx = xrealloc(s->x, need * sizeof *nx, NULL);
         if (!nx) return false;
         s->x = nx;
         s->cap = need;

@@ -44,16 +44,16 @@ bool job_reserve(ServeJob *job, int n, int nbest)
 {
     if (n > job->line_cap) {
         int cap = n < 16 ? 16 : n;
-        int *f = realloc(job->full_tokens, sizeof(int) * (size_t)cap);
+        int *f = xrealloc(job->full_tokens, sizeof(int) * (size_t)cap, NULL);
         if (f) job->full_tokens = f;
-        int *s = realloc(job->src_tokens, sizeof(int) * (size_t)cap);
+        int *s = xrealloc(job->src_tokens, sizeof(int) * (size_t)cap, NULL);
         if (s) job->src_tokens = s;
         if (!f || !s) return false;
         job->line_cap = cap;
     }
     if (n * nbest > job->hyp_cap) {
         int cap = n * nbest < 16 ? 16 : n * nbest;
-        JobHyp *h = realloc(job->hyps, sizeof *h * (size_t)cap);
+        JobHyp *h = xrealloc(job->hyps, sizeof *h * (size_t)cap, NULL);
         if (!h) return false;
         job->hyps = h;
         job->hyp_cap = cap;

@@ -60,7 +60,7 @@ static Conn *conn_get(HttpServer *s)
     if (c) {
         s->free_conns = c->next_free;
     } else {
-        c = calloc(1, sizeof *c);
+        c = xcalloc(1, sizeof *c, NULL);
         if (!c) return NULL;
         c->srv = s;
     }

@@ -27,11 +27,11 @@ static bool add_line(Request *r, const char *s, size_t n)
 {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 16;
-        size_t *offs = realloc(r->offs, sizeof *offs * (size_t)cap);
+        size_t *offs = xrealloc(r->offs, sizeof *offs * (size_t)cap, NULL);
         if (offs) r->offs = offs;
-        size_t *lens = realloc(r->lens, sizeof *lens * (size_t)cap);
+        size_t *lens = xrealloc(r->lens, sizeof *lens * (size_t)cap, NULL);
         if (lens) r->lens = lens;
-        const char **lines = realloc(r->lines, sizeof *lines * (size_t)cap);
+        const char **lines = xrealloc(r->lines, sizeof *lines * (size_t)cap, NULL);
         if (lines) r->lines = lines;
         if (!offs || !lens || !lines) return false;
         r->cap = cap;
@@ -50,7 +50,7 @@ static bool grow(void **p, int *cap, int need, size_t size)
     if (need <= *cap) return true;
     int c = *cap ? 2 * *cap : 16;
     while (c < need) c *= 2;
-    void *q = realloc(*p, size * (size_t)c);
+    void *q = xrealloc(*p, size * (size_t)c, NULL);
     if (!q) return false;
     *p = q;
     *cap = c;

@@ -107,7 +107,7 @@ double sig_ter_score(const double *sums, const void *unused)
 
 static void *alloc(size_t n, size_t size, TfmErr *err)
 {
-    void *p = calloc(n ? n : 1, size);
+    void *p = xcalloc(n ? n : 1, size, NULL);
     if (!p) err_set(err, TFM_ERR_NOMEM, "bleu: out of memory for the significance test");
     return p;
 }
