@@ -148,7 +148,7 @@ bench: $(BIN) data
 THREADS ?= 1
 bench-kernel: $(BIN)
 	$(CC) $(ALL_CFLAGS) -Isrc -o $(BUILD)/bench_packed_linear scripts/bench_packed_linear.c \
-	    $(BUILD)/nn/packed_linear.o $(BUILD)/nn/blas.o $(BUILD)/base/err.o $(LDLIBS)
+	    $(LIB_OBJ) $(LDLIBS)
 	$(BUILD)/bench_packed_linear $(THREADS)
 
 # Softmax against linear attention as the length grows (BENCHMARKS.md).

@@ -1,6 +1,6 @@
 /* bench_packed_linear: the decoder-step product y = x·wᵀ, tfm's packed-weight
  * kernel (src/nn/packed_linear.c) against cblas_sgemm, at the row counts of
- * decoding (1, 4, 64, 256) and the small and base model shapes. Eight
+ * decoding (1, 4, 64, 256), the encoder over a batch (2048), and the small and base model shapes. Eight
  * distinct weight matrices take turns, so caches behave as in a decoder
  * step that goes through many matrices.
  *
@@ -28,7 +28,7 @@ int main(int argc, char **argv)
            packed_linear_isa());
     static const int shapes[][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 8000},
                                     {512, 1536}, {512, 2048}, {2048, 512}, {512, 8000}};
-    static const int rows[] = {1, 4, 64, 256};
+    static const int rows[] = {1, 4, 64, 256, 2048};
     enum { COPIES = 8 };
     printf("| in | out | rows | sgemm µs | packed µs | sgemm GFLOP/s | packed GFLOP/s | speed-up |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -40,10 +40,10 @@ int main(int argc, char **argv)
         for (int c = 0; c < COPIES; c++) {
             w[c] = malloc(sizeof(float) * in * out);
             for (long i = 0; i < (long)in * out; i++) w[c][i] = (float)(rand() % 1000) / 1000 - 0.5f;
-            if (packed_linear_init(&p[c], w[c], b, in, out, NULL) != TFM_OK) return 1;
+            if (packed_linear_init(&p[c], w[c], NULL, b, in, out, NULL) != TFM_OK) return 1;
         }
-        float *x = malloc(sizeof(float) * 256 * in), *y = malloc(sizeof(float) * 256 * out);
-        for (long i = 0; i < 256L * in; i++) x[i] = (float)(rand() % 1000) / 1000;
+        float *x = malloc(sizeof(float) * 2048 * in), *y = malloc(sizeof(float) * 2048 * out);
+        for (long i = 0; i < 2048L * in; i++) x[i] = (float)(rand() % 1000) / 1000;
         for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
             const int n = rows[ri];
             const double flops = 2.0 * n * in * out;

@@ -83,7 +83,9 @@ static void rows_independent(bool bf16)
     blas_set_bf16(bf16);
     Rng rng;
     rng_seed(&rng, 11);
-    const int in = 128, out = 1000, n = 23;
+    /* in 300: the float32 kernel sums a many-row product in ranges of 128
+     * inputs (KC) and a row alone in one; out 1000: a partial last panel */
+    const int in = 300, out = 1000, n = 23;
     float *w = malloc(sizeof(float) * in * out), *b = malloc(sizeof(float) * out);
     float *x = malloc(sizeof(float) * n * in), *all = malloc(sizeof(float) * n * out);
     float *one = malloc(sizeof(float) * out);
@@ -93,21 +95,22 @@ static void rows_independent(bool bf16)
     PackedLinear p;
     CHECK(packed_linear_init(&p, w, NULL, b, in, out, NULL) == TFM_OK);
     int saved = omp_get_max_threads();
-    for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        packed_linear_forward(&p, all, x, n, 0);
-        /* row r alone, and as row 0 of the rows r.. (every block position) */
-        for (int r = 0; r < n; r++) {
-            packed_linear_forward(&p, one, x + (long)r * in, 1, 0);
-            CHECK(memcmp(one, all + (long)r * out, sizeof(float) * out) == 0);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int relu = 0; relu <= 1; relu++) {
+            omp_set_num_threads(threads);
+            packed_linear_forward(&p, all, x, n, relu);
+            /* row r alone, and as row 0 of the rows r.. (every block position) */
+            for (int r = 0; r < n; r++) {
+                packed_linear_forward(&p, one, x + (long)r * in, 1, relu);
+                CHECK(memcmp(one, all + (long)r * out, sizeof(float) * out) == 0);
+            }
+            for (int r = 0; r < n; r++) {
+                float *part = malloc(sizeof(float) * (n - r) * out);
+                packed_linear_forward(&p, part, x + (long)r * in, n - r, relu);
+                CHECK(memcmp(part, all + (long)r * out, sizeof(float) * (n - r) * out) == 0);
+                free(part);
+            }
         }
-        for (int r = 0; r < n; r++) {
-            float *part = malloc(sizeof(float) * (n - r) * out);
-            packed_linear_forward(&p, part, x + (long)r * in, n - r, 0);
-            CHECK(memcmp(part, all + (long)r * out, sizeof(float) * (n - r) * out) == 0);
-            free(part);
-        }
-    }
     omp_set_num_threads(saved);
     packed_linear_free(&p);
     free(w), free(b), free(x), free(all), free(one);
