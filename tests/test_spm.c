@@ -373,3 +373,30 @@ TEST(spm_as_bpe_vocabulary)
     free(ids);
     bpe_free(b);
 }
+
+/* A damaged charsmap whose root comes back to itself as a child ('a' from the
+ * root leads to unit 0, which has a leaf) with the leaf's value past the
+ * strings: the load-time walk marks the root seen and never checks that
+ * leaf, so the search must (an out-of-bounds read under ASan before it did).
+ * "a" is then no rule: it is copied as it is. */
+TEST(spm_charsmap_root_loop)
+{
+    enum { N = 98 };
+    static uint32_t u[N];
+    static unsigned char blob[4 + sizeof u + 2];
+    memset(u, 0, sizeof u);
+    u[0] = 0x61u << 10 | 1u << 8 | 0x61;     /* offset 'a', a leaf, label 'a' */
+    u[0x61] = 0x80000000u | 0x40;             /* the leaf's value: past "x\0" */
+    const uint32_t size = sizeof u;
+    memcpy(blob, &size, 4);
+    memcpy(blob + 4, u, sizeof u);
+    memcpy(blob + 4 + sizeof u, "x\0", 2);
+    const char *p[] = {"\xE2\x96\x81", "a", "b", "c"};
+    float s[] = {-1, -1, -1, -1};
+    build(&buf, p, s, 4, (Opts){.charsmap = blob, .charsmap_len = sizeof blob});
+    TfmErr err;
+    Spm *m = load(&buf, &err);
+    CHECK(m);
+    CHECK_STR(enc(m, "abc"), "\xE2\x96\x81 a b c");
+    spm_free(m);
+}

@@ -95,7 +95,12 @@ static size_t charsmap_match(const SpmCharsmap *cm, const char *s, size_t n, con
         if (unit_label(unit) != c) break;
         pos ^= unit_offset(unit);
         if (unit_has_leaf(unit)) {
-            if (pos >= cm->n_units) break;      /* not reachable: checked at load */
+            /* checked at load for every leaf the walk from the root meets;
+             * checked here too, for one a damaged array reaches by coming
+             * back to the root as a child (the walk marks the root seen):
+             * the strings end in a NUL inside the blob (checked at load),
+             * so one that starts inside it ends inside it */
+            if (pos >= cm->n_units || unit_value(u[pos]) >= cm->normalized_len) break;
             best = i + 1;
             *out = cm->normalized + unit_value(u[pos]);
         }
