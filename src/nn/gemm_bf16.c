@@ -79,9 +79,10 @@ static bool dnnl_loaded(void)
  *     C = or +=), which take every shape;
  *   - a cache of fixed-shape primitives, keyed by (transposes, C = or +=,
  *     m, n, k), with the shapes that change with the batch rounded so a run
- *     makes a bounded number (FIXED_CAP at most; ~1 ms each to create):
- *     the depth k rounded up to a bucket (8 an octave, 12.5% extra work at
- *     most: the bf16 copies are padded with zeros, which add nothing), the
+ *     makes a bounded number (FIXED_CAP / 2 at most; ~1 ms each to create):
+ *     the depth k rounded up to a bucket (8 an octave from 128, steps of 16
+ *     below: 12.5% extra work at most from k 128; the bf16 copies are
+ *     padded with zeros, which add nothing), the
  *     rows m cut into blocks of M_BLOCK and a remainder rounded down to a
  *     multiple of M_STEP, the last rows (< M_STEP) left to the run-time
  *     primitive. Only A's rows are cut: the rows of A transposed are m
@@ -96,7 +97,8 @@ enum { FIXED_CAP = 1024, M_BLOCK = 512, M_STEP = 32 };
 typedef struct {
     int ta, tb, acc;
     long m, n, k;
-    dnnl_primitive_t p;           /* NULL: a free entry */
+    dnnl_primitive_t p;           /* NULL and not refused: a free entry */
+    bool refused;                 /* oneDNN made none for the key: not asked again */
 } FixedPrim;
 
 static struct {
@@ -193,9 +195,11 @@ static bool desc(dnnl_memory_desc_t *d, dnnl_data_type_t type, long rows, long c
 }
 
 /* A matmul primitive for (m, n, k), any of them DNNL_RUNTIME_DIM_VAL; its
- * implementation's name (e.g. "brg:avx512_core_bf16") into *impl when asked. */
+ * implementation's name (e.g. "brg:avx512_core_bf16") copied into impl
+ * (of impl_size bytes) when impl is not NULL: oneDNN's string lives only as
+ * long as the primitive descriptor. */
 static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate, long m,
-                                       long n, long k, const char **impl)
+                                       long n, long k, char *impl, size_t impl_size)
 {
     dnnl_memory_desc_t a, b, c;
     dnnl_matmul_desc_t md;
@@ -213,8 +217,10 @@ static dnnl_primitive_t make_primitive(int trans_a, int trans_b, int accumulate,
             goto done;
     }
     if (D.primitive_desc_create(&pd, &md, attr, S.engine, NULL) == dnnl_success) {
-        if (impl && D.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, impl) != dnnl_success)
-            *impl = NULL;
+        const char *name = NULL;
+        if (impl && D.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success &&
+            name)
+            snprintf(impl, impl_size, "%s", name);
         if (D.primitive_create(&p, pd) != dnnl_success) p = NULL;
     }
 done:
@@ -269,7 +275,7 @@ static bool ready(void)
     const long any = DNNL_RUNTIME_DIM_VAL;
     for (int i = 0; i < 8; i++)
         if (!(S.prim[i >> 2][(i >> 1) & 1][i & 1] =
-                  make_primitive(i >> 2, (i >> 1) & 1, i & 1, any, any, any, NULL)))
+                  make_primitive(i >> 2, (i >> 1) & 1, i & 1, any, any, any, NULL, 0)))
             return false;
     S.threads = threads;
     S.state = 1;
@@ -305,10 +311,10 @@ static dnnl_primitive_t fixed_primitive(int ta, int tb, int acc, long m, long n,
     for (unsigned i = (unsigned)(h % FIXED_CAP), tries = 0; tries < FIXED_CAP;
          i = (i + 1) % FIXED_CAP, tries++) {
         FixedPrim *f = &S.fixed[i];
-        if (!f->p) {
+        if (!f->p && !f->refused) {
             if (S.n_fixed >= FIXED_CAP / 2) return NULL;   /* keep probes short */
-            f->p = make_primitive(ta, tb, acc, m, n, k, NULL);
-            if (!f->p) return NULL;
+            f->p = make_primitive(ta, tb, acc, m, n, k, NULL, 0);
+            f->refused = f->p == NULL;
             f->ta = ta, f->tb = tb, f->acc = acc, f->m = m, f->n = n, f->k = k;
             S.n_fixed++;
             return f->p;
@@ -455,11 +461,10 @@ void bf16_allow_fixed_shapes(bool allow)
  * the run-time primitives. */
 static const char *impl_name(bool fixed, char *buf, size_t size)
 {
-    const char *impl = NULL;
     const long any = DNNL_RUNTIME_DIM_VAL;
-    dnnl_primitive_t p = fixed ? make_primitive(0, 1, 1, 512, 512, 512, &impl)
-                               : make_primitive(0, 1, 1, any, any, any, &impl);
-    snprintf(buf, size, "%s", impl ? impl : "unknown");
+    snprintf(buf, size, "unknown");
+    dnnl_primitive_t p = fixed ? make_primitive(0, 1, 1, 512, 512, 512, buf, size)
+                               : make_primitive(0, 1, 1, any, any, any, buf, size);
     if (p) D.primitive_destroy(p);
     return buf;
 }

@@ -32,6 +32,7 @@ static Precision pick_precision(const TfmConfig *cfg, bool quiet)
     const int d = cfg->model.d_model, ff = cfg->model.d_ff, v = cfg->data.vocab_size;
     bf16_allow_fixed_shapes(true);      /* timed on the kernels training runs */
     double r_ff = blas_bf16_speedup(rows, ff, d), r_out = blas_bf16_speedup(rows, v, d);
+    bf16_allow_fixed_shapes(false);     /* train_run allows them for its run */
     double f_ff = (double)ff, f_out = (double)v;    /* their flops, over rows·d */
     double r = r_ff > 0 && r_out > 0 ? (f_ff + f_out) / (f_ff / r_ff + f_out / r_out) : 0;
     Precision p = r > 1.05 ? PRECISION_BF16 : PRECISION_FP32;

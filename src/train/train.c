@@ -457,9 +457,6 @@ TfmStatus train_run(TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     t.run_start = clock_now_s();
     t.run.lock_fd = -1;
     if (opt->stop) opt->stop->started = 0;
-    /* a training step need not be the same for another batch: bf16 products
-     * may take oneDNN's fixed-shape kernels (AMX) */
-    bf16_allow_fixed_shapes(true);
     bool resuming = false;
     if (dist_rank() == 0) {
         /* rank 0 (the only one without mpirun) owns out_dir */
@@ -475,6 +472,9 @@ TfmStatus train_run(TfmConfig *cfg, const TrainOptions *opt, TfmErr *err)
     } else {
         progress_open_silent(&t.prog);
     }
+    /* a training step need not be the same for another batch: bf16 products
+     * may take oneDNN's fixed-shape kernels (AMX); done: turns it off */
+    bf16_allow_fixed_shapes(true);
     if ((st = dp_share_start(&t, st, err)) != TFM_OK) goto done;
     if ((st = dp_agree(spare_vectors_from_decay(&t, err), err)) != TFM_OK) goto done;
     if ((st = dp_agree(data_load(&t, err), err)) != TFM_OK) goto done;
