@@ -179,6 +179,11 @@ expect_http 200 "libretranslatepy's languages (GET with a form body)" '[{"code":
 expect_http 200 "LibreTranslate: the fields in the URL, no body" "{\"translatedText\":\"$line1\"}" -- -X POST /translate?q=Ein%20Hund%20l%C3%A4uft.\&source=de\&target=en
 expect_http 200 "LibreTranslate: the URL's fields with a form body's" "{\"translatedText\":\"$line1\"}" -- --data-binary 'q=Ein+Hund+l%C3%A4uft.' /translate?source=de\&target=en
 expect_http 400 "LibreTranslate: a NUL byte in the URL's fields" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- -X POST /translate?q=a%00b\&source=de\&target=en
+expect_http 400 "LibreTranslate: a NUL byte in a URL field's key" "{\"error\":\"form field 'q' contains a NUL byte\"}" -- -X POST /translate?q%00=hallo\&source=de\&target=en
+# 600 query arguments: within a connection's memory (the default 32 KB pool
+# ran out at about 480 and the client got no answer at all)
+many=$(seq 600 | sed 's/.*/k&=v/' | paste -sd'&')
+expect_http 200 "600 query arguments: an answer" "{\"status\":\"ok\"}" -- "/health?$many"
 # POST /detect: the model's source language, in LibreTranslate's shape
 expect_http 200 "POST /detect (a form, as libretranslatepy sends it)" '[{"confidence":100.0,"language":"de"}]' -- --data-binary 'q=Ein+Hund' /detect
 expect_http 200 "POST /detect?q=..., no body" '[{"confidence":100.0,"language":"de"}]' -- -X POST /detect?q=Ein%20Hund

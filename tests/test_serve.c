@@ -282,31 +282,35 @@ TEST(serve_request_html_and_form)
 
     RequestLimits l = limits();
     request_form_start(&r);
-    CHECK(request_form_add(&r, "q", "Ein ", 0, 4));
-    CHECK(request_form_add(&r, "q", "Hund", 4, 4));       /* the value's second part */
-    CHECK(request_form_add(&r, "q", "Katze", 0, 5));      /* q again: a list */
-    CHECK(request_form_add(&r, "source", "de", 0, 2));
-    CHECK(request_form_add(&r, "target", "en", 0, 2));
-    CHECK(request_form_add(&r, "alternatives", "1", 0, 1));
-    CHECK(request_form_add(&r, "api_key", "k", 0, 1));
+    CHECK(request_form_add(&r, "q", 1, "Ein ", 0, 4));
+    CHECK(request_form_add(&r, "q", 1, "Hund", 4, 4));       /* the value's second part */
+    CHECK(request_form_add(&r, "q", 1, "Katze", 0, 5));      /* q again: a list */
+    CHECK(request_form_add(&r, "source", 6, "de", 0, 2));
+    CHECK(request_form_add(&r, "target", 6, "en", 0, 2));
+    CHECK(request_form_add(&r, "alternatives", 12, "1", 0, 1));
+    CHECK(request_form_add(&r, "api_key", 7, "k", 0, 1));
     CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 0);
     CHECK(r.form == FORM_LIBRE && r.list && r.n == 2 && r.alternatives == 1 && r.has_key);
     CHECK(strcmp(r.lines[0], "Ein Hund") == 0 && strcmp(r.lines[1], "Katze") == 0);
     request_form_start(&r);
-    CHECK(request_form_add(&r, "q", "x", 0, 1));
+    CHECK(request_form_add(&r, "q", 1, "x", 0, 1));
     CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
     CHECK(strcmp(msg, "missing 'source' (LibreTranslate's form needs 'source' and 'target')") == 0);
     request_form_start(&r);
-    CHECK(request_form_add(&r, "text", "a\0b", 0, 3));
+    CHECK(request_form_add(&r, "text", 4, "a\0b", 0, 3));
     CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
     CHECK(strcmp(msg, "form field 'text' contains a NUL byte") == 0);
+    request_form_start(&r);                 /* a NUL in the key (a URL's "q%00=") */
+    CHECK(request_form_add(&r, "q\0x", 3, "hallo", 0, 5));
+    CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
+    CHECK(strcmp(msg, "form field 'q' contains a NUL byte") == 0);
     request_form_start(&r);
-    CHECK(request_form_add(&r, "text", "a\xFF", 0, 2));
+    CHECK(request_form_add(&r, "text", 4, "a\xFF", 0, 2));
     CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
     CHECK(strcmp(msg, "form field 1: invalid UTF-8") == 0);
     request_form_start(&r);
-    CHECK(request_form_add(&r, "text", "a", 0, 1));
-    CHECK(request_form_add(&r, "beam", "2x", 0, 2));
+    CHECK(request_form_add(&r, "text", 4, "a", 0, 1));
+    CHECK(request_form_add(&r, "beam", 4, "2x", 0, 2));
     CHECK_EQ_INT(request_parse_form(&r, &l, msg, sizeof msg), 400);
     CHECK(strcmp(msg, "'beam' must be an integer in [1, 4]") == 0);
     request_form_start(&r);

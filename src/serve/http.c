@@ -197,7 +197,8 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
 {
     Conn *c = cls;
     (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
-    return request_form_add(&c->req, key, data, (size_t)off, size) ? MHD_YES : MHD_NO;
+    return request_form_add(&c->req, key, key ? strlen(key) : 0, data, (size_t)off, size)
+               ? MHD_YES : MHD_NO;
 }
 
 /* One of the URL's query arguments, as a form field: LibreTranslate reads
@@ -207,8 +208,9 @@ static enum MHD_Result query_field(void *cls, enum MHD_ValueKind kind, const cha
                                    size_t key_size, const char *value, size_t value_size)
 {
     Conn *c = cls;
-    (void)kind, (void)key_size;
-    return request_form_add(&c->req, key, value, 0, value ? value_size : 0) ? MHD_YES : MHD_NO;
+    (void)kind;
+    return request_form_add(&c->req, key, key_size, value, 0, value ? value_size : 0) ? MHD_YES
+                                                                                      : MHD_NO;
 }
 
 static bool has_type(const char *type, const char *want)
@@ -247,7 +249,7 @@ static int read_body(Conn *c, char *msg, size_t size)
     }
     const bool ok = c->body.len == 0 || MHD_post_process(pp, body, c->body.len) == MHD_YES;
     MHD_destroy_post_processor(pp);
-    if (!ok) {
+    if (!ok && !c->req.form_data.failed) {   /* out of memory: request_parse_form says so */
         snprintf(msg, size, "malformed form body");
         return 400;
     }
@@ -546,6 +548,10 @@ TfmStatus http_start(HttpServer **out, const HttpConfig *cfg, LineQueue *batcher
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_CONNECTION_TIMEOUT, idle_s ? idle_s : 1u,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            /* a connection's pool holds its headers and URL arguments:
+                             * the default 32 KB ran out at ~480 query arguments and
+                             * the client got no answer at all */
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
                             MHD_OPTION_END);
     if (!s->d) {
         free(s);

@@ -404,16 +404,19 @@ void request_form_start(Request *r)
     r->n_fields = 0;
 }
 
-bool request_form_add(Request *r, const char *key, const char *data, size_t off, size_t size)
+bool request_form_add(Request *r, const char *key, size_t key_len, const char *data, size_t off,
+                      size_t size)
 {
     Buf *f = &r->form_data;
     if (off == 0 || r->n_fields == 0) {
-        if (!grow((void **)&r->fields, &r->field_cap, 4 * (r->n_fields + 1), sizeof *r->fields))
+        if (!grow((void **)&r->fields, &r->field_cap, 4 * (r->n_fields + 1), sizeof *r->fields)) {
+            f->failed = true;       /* request_parse_form says out of memory */
             return false;
+        }
         if (r->n_fields > 0) buf_put(f, "", 1);        /* the last value's NUL */
         size_t *fd = &r->fields[4 * r->n_fields++];
         fd[0] = f->len;
-        fd[1] = key ? strlen(key) : 0;
+        fd[1] = key ? key_len : 0;
         buf_put(f, key ? key : "", fd[1]);
         buf_put(f, "", 1);
         fd[2] = f->len;

@@ -75,7 +75,10 @@ int request_parse(Request *r, const char *body, size_t len, const RequestLimits 
  * which checks the fields as request_parse checks JSON (numbers as text
  * are numbers; "q" given several times is a list). */
 void request_form_start(Request *r);
-bool request_form_add(Request *r, const char *key, const char *data, size_t off, size_t size);
+/* key: key_len bytes (a NUL among them is refused by request_parse_form).
+ * A failure (out of memory) is remembered: request_parse_form answers 500. */
+bool request_form_add(Request *r, const char *key, size_t key_len, const char *data, size_t off,
+                      size_t size);
 int request_parse_form(Request *r, const RequestLimits *lim, char *msg, size_t msg_size);
 
 void request_free(Request *r);
