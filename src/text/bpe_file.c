@@ -74,7 +74,9 @@ TfmStatus bpe_load(Bpe **out, const char *path, TfmErr *err)
     if (spm_file_sniff(path)) {         /* a SentencePiece model, by its content */
         Spm *m = NULL;
         TfmStatus st = spm_load(&m, path, err);
-        return st ? st : bpe_spm_wrap(out, m, err);
+        if (st == TFM_OK && (st = bpe_spm_wrap(out, m, err)) == TFM_ERR_FORMAT)
+            err_prefix(err, "%s: ", path);
+        return st;
     }
     /* a regular file: a FIFO would block, a device (/dev/zero) never end */
     FILE *f = text_open_regular(path, err);
@@ -231,7 +233,9 @@ TfmStatus bpe_deserialize(Bpe **out, const char *buf, size_t len, const char *na
     if (spm_sniff(buf, len)) {
         Spm *m = NULL;
         TfmStatus st = spm_from_bytes(&m, buf, len, name, err);
-        return st ? st : bpe_spm_wrap(out, m, err);
+        if (st == TFM_OK && (st = bpe_spm_wrap(out, m, err)) == TFM_ERR_FORMAT)
+            err_prefix(err, "%s: ", name);
+        return st;
     }
     Bpe *b = bpe_alloc(err);
     if (!b) return TFM_ERR_NOMEM;

@@ -135,7 +135,10 @@ static TfmStatus build_pieces(Spm *m, const char *name, TfmErr *err)
         if (spm_trie_find(trie, s.s, s.n) >= 0)
             return err_set(err, TFM_ERR_FORMAT, "%s: piece %d '%.*s' is defined twice", name, i,
                            (int)(s.n > 40 ? 40 : s.n), s.s);
-        if ((st = spm_trie_add(trie, s.s, s.n, i, err))) return st;
+        if ((st = spm_trie_add(trie, s.s, s.n, i, err))) {
+            if (st == TFM_ERR_FORMAT) err_prefix(err, "%s: ", name);
+            return st;
+        }
         if ((int)s.n > m->max_piece_len) m->max_piece_len = (int)s.n;
         if (t == SPM_USER_DEFINED) m->has_user_defined = true;
         if (t == SPM_NORMAL) {

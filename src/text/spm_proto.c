@@ -191,7 +191,10 @@ TfmStatus spm_proto_parse(SpmProto *p, const char *buf, size_t len, const char *
     size_t n = 0;
     while ((got = next_field(&r, &f)) > 0)
         if (f.field == 1) {
-            if (!wire_is(&f, 2)) return DAMAGED("pieces");
+            /* a piece holds its text, at least one byte: 3 bytes at least
+             * (counted before anything is sized by n: a file of empty
+             * pieces would otherwise ask for 10x its size) */
+            if (!wire_is(&f, 2) || f.n < 3) return DAMAGED("pieces");
             n++;
         }
     if (got < 0) return DAMAGED("truncated or not a protobuf");
