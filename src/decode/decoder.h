@@ -96,6 +96,20 @@ TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, cons
                         TfmErr *err);
 const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t);
 
+/* Makes decoder_run compute each batch's output layer, log-softmax and
+ * beam scan over a shortlist's columns (decode/shortlist.h): each line's
+ * candidates are the specials, sl's frequent pieces and the targets of
+ * each of its source pieces; the batch's columns are their union, and
+ * each line's log-probabilities are normalized over its own candidates
+ * alone, so its translation does not depend on its batch. sl (checked
+ * against the model's vocabulary by shortlist_load) must outlive d; NULL
+ * turns it off. decoder_step and decoder_score never use it. Errors: a
+ * shortlist of another size, an ensemble (refused), TFM_ERR_NOMEM;
+ * decoder_run refuses a beam k when a line could have fewer than 2k
+ * candidates. */
+typedef struct Shortlist Shortlist;
+TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err);
+
 void decoder_free(Decoder *d);
 
 #endif

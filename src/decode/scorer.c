@@ -129,5 +129,6 @@ void decoder_drop_sentences(Decoder *d, const char *done)
         j++;
     }
     for (int m = 0; m < d->n_members; m++) decoder_drop_sentences(d->members[m], done);
+    if (d->step.sl) shortlist_run_drop(d->sl, done, d->cur_n);
     d->cur_n = j;
 }

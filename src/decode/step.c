@@ -353,13 +353,22 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
     /* model.output_vocab "target": the output pieces' columns only (the
      * search reads them through the model's out_ids; dec_step_spread
      * writes the whole vocabulary when asked) */
+    if (s->sl) {
+        /* a shortlist: the batch's columns only, each sentence's rows
+         * normalized over its own candidates, so that no line's
+         * probabilities depend on the others' (packed_linear_select: a
+         * column's value does not depend on which columns run with it) */
+        packed_linear_forward(&s->sl->p, s->logits, top, R, 0);
+        logsoftmax_subsets(s->logits, n, k, s->sl->width, s->sl->cur, s->sl->cur_len);
+        return;
+    }
     packed_linear_forward(&s->p_out, dec_step_scores(s), top, R, 0);
     logsoftmax_rows(dec_step_scores(s), R, s->Vo);
 }
 
 float *dec_step_scores(DecStep *s)
 {
-    return s->m->out_ids ? s->logits_out : s->logits;
+    return s->m->out_ids && !s->sl ? s->logits_out : s->logits;
 }
 
 void dec_step_spread(DecStep *s, int R)

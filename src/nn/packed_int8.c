@@ -439,6 +439,44 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
     }
 }
 
+TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->in = src->in;
+    p->out = 0;
+    p->groups = src->groups;
+    size_t size[I8_BUFFERS];
+    int8_sizes(src->in, src->out, size);
+    p->w = alloc64(size[I8_W], &p->bytes, err);
+    p->corr = alloc64(size[I8_CORR], &p->bytes, err);
+    p->scale = alloc64(size[I8_SCALE], &p->bytes, err);
+    p->b = alloc64(size[I8_B], &p->bytes, err);
+    if (!p->w || !p->corr || !p->scale || !p->b) {
+        packed_int8_free(p);
+        return TFM_ERR_NOMEM;
+    }
+    /* the same calls never overlap: src's quantized inputs serve both */
+    p->scratch = src->scratch;
+    p->own_scratch = false;
+    return TFM_OK;
+}
+
+void packed_int8_select(PackedInt8 *p, const PackedInt8 *src, const int *cols, int n)
+{
+    p->out = n;
+    p->panels = (n + NR - 1) / NR;
+    for (int j = 0; j < n; j++) {
+        const int c = cols[j];
+        const int8_t *sp = src->w + (size_t)(c / NR) * src->groups * GROUP_BYTES + (c % NR) * 4;
+        int8_t *dp = p->w + (size_t)(j / NR) * p->groups * GROUP_BYTES + (j % NR) * 4;
+        for (int g = 0; g < p->groups; g++)      /* a column's four weights of a group */
+            memcpy(dp + (size_t)g * GROUP_BYTES, sp + (size_t)g * GROUP_BYTES, 4);
+        p->corr[j] = src->corr[c];
+        p->scale[j] = src->scale[c];
+        p->b[j] = src->b[c];
+    }
+}
+
 void packed_int8_free(PackedInt8 *p)
 {
     free(p->w);
