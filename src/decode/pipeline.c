@@ -147,7 +147,7 @@ TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int 
     if (st == TFM_OK) st = start_ensemble(p, s, max_sents, max_beam, err);
     if (st == TFM_OK && s->shortlist) {
         st = decoder_set_shortlist(p->dec, &p->sl, err);
-        if (st != TFM_OK) err_prefix(err, "%s: %s", s->who, s->shortlist);
+        if (st != TFM_OK) err_prefix(err, "%s: %s: ", s->who, s->shortlist);
     }
     if (st != TFM_OK) return st;
     /* every product is packed now: its float weights are dead */
