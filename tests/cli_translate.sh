@@ -167,14 +167,16 @@ expect_exit 0 "shortlist of every piece" -- "$TFM" shortlist -m model.tfm -o all
 check "shortlist says what it wrote" grep -q '^tfm: shortlist: [0-9]* frequent pieces, up to 1 more per source piece ([0-9]* in all): all.sl$' "$T/err"
 head -n 40 "$MINI/valid.de" >sl_in.txt
 cat in.txt >>sl_in.txt
-for prec in fp32 int8; do
+sl_precs="fp32 int8"
+"$TFM" --version | grep -q '^bf16 products: none' || sl_precs="$sl_precs bf16"
+for prec in $sl_precs; do
     "$TFM" translate -q -b 4 --nbest 2 --precision $prec -i sl_in.txt >sl_none.txt
     expect_exit 0 "$prec: translate --shortlist of every piece" -- "$TFM" translate -q -b 4 --nbest 2 --precision $prec --shortlist all.sl -i sl_in.txt
     check "$prec: every piece = no shortlist, bit for bit (n-best, scores)" cmp -s sl_none.txt "$T/out"
 done
 expect_exit 0 "shortlist, gzipped corpus" -- sh -c "gzip -c \"$MINI/train.de\" >c.de.gz && gzip -c \"$MINI/train.en\" >c.en.gz && \"$TFM\" shortlist -q -m model.tfm -o few.sl --top-k 3 --frequent 10 c.de.gz c.en.gz"
 check "-q: no summary" test ! -s "$T/err"
-for prec in fp32 int8; do
+for prec in $sl_precs; do
     expect_exit 0 "$prec: --shortlist, batch 64, 2 threads" -- "$TFM" translate -q -b 4 --nbest 2 --precision $prec --shortlist few.sl --batch-size 64 --threads 2 -i sl_in.txt
     cp "$T/out" sl_b64.txt
     check "$prec: the shortlist changed the search" not cmp -s sl_b64.txt sl_none.txt
@@ -211,7 +213,7 @@ expect_err_line "too few message" "tfm: translate: two.sl: the shortlist gives e
 expect_exit 2 "shortlist without -o" -- "$TFM" shortlist -m model.tfm "$MINI/train.de" "$MINI/train.en"
 expect_err_line "missing -o message" "tfm: shortlist: missing -o OUT (see tfm shortlist --help)"
 expect_exit 2 "shortlist with one file" -- "$TFM" shortlist -m model.tfm -o x.sl "$MINI/train.de"
-expect_err_line "one file message" "tfm: shortlist: expected SRC and TGT, the two sides of a parallel corpus (got 1 files)"
+expect_err_line "one file message" "tfm: shortlist: expected SRC and TGT, the two sides of a parallel corpus (1 given)"
 expect_exit 2 "shortlist --top-k 0" -- "$TFM" shortlist -m model.tfm -o x.sl --top-k 0 "$MINI/train.de" "$MINI/train.en"
 expect_err_line "--top-k message" "tfm: shortlist: --top-k: expected an integer in [1, 100000], got '0'"
 expect_exit 2 "shortlist unknown option" -- "$TFM" shortlist --topk 3 -m model.tfm -o x.sl "$MINI/train.de" "$MINI/train.en"

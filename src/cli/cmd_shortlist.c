@@ -75,7 +75,7 @@ TfmStatus cmd_shortlist(int argc, char **argv, TfmErr *err)
     if (!out) return err_set(err, TFM_ERR_USAGE, "shortlist: missing -o OUT (see tfm shortlist --help)");
     if (argc - optind != 2)
         return err_set(err, TFM_ERR_USAGE, "shortlist: expected SRC and TGT, the two sides of a "
-                       "parallel corpus (got %d files)", argc - optind);
+                       "parallel corpus (%d given)", argc - optind);
     if (!model) {
         const char *env = getenv("TFM_MODEL");
         model = env && *env ? env : "model.tfm";
