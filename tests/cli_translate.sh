@@ -185,6 +185,22 @@ for prec in $sl_precs; do
     expect_exit 0 "$prec: --shortlist greedy, batch 7 vs 1" -- sh -c "\"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 7 -i sl_in.txt >g7.txt && \"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 1 -i sl_in.txt"
     check "$prec: greedy with a shortlist, batch independent" cmp -s g7.txt "$T/out"
 done
+# a model whose output layer covers the target side's pieces only
+# (model.output_vocab "target"): the shortlist keeps to them
+mkdir ov && sed 's/"dropout": 0.1/"dropout": 0.1, "output_vocab": "target"/' "$MINI/mini.json" >ov/mini.json
+cp "$MINI"/train.* "$MINI"/valid.* ov/
+(cd ov && "$TFM" train mini.json -q >/dev/null 2>&1)
+check "an output_vocab target model trains" test -s ov/model.tfm
+"$TFM" shortlist -q -m ov/model.tfm -o ov/all.sl --frequent 100000 "$MINI/train.de" "$MINI/train.en"
+"$TFM" shortlist -q -m ov/model.tfm -o ov/few.sl --top-k 3 --frequent 10 "$MINI/train.de" "$MINI/train.en"
+"$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 -i sl_in.txt >ov_none.txt
+expect_exit 0 "output_vocab target: every piece" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/all.sl -i sl_in.txt
+check "output_vocab target: every piece = no shortlist" cmp -s ov_none.txt "$T/out"
+expect_exit 0 "output_vocab target: a shortlist, batch 64" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/few.sl --batch-size 64 --threads 2 -i sl_in.txt
+cp "$T/out" ov_b64.txt
+expect_exit 0 "output_vocab target: a shortlist, batch 1" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/few.sl --batch-size 1 --threads 1 -i sl_in.txt
+check "output_vocab target: batch independent" cmp -s ov_b64.txt "$T/out"
+check "output_vocab target: the shortlist changed the search" not cmp -s ov_b64.txt ov_none.txt
 expect_exit 0 "--shortlist with --sample" -- "$TFM" translate -q --sample --seed 3 --shortlist few.sl -i sl_in.txt
 cp "$T/out" sl_sample.txt
 expect_exit 0 "--shortlist with --sample, batch 1" -- "$TFM" translate -q --sample --seed 3 --shortlist few.sl --batch-size 1 -i sl_in.txt
