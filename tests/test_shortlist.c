@@ -183,7 +183,7 @@ static void check_select(bool int8)
     TfmErr err = {0};
     CHECK((int8 ? packed_linear_init_int8 : packed_linear_init)(&p, w, NULL, b, IN, OUT, &err) ==
           TFM_OK);
-    CHECK(packed_linear_init_like(&s, &p, &err) == TFM_OK);
+    CHECK(packed_linear_init_like(&s, &p, OUT, &err) == TFM_OK);
     packed_linear_forward(&p, full, x, N, 0);
     /* several selections in turn (each call refills s), down to one column */
     const int sizes[] = {OUT, 40, 33, 1, 65};
@@ -207,31 +207,32 @@ TEST(test_packed_select_same_bits)
     check_select(true);
 }
 
-TEST(test_logsoftmax_subsets)
+TEST(test_logsoftmax_spread)
 {
-    enum { W = 70, G = 3, PER = 2 };
-    static float x[G * PER * W], ref[W];
+    enum { W = 70, N = 3 };
+    static float x[N * W], orig[N * W], ref[W];
     Rng rng;
     rng_seed(&rng, 9);
-    int c0[W], c1[5] = {0, 17, 18, 40, 69}, c2[1] = {33};
-    for (int j = 0; j < W; j++) c0[j] = j;
-    const int *cols[G] = {c0, c1, c2};
-    const int len[G] = {W, 5, 1};
-    for (int i = 0; i < G * PER * W; i++) x[i] = 4 * rng_uniform(&rng) - 2;
-    static float orig[G * PER * W];
-    memcpy(orig, x, sizeof x);
-    logsoftmax_subsets(x, G, PER, W, cols, len);
-    for (int r = 0; r < G * PER; r++) {
-        const int g = r / PER;
-        for (int i = 0; i < len[g]; i++) ref[i] = orig[r * W + cols[g][i]];
-        logsoftmax_rows(ref, 1, len[g]);
-        int at = 0;
-        for (int j = 0; j < W; j++) {
-            if (at < len[g] && cols[g][at] == j) {
-                CHECK(memcmp(&x[r * W + j], &ref[at], sizeof(float)) == 0);
-                at++;
-            } else {
-                CHECK(x[r * W + j] == -INFINITY);
+    int all[W], some[5] = {0, 17, 18, 40, 69}, one[1] = {33};
+    for (int j = 0; j < W; j++) all[j] = j;
+    const int *cols[3] = {all, some, one};
+    const int len[3] = {W, 5, 1};
+    for (int t = 0; t < 3; t++) {
+        /* N compact rows of len[t] values, spread to N rows of W */
+        for (int i = 0; i < N * len[t]; i++) orig[i] = x[i] = 4 * rng_uniform(&rng) - 2;
+        for (int i = N * len[t]; i < N * W; i++) x[i] = 123.0f;      /* junk past them */
+        logsoftmax_spread(x, N, len[t], W, cols[t]);
+        for (int r = 0; r < N; r++) {
+            memcpy(ref, orig + r * len[t], sizeof(float) * (size_t)len[t]);
+            logsoftmax_rows(ref, 1, len[t]);
+            int at = 0;
+            for (int j = 0; j < W; j++) {
+                if (at < len[t] && cols[t][at] == j) {
+                    CHECK(memcmp(&x[r * W + j], &ref[at], sizeof(float)) == 0);
+                    at++;
+                } else {
+                    CHECK(x[r * W + j] == -INFINITY);
+                }
             }
         }
     }

@@ -105,7 +105,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     SearchAdvance *advance = opt->sample ? search_sample_advance : search_beam_advance;
     s->cols = decoder_columns(d);
     if (d->sl) {        /* this batch's columns */
-        shortlist_run_batch(d->sl, &d->step.p_out, src, n, S);
+        if ((st = shortlist_run_batch(d->sl, &d->step.p_out, src, n, S, err)) != TFM_OK)
+            return st;
         d->step.sl = d->sl;
         s->cols = (StepColumns){d->sl->width, d->sl->tok, d->sl->col};
     }
@@ -161,7 +162,7 @@ TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err)
                      "for beam %d (at least %d: make it with a larger --frequent)",
                      d->sl->min_cands, d->max_beam, 2 * d->max_beam);
     if (st != TFM_OK) {
-        if (d->sl->tok) shortlist_run_free(d->sl);
+        if (d->sl->mark) shortlist_run_free(d->sl);
         free(d->sl);
         d->sl = NULL;
     }

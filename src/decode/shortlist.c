@@ -402,6 +402,7 @@ fail:
 TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedLinear *out,
                              int n_out, const int *out_pos, int max_sents, TfmErr *err)
 {
+    (void)out;
     memset(r, 0, sizeof *r);
     const size_t V = (size_t)sl->vocab, no = (size_t)n_out, n = (size_t)max_sents;
     r->sl = sl;
@@ -415,10 +416,13 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
     r->sel = xmalloc(no * sizeof(int), err);
     r->own = xmalloc(n * no * sizeof(int), err);
     r->own_len = xcalloc(n, sizeof(int), err);
+    r->line = xcalloc(n, sizeof *r->line, err);
+    r->line_cap = xcalloc(n, sizeof(int), err);
     r->cur = xcalloc(n, sizeof *r->cur, err);
+    r->cur_slot = xcalloc(n, sizeof(int), err);
     r->cur_len = xcalloc(n, sizeof(int), err);
-    if (!r->mark || !r->tok || !r->col || !r->sel || !r->own || !r->own_len || !r->cur ||
-        !r->cur_len) {
+    if (!r->mark || !r->tok || !r->col || !r->sel || !r->own || !r->own_len || !r->line ||
+        !r->line_cap || !r->cur || !r->cur_slot || !r->cur_len) {
         shortlist_run_free(r);
         return TFM_ERR_NOMEM;
     }
@@ -428,9 +432,7 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
     for (int i = 0; i < 2; i++) c += !out_pos || out_pos[specials[i]] >= 0;
     for (int i = 0; i < sl->n_frequent; i++) c += !out_pos || out_pos[sl->frequent[i]] >= 0;
     r->min_cands = c;
-    TfmStatus st = packed_linear_init_like(&r->p, out, err);
-    if (st != TFM_OK) shortlist_run_free(r);
-    return st;
+    return TFM_OK;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -447,10 +449,31 @@ static void take(ShortlistRun *r, int *l, int *n, int v)
     l[(*n)++] = v;
 }
 
-void shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *src, int n, int S)
+/* Sentence b's product: its m candidates l (pieces) selected from out,
+ * in room grown by half again when short. */
+static TfmStatus line_product(ShortlistRun *r, const PackedLinear *out, int b, const int *l,
+                              int m, TfmErr *err)
+{
+    if (m > r->line_cap[b]) {
+        packed_linear_free(&r->line[b]);
+        r->line_cap[b] = 0;
+        int cap = m + m / 2;
+        if (cap > r->n_out) cap = r->n_out;
+        TfmStatus st = packed_linear_init_like(&r->line[b], out, cap, err);
+        if (st != TFM_OK) return st;
+        r->line_cap[b] = cap;
+    }
+    for (int i = 0; i < m; i++) r->sel[i] = r->out_pos ? r->out_pos[l[i]] : l[i];
+    packed_linear_select(&r->line[b], out, r->sel, m);
+    return TFM_OK;
+}
+
+TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *src, int n,
+                              int S, TfmErr *err)
 {
     const Shortlist *sl = r->sl;
     for (int j = 0; j < r->width; j++) r->col[r->tok[j]] = -1;     /* the last batch's */
+    r->width = 0;
     for (int b = 0; b < n; b++) {
         int *l = r->own + (size_t)b * r->n_out, m = 0;
         for (int v = TOK_PAD; v <= TOK_EOS; v++) take(r, l, &m, v);
@@ -462,6 +485,8 @@ void shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *sr
         for (int i = 0; i < m; i++) r->mark[l[i]] = 0;
         qsort(l, (size_t)m, sizeof *l, cmp_int);
         r->own_len[b] = m;
+        TfmStatus st = line_product(r, out, b, l, m, err);
+        if (st != TFM_OK) return st;
     }
     /* the union, in the order of the pieces */
     for (int b = 0; b < n; b++)
@@ -471,17 +496,17 @@ void shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *sr
         if (!r->mark[v]) continue;
         r->mark[v] = 0;
         r->col[v] = w;
-        r->tok[w] = v;
-        r->sel[w++] = r->out_pos ? r->out_pos[v] : v;
+        r->tok[w++] = v;
     }
     r->width = w;
     for (int b = 0; b < n; b++) {
         int *l = r->own + (size_t)b * r->n_out;
         for (int i = 0; i < r->own_len[b]; i++) l[i] = r->col[l[i]];
         r->cur[b] = l;
+        r->cur_slot[b] = b;
         r->cur_len[b] = r->own_len[b];
     }
-    packed_linear_select(&r->p, out, r->sel, w);
+    return TFM_OK;
 }
 
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n)
@@ -490,12 +515,17 @@ void shortlist_run_drop(ShortlistRun *r, const char *done, int n)
     for (int b = 0; b < n; b++) {
         if (done[b]) continue;
         r->cur[j] = r->cur[b];
+        r->cur_slot[j] = r->cur_slot[b];
         r->cur_len[j++] = r->cur_len[b];
     }
 }
 
 void shortlist_run_free(ShortlistRun *r)
 {
+    if (r->line)
+        for (int b = 0; b < r->max_sents; b++) packed_linear_free(&r->line[b]);
+    free(r->line);
+    free(r->line_cap);
     free(r->mark);
     free(r->tok);
     free(r->col);
@@ -503,7 +533,7 @@ void shortlist_run_free(ShortlistRun *r)
     free(r->own);
     free(r->own_len);
     free(r->cur);
+    free(r->cur_slot);
     free(r->cur_len);
-    packed_linear_free(&r->p);
     memset(r, 0, sizeof *r);
 }

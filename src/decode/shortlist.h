@@ -61,8 +61,13 @@ void shortlist_free(Shortlist *sl);
 /* ---- a shortlist in use: a batch's columns ----
  * Each sentence's candidates: the specials, the frequent pieces and the
  * targets of each of its source pieces, kept to those the model outputs.
- * The batch's columns are the union of its sentences' candidates, in the
- * order of their ids; each sentence keeps the list of its own columns. */
+ * Each sentence gets its own output product over its candidates alone (a
+ * copy of those columns of the model's, made once per batch), so the
+ * output layer costs a line its candidates whatever the batch (their
+ * union at batch 64 is about 6 times one line's on Multi30k). The step's
+ * log-probabilities are laid out over the batch's columns, the union in
+ * the order of the pieces, which the search reads; each sentence keeps
+ * the list of its own columns there. */
 typedef struct {
     const Shortlist *sl;
     int V, n_out;           /* vocabulary; the model's output columns */
@@ -74,12 +79,14 @@ typedef struct {
     int *sel;               /* (n_out) column -> the model's output column */
     int *own;               /* (max_sents, n_out) each sentence's columns, ascending */
     int *own_len;           /* (max_sents) */
+    PackedLinear *line;     /* (max_sents) each sentence's output product */
+    int *line_cap;          /* (max_sents) the columns each has room for (grown) */
     const int **cur;        /* (max_sents) the current batch's sentences' lists, */
+    int *cur_slot;          /*   and their index in the batch (line, own), */
     int *cur_len;           /*   compacted with it (shortlist_run_drop) */
     int width;              /* the batch's columns */
     int min_cands;          /* the fewest candidates a sentence can have that
                                are not <pad> or <s> */
-    PackedLinear p;         /* the output projection over the batch's columns */
 } ShortlistRun;
 
 /* Prepares sl's use for up to max_sents sentences with the output
@@ -87,8 +94,11 @@ typedef struct {
 TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedLinear *out,
                              int n_out, const int *out_pos, int max_sents, TfmErr *err);
 /* The columns of the batch src (n, S) (padded with TOK_PAD): r->tok,
- * r->col, r->width, the lists and r->p selected from out. */
-void shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *src, int n, int S);
+ * r->col, r->width, the lists, and each sentence's product selected from
+ * out (grown when a sentence has more candidates than its room: the only
+ * allocation, TFM_ERR_NOMEM). */
+TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *src, int n,
+                              int S, TfmErr *err);
 /* Removes the sentences done marks from the current lists (out of n). */
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n);
 void shortlist_run_free(ShortlistRun *r);

@@ -215,33 +215,25 @@ void logsoftmax_rows(float *x, int n, int v)
     for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * v, v);
 }
 
-/* Row r's columns cols[0..len) are gathered to the row's front in place
- * (cols ascending: column cols[i] >= i is read before anything overwrites
- * it), log-softmaxed there as a row of len by logsoftmax_row, then put
- * back from the last (each put lands at cols[i] >= i, past what is still
- * to be read), the columns between them set to -inf. */
-static void logsoftmax_subset_row(float *row, int w, const int *cols, int len)
+void logsoftmax_spread(float *x, int n, int len, int w, const int *cols)
 {
-    for (int i = 0; i < len; i++) row[i] = row[cols[i]];
-    logsoftmax_row(row, len);
-    int end = w;                            /* columns >= end are written */
-    for (int i = len - 1; i >= 0; i--) {
-        const int c = cols[i];
-        const float v = row[i];
-        for (int j = c + 1; j < end; j++) row[j] = -INFINITY;
-        row[c] = v;
-        end = c;
+    for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * len, len);
+    /* Spread from the last row and, in a row, from the last value: a value
+     * lands at r·w + cols[j] >= r·len + j, past everything still to be read
+     * (cols is ascending, len <= w), and so do the -inf between them. */
+    for (int r = n - 1; r >= 0; r--) {
+        const float *src = x + (long)r * len;
+        float *dst = x + (long)r * w;
+        int end = w;                        /* dst[end..w) is written */
+        for (int j = len - 1; j >= 0; j--) {
+            const int c = cols[j];
+            const float v = src[j];
+            for (int i = c + 1; i < end; i++) dst[i] = -INFINITY;
+            dst[c] = v;
+            end = c;
+        }
+        for (int i = 0; i < end; i++) dst[i] = -INFINITY;
     }
-    for (int j = 0; j < end; j++) row[j] = -INFINITY;
-}
-
-void logsoftmax_subsets(float *x, int groups, int per, int w, const int *const *cols,
-                        const int *len)
-{
-    const int n = groups * per;
-#pragma omp parallel for schedule(static) if ((long)n * w > PAR_MIN)
-    for (int r = 0; r < n; r++)
-        logsoftmax_subset_row(x + (long)r * w, w, cols[r / per], len[r / per]);
 }
 
 void gather_rows(float *dst, const float *src, const int *idx, int m, int d)

@@ -439,25 +439,24 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
     }
 }
 
-TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, TfmErr *err)
+TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, int cap, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     p->in = src->in;
     p->out = 0;
     p->groups = src->groups;
     size_t size[I8_BUFFERS];
-    int8_sizes(src->in, src->out, size);
+    int8_sizes(src->in, cap, size);
     p->w = alloc64(size[I8_W], &p->bytes, err);
     p->corr = alloc64(size[I8_CORR], &p->bytes, err);
     p->scale = alloc64(size[I8_SCALE], &p->bytes, err);
     p->b = alloc64(size[I8_B], &p->bytes, err);
-    if (!p->w || !p->corr || !p->scale || !p->b) {
+    p->scratch = xcalloc(1, sizeof *p->scratch, err);
+    p->own_scratch = true;
+    if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {
         packed_int8_free(p);
         return TFM_ERR_NOMEM;
     }
-    /* the same calls never overlap: src's quantized inputs serve both */
-    p->scratch = src->scratch;
-    p->own_scratch = false;
     return TFM_OK;
 }
 
@@ -607,7 +606,7 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
      * core, less than waking another thread costs on a busy host (and a
      * parallel region costs libgomp a team even on one thread). A decoder
      * step at batch 1 (5 rows) then runs its output layer on one thread. */
-    if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1) {
+    if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1 || omp_in_parallel()) {
         quantize_rows(p, k, x, 0, n);
         run_tasks(p, k, y, n, relu, chunk, 0, tasks);
         return;

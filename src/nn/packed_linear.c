@@ -185,14 +185,14 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
     }
 }
 
-TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, TfmErr *err)
+TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, int cap, TfmErr *err)
 {
     memset(p, 0, sizeof *p);
     p->in = src->in;
     if (src->i8) {
         p->i8 = xcalloc(1, sizeof *p->i8, err);
         if (!p->i8) return TFM_ERR_NOMEM;
-        TfmStatus st = packed_int8_init_like(p->i8, src->i8, err);
+        TfmStatus st = packed_int8_init_like(p->i8, src->i8, cap, err);
         if (st != TFM_OK) {
             free(p->i8);
             p->i8 = NULL;
@@ -201,7 +201,7 @@ TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, TfmE
         p->bytes = p->i8->bytes;
         return TFM_OK;
     }
-    const size_t cols = (size_t)src->panels * NR;
+    const size_t cols = (size_t)((cap + NR - 1) / NR) * NR;
     const size_t weights = cols * (src->wh ? (size_t)((src->in + 1) / 2) : (size_t)src->in);
     p->b = alloc_aligned(cols, &p->bytes, err);
     if (src->wh) {
@@ -432,8 +432,9 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
     if (chunk < MR) chunk = MR;
     const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
     /* A small product runs here: even an `if (0)` parallel region costs
-     * libgomp a team allocation, which shows at batch 1. */
-    if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1) {
+     * libgomp a team allocation, which shows at batch 1. So does one called
+     * from a parallel region (a shortlist's products, one a sentence). */
+    if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1 || omp_in_parallel()) {
         run_tasks(p, y, x, n, relu, chunk, 0, tasks);
         return;
     }
