@@ -79,8 +79,8 @@ for prec in $PRECISIONS; do
         args=(translate -q -m "$MODEL" -b "$BEAM" --threads "$THREADS" --batch-size 64 --precision "$prec" -i "$src")
         "$TFM" "${args[@]}" >"$OUT/$prec.$set.without" || exit 1
         "$TFM" "${args[@]}" --shortlist "$SL" >"$OUT/$prec.$set.with" || exit 1
-        bw=$("$TFM" bleu "$OUT/$prec.$set.without" "$ref" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
-        bs=$("$TFM" bleu "$OUT/$prec.$set.with" "$ref" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
+        bw=$("$TFM" bleu "$OUT/$prec.$set.without" "$ref" 2>/dev/null | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
+        bs=$("$TFM" bleu "$OUT/$prec.$set.with" "$ref" 2>/dev/null | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
         d=$(paste -d '\n' "$OUT/$prec.$set.without" "$OUT/$prec.$set.with" | paste - - | awk -F'\t' '$1 != $2' | wc -l)
         echo "| $prec | $set | $bw | $bs | $d |"
     done
