@@ -218,8 +218,15 @@ expect_exit 1 "not a shortlist" -- "$TFM" translate --shortlist in.txt -i in.txt
 expect_err_line "not a shortlist message" "tfm: in.txt: not a tfm shortlist (make one with tfm shortlist)"
 expect_exit 1 "missing shortlist" -- "$TFM" translate --shortlist nope.sl -i in.txt
 expect_err_line "missing shortlist message" "tfm: nope.sl: cannot open: No such file or directory"
-expect_exit 2 "--shortlist with an ensemble" -- "$TFM" translate -m model.tfm -m model.tfm --shortlist few.sl -i in.txt
-expect_err_line "ensemble message" "tfm: translate: --shortlist does not work with an ensemble (2 models given with -m)"
+"$TFM" translate -q -b 4 --nbest 2 --shortlist few.sl -i sl_in.txt >sl_alone.txt
+expect_exit 0 "--shortlist with a self-ensemble" -- "$TFM" translate -q -m model.tfm -m model.tfm -b 4 --nbest 2 --shortlist few.sl -i sl_in.txt
+check "a self-ensemble with a shortlist = the model alone with it (n-best, scores)" cmp -s sl_alone.txt "$T/out"
+expect_exit 0 "weighted ensemble with a shortlist, batch 64" -- "$TFM" translate -q -m model.tfm -m v400/../model.tfm --weights 0.3,0.7 -b 4 --nbest 2 --shortlist few.sl --batch-size 64 --threads 2 -i sl_in.txt
+cp "$T/out" sl_ens64.txt
+expect_exit 0 "weighted ensemble with a shortlist, batch 1" -- "$TFM" translate -q -m model.tfm -m model.tfm --weights 0.3,0.7 -b 4 --nbest 2 --shortlist few.sl --batch-size 1 --threads 1 -i sl_in.txt
+check "an ensemble with a shortlist: batch and thread independent" cmp -s sl_ens64.txt "$T/out"
+expect_exit 2 "ensemble with a shortlist, other output pieces" -- "$TFM" translate -m model.tfm -m ov/model.tfm -b 4 --shortlist few.sl -i in.txt
+expect_err_line "other output pieces message" "tfm: translate: few.sl: a shortlist needs the ensemble's models to output the same pieces (model 2's model.output_vocab differs)"
 expect_exit 2 "--shortlist with --score-reference" -- "$TFM" translate --shortlist few.sl --score-reference in.txt -i in.txt
 expect_err_line "score-reference message" "tfm: translate: --shortlist does not apply to --score-reference (it scores the whole vocabulary)"
 "$TFM" shortlist -q -m model.tfm -o two.sl --frequent 2 "$MINI/train.de" "$MINI/train.en"

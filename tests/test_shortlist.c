@@ -4,7 +4,7 @@
  * per-group log-softmax, bit for bit against the full ones; and decoding
  * with a shortlist: every piece equals no shortlist, bit for bit, and a
  * line translates the same alone, in a batch, on 1 or 2 threads, fp32 and
- * int8. */
+ * int8; a self-ensemble with a shortlist as the model alone with it. */
 #include "test.h"
 
 #include <stdlib.h>
@@ -369,6 +369,17 @@ static void check_decoding(bool int8)
                 CHECK(ok);
             }
     }
+    /* an ensemble of the model with itself, with the shortlist: as alone */
+    Decoder *ens, *member;
+    CHECK(decoder_init(&ens, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_init(&member, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_set_ensemble(ens, &member, 1, NULL, &err) == TFM_OK);
+    CHECK(decoder_set_shortlist(ens, &few, &err) == TFM_OK);
+    run(some, src, S, 0, NSENT, BEAM, BEAM, &b);
+    run(ens, src, S, 0, NSENT, BEAM, BEAM, &c);
+    check_same(&b, &c, NSENT * BEAM);
+    decoder_free(ens);
+    decoder_free(member);
     /* too few candidates for the beam: refused */
     Shortlist tiny;
     make_shortlist(&tiny, 1, 1);

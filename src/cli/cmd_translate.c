@@ -78,7 +78,7 @@ static const char usage[] =
     "                       the model was trained with; a bf16 model on a CPU\n"
     "                       without a bf16 unit translates in fp32, with a note\n"
     "      --shortlist FILE output layer and search over each line's candidates\n"
-    "                       only (tfm shortlist; default off; not for ensembles)\n"
+    "                       only (tfm shortlist; default off)\n"
     "      --threads N      threads (default 0: the cores other programs leave free)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"

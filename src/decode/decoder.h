@@ -103,8 +103,10 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
  * each line's log-probabilities are normalized over its own candidates
  * alone, so its translation does not depend on its batch. sl (checked
  * against the model's vocabulary by shortlist_load) must outlive d; NULL
- * turns it off. decoder_step and decoder_score never use it. Errors: a
- * shortlist of another size, an ensemble (refused), TFM_ERR_NOMEM;
+ * turns it off. decoder_step and decoder_score never use it. An ensemble's
+ * members get it too (call after decoder_set_ensemble): each computes the
+ * same columns. Errors: a shortlist of another size, members that output
+ * other pieces (model.output_vocab), TFM_ERR_NOMEM;
  * decoder_run refuses a beam k when a line could have fewer than 2k
  * candidates. */
 typedef struct Shortlist Shortlist;

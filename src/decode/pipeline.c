@@ -138,9 +138,6 @@ TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int 
 {
     TfmStatus st;
     if (s->shortlist) {     /* before the packing: a wrong file fails fast */
-        if (s->n_models > 1)
-            return err_set(err, TFM_ERR_USAGE, "%s: --shortlist does not work with an ensemble "
-                           "(%d models given with -m)", s->who, s->n_models);
         if ((st = shortlist_load(&p->sl, s->shortlist, p->mf.bpe, err)) != TFM_OK) return st;
     }
     st = decoder_init(&p->dec, &p->mf.model, max_sents, max_beam, err);
