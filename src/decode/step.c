@@ -308,7 +308,7 @@ static void shortlist_out(DecStep *s, const float *top, int n, int k)
         shortlist_rows(s, top, 0, k);
         return;
     }
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(static)
     for (int b = 0; b < n; b++) shortlist_rows(s, top, b, k);
 }
 
