@@ -282,6 +282,18 @@ stop_server
 check "-q: only the start line" test "$(cat "$SLOG")" = "tfm: serving model.tfm on http://127.0.0.1:$PORT"
 check "-q: exit 0" test "$SRC" = 0
 
+# --shortlist: each line as translate --shortlist gives it, under
+# concurrent requests batched as they come; another vocabulary's refused
+"$TFM" shortlist -q -m model.tfm -o few.sl --top-k 1 --frequent 10 "$MINI/train.de" "$MINI/train.en"
+"$TFM" translate -q --shortlist few.sl <in60.txt >ref60_sl.txt
+check "the shortlist changes these lines" not cmp -s ref60_sl.txt ref60.txt
+start_server shortlist -q --shortlist few.sl || { cli_summary; exit 1; }
+check "--shortlist: 60 concurrent requests as translate --shortlist ($("$LOAD" -p "$PORT" -i in60.txt -c 60 -o out60_sl.txt -e ref60_sl.txt 2>&1 | tail -n 1))" cmp -s out60_sl.txt ref60_sl.txt
+stop_server
+check "--shortlist server: exit 0" test "$SRC" = 0
+expect_exit 1 "serve: a damaged shortlist" -- "$TFM" serve --port 0 --shortlist in.txt
+expect_err_line "its message" "tfm: in.txt: not a tfm shortlist (make one with tfm shortlist)"
+
 # ---- limits: 413, 503, 504, 401, slow clients ----
 start_server limits --max-request-bytes 100 --max-queue 4 --batch-wait-ms 8000 --timeout-ms 3000 || { cli_summary; exit 1; }
 big=$(awk 'BEGIN { printf "{\"text\": \""; for (i = 0; i < 100; i++) printf "a"; printf "\"}" }')

@@ -159,6 +159,96 @@ cp "$MINI"/train.* "$MINI"/valid.* v400/
 expect_exit 1 "ensemble with another vocabulary" -- "$TFM" translate -m model.tfm -m v400/model.tfm -i in.txt
 expect_err_line "another vocabulary message" "tfm: v400/model.tfm: its vocabulary differs from model.tfm's (an ensemble needs models with one vocabulary)"
 
+# --shortlist (tfm shortlist): one holding every piece translates exactly as
+# none; a real one gives the same lines for any batch size and thread count,
+# in fp32 and int8; another vocabulary's, a damaged file, an ensemble and
+# too few frequent pieces for the beam are refused.
+expect_exit 0 "shortlist of every piece" -- "$TFM" shortlist -m model.tfm -o all.sl --frequent 100000 --top-k 1 "$MINI/train.de" "$MINI/train.en"
+check "shortlist says what it wrote" grep -q '^tfm: shortlist: [0-9]* frequent pieces, up to 1 more per source piece ([0-9]* in all): all.sl$' "$T/err"
+head -n 40 "$MINI/valid.de" >sl_in.txt
+cat in.txt >>sl_in.txt
+sl_precs="fp32 int8"
+"$TFM" --version | grep -q '^bf16 products: none' || sl_precs="$sl_precs bf16"
+for prec in $sl_precs; do
+    "$TFM" translate -q -b 4 --nbest 2 --precision $prec -i sl_in.txt >sl_none.txt
+    expect_exit 0 "$prec: translate --shortlist of every piece" -- "$TFM" translate -q -b 4 --nbest 2 --precision $prec --shortlist all.sl -i sl_in.txt
+    check "$prec: every piece = no shortlist, bit for bit (n-best, scores)" cmp -s sl_none.txt "$T/out"
+done
+expect_exit 0 "shortlist, gzipped corpus" -- sh -c "gzip -c \"$MINI/train.de\" >c.de.gz && gzip -c \"$MINI/train.en\" >c.en.gz && \"$TFM\" shortlist -q -m model.tfm -o few.sl --top-k 3 --frequent 10 c.de.gz c.en.gz"
+check "-q: no summary" test ! -s "$T/err"
+for prec in $sl_precs; do
+    expect_exit 0 "$prec: --shortlist, batch 64, 2 threads" -- "$TFM" translate -q -b 4 --nbest 2 --precision $prec --shortlist few.sl --batch-size 64 --threads 2 -i sl_in.txt
+    cp "$T/out" sl_b64.txt
+    check "$prec: the shortlist changed the search" not cmp -s sl_b64.txt sl_none.txt
+    expect_exit 0 "$prec: --shortlist, batch 1, 1 thread" -- "$TFM" translate -q -b 4 --nbest 2 --precision $prec --shortlist=few.sl --batch-size 1 --threads 1 -i sl_in.txt
+    check "$prec: with a shortlist, lines do not depend on the batch or threads" cmp -s sl_b64.txt "$T/out"
+    expect_exit 0 "$prec: --shortlist greedy, batch 7 vs 1" -- sh -c "\"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 7 -i sl_in.txt >g7.txt && \"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 1 -i sl_in.txt"
+    check "$prec: greedy with a shortlist, batch independent" cmp -s g7.txt "$T/out"
+done
+# a model whose output layer covers the target side's pieces only
+# (model.output_vocab "target"): the shortlist keeps to them
+mkdir ov && sed 's/"dropout": 0.1/"dropout": 0.1, "output_vocab": "target"/' "$MINI/mini.json" >ov/mini.json
+cp "$MINI"/train.* "$MINI"/valid.* ov/
+(cd ov && "$TFM" train mini.json -q >/dev/null 2>&1)
+check "an output_vocab target model trains" test -s ov/model.tfm
+"$TFM" shortlist -q -m ov/model.tfm -o ov/all.sl --frequent 100000 "$MINI/train.de" "$MINI/train.en"
+"$TFM" shortlist -q -m ov/model.tfm -o ov/few.sl --top-k 3 --frequent 10 "$MINI/train.de" "$MINI/train.en"
+"$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 -i sl_in.txt >ov_none.txt
+expect_exit 0 "output_vocab target: every piece" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/all.sl -i sl_in.txt
+check "output_vocab target: every piece = no shortlist" cmp -s ov_none.txt "$T/out"
+expect_exit 0 "output_vocab target: a shortlist, batch 64" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/few.sl --batch-size 64 --threads 2 -i sl_in.txt
+cp "$T/out" ov_b64.txt
+expect_exit 0 "output_vocab target: a shortlist, batch 1" -- "$TFM" translate -q -m ov/model.tfm -b 4 --nbest 2 --shortlist ov/few.sl --batch-size 1 --threads 1 -i sl_in.txt
+check "output_vocab target: batch independent" cmp -s ov_b64.txt "$T/out"
+check "output_vocab target: the shortlist changed the search" not cmp -s ov_b64.txt ov_none.txt
+expect_exit 0 "--shortlist with --sample" -- "$TFM" translate -q --sample --seed 3 --shortlist few.sl -i sl_in.txt
+cp "$T/out" sl_sample.txt
+expect_exit 0 "--shortlist with --sample, batch 1" -- "$TFM" translate -q --sample --seed 3 --shortlist few.sl --batch-size 1 -i sl_in.txt
+check "sampling with a shortlist, batch independent" cmp -s sl_sample.txt "$T/out"
+expect_exit 1 "shortlist for another vocabulary" -- "$TFM" translate -m v400/model.tfm --shortlist few.sl -i in.txt
+check "... says so" grep -q "^tfm: few.sl: a shortlist for another vocabulary (500 pieces, fingerprint [0-9a-f]*; the model's: 400, [0-9a-f]*); make it with tfm shortlist -m MODEL$" "$T/err"
+cp few.sl bad.sl
+printf 'X' | dd of=bad.sl bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_exit 1 "damaged shortlist" -- "$TFM" translate --shortlist bad.sl -i in.txt
+expect_err_line "damaged shortlist message" "tfm: bad.sl: damaged shortlist (checksum mismatch)"
+head -c 20 few.sl >cut.sl
+expect_exit 1 "truncated shortlist" -- "$TFM" translate --shortlist cut.sl -i in.txt
+expect_err_line "truncated shortlist message" "tfm: cut.sl: damaged shortlist (20 bytes, shorter than its header)"
+expect_exit 1 "not a shortlist" -- "$TFM" translate --shortlist in.txt -i in.txt
+expect_err_line "not a shortlist message" "tfm: in.txt: not a tfm shortlist (make one with tfm shortlist)"
+expect_exit 1 "missing shortlist" -- "$TFM" translate --shortlist nope.sl -i in.txt
+expect_err_line "missing shortlist message" "tfm: nope.sl: cannot open: No such file or directory"
+"$TFM" translate -q -b 4 --nbest 2 --shortlist few.sl -i sl_in.txt >sl_alone.txt
+expect_exit 0 "--shortlist with a self-ensemble" -- "$TFM" translate -q -m model.tfm -m model.tfm -b 4 --nbest 2 --shortlist few.sl -i sl_in.txt
+check "a self-ensemble with a shortlist = the model alone with it (n-best, scores)" cmp -s sl_alone.txt "$T/out"
+expect_exit 0 "weighted ensemble with a shortlist, batch 64" -- "$TFM" translate -q -m model.tfm -m v400/../model.tfm --weights 0.3,0.7 -b 4 --nbest 2 --shortlist few.sl --batch-size 64 --threads 2 -i sl_in.txt
+cp "$T/out" sl_ens64.txt
+expect_exit 0 "weighted ensemble with a shortlist, batch 1" -- "$TFM" translate -q -m model.tfm -m model.tfm --weights 0.3,0.7 -b 4 --nbest 2 --shortlist few.sl --batch-size 1 --threads 1 -i sl_in.txt
+check "an ensemble with a shortlist: batch and thread independent" cmp -s sl_ens64.txt "$T/out"
+expect_exit 2 "ensemble with a shortlist, other output pieces" -- "$TFM" translate -m model.tfm -m ov/model.tfm -b 4 --shortlist few.sl -i in.txt
+expect_err_line "other output pieces message" "tfm: translate: few.sl: a shortlist needs the ensemble's models to output the same pieces (model 2's model.output_vocab differs)"
+expect_exit 2 "--shortlist with --score-reference" -- "$TFM" translate --shortlist few.sl --score-reference in.txt -i in.txt
+expect_err_line "score-reference message" "tfm: translate: --shortlist does not apply to --score-reference (it scores the whole vocabulary)"
+"$TFM" shortlist -q -m model.tfm -o two.sl --frequent 2 "$MINI/train.de" "$MINI/train.en"
+expect_exit 2 "too few frequent pieces for the beam" -- "$TFM" translate -b 4 --shortlist two.sl -i in.txt
+expect_err_line "too few message" "tfm: translate: two.sl: the shortlist gives every line 4 candidates, too few for beam 4 (at least 8: make it with a larger --frequent)"
+# tfm shortlist's own errors
+expect_exit 2 "shortlist without -o" -- "$TFM" shortlist -m model.tfm "$MINI/train.de" "$MINI/train.en"
+expect_err_line "missing -o message" "tfm: shortlist: missing -o OUT (see tfm shortlist --help)"
+expect_exit 2 "shortlist with one file" -- "$TFM" shortlist -m model.tfm -o x.sl "$MINI/train.de"
+expect_err_line "one file message" "tfm: shortlist: expected SRC and TGT, the two sides of a parallel corpus (1 given)"
+expect_exit 2 "shortlist --top-k 0" -- "$TFM" shortlist -m model.tfm -o x.sl --top-k 0 "$MINI/train.de" "$MINI/train.en"
+expect_err_line "--top-k message" "tfm: shortlist: --top-k: expected an integer in [1, 100000], got '0'"
+expect_exit 2 "shortlist unknown option" -- "$TFM" shortlist --topk 3 -m model.tfm -o x.sl "$MINI/train.de" "$MINI/train.en"
+head -n 10 "$MINI/train.en" >ten.en
+expect_exit 1 "shortlist of sides of other lengths" -- "$TFM" shortlist -m model.tfm -o x.sl "$MINI/train.de" ten.en
+expect_err_line "lengths message" "tfm: $MINI/train.de has 400 lines, ten.en has 10 (a parallel corpus needs one line a sentence on each side)"
+check "... and wrote nothing" test ! -e x.sl
+expect_exit 1 "shortlist -o over a model" -- "$TFM" shortlist -m model.tfm -o v400/model.tfm "$MINI/train.de" "$MINI/train.en"
+expect_err_line "-o over a model message" "tfm: v400/model.tfm: exists and is not a tfm shortlist; not replacing it"
+expect_exit 2 "shortlist -o an input" -- "$TFM" shortlist -m model.tfm -o ten.en "$MINI/train.de" ten.en
+expect_exit 0 "shortlist over an older shortlist" -- "$TFM" shortlist -q -m model.tfm -o two.sl "$MINI/train.de" "$MINI/train.en"
+
 # --sample: seeded draws that do not depend on the batch size or threads;
 # top-k 1 and a tiny top-p are greedy; another seed draws other text.
 "$TFM" translate -b 1 -q <in.txt >greedy.txt

@@ -32,7 +32,7 @@ static const char usage[] =
     "                     [--batch-size N] [--max-len-a A] [--max-len-b B]\n"
     "                     [--no-repeat-ngram N] [--sample [--top-k K] [--top-p P]\n"
     "                     [--temperature T] [--seed N]] [--score-reference REF]\n"
-    "                     [--precision fp32|bf16|int8] [--threads N]\n"
+    "                     [--precision fp32|bf16|int8] [--shortlist FILE] [--threads N]\n"
     "                     [-q] < input > output\n"
     "\n"
     "Translates stdin (raw UTF-8 text, one sentence a line) to stdout, one line per\n"
@@ -77,6 +77,8 @@ static const char usage[] =
     "                       for an int8 model (tfm quantize), else the precision\n"
     "                       the model was trained with; a bf16 model on a CPU\n"
     "                       without a bf16 unit translates in fp32, with a note\n"
+    "      --shortlist FILE output layer and search over each line's candidates\n"
+    "                       only (tfm shortlist; default off)\n"
     "      --threads N      threads (default 0: the cores other programs leave free)\n"
     "  -q, --quiet          no warnings about long lines, no summary line\n"
     "  -h, --help           this help\n"
@@ -193,6 +195,9 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (the input is stdin or -i FILE)",
                        argv[optind]);
+    if (o->score_ref && o->dec.spec.shortlist)
+        return err_set(err, TFM_ERR_USAGE, "translate: --shortlist does not apply to "
+                       "--score-reference (it scores the whole vocabulary)");
     return TFM_OK;
 }
 

@@ -18,6 +18,7 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_average(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_info(int argc, char **argv, TfmErr *err);
 TfmStatus cmd_quantize(int argc, char **argv, TfmErr *err);
+TfmStatus cmd_shortlist(int argc, char **argv, TfmErr *err);
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers (main.c) that ask a training run
  * to stop after the current step through the returned flags (with announce

@@ -73,6 +73,9 @@ TfmStatus decode_args_take(DecodeArgs *a, const char *cmd, int c, const char *op
         return cmd_option_int(cmd, opt, value, 0, DECODE_MAX_LEN_B, &s->max_len_b, err);
     case DA_NO_REPEAT:
         return cmd_option_int(cmd, opt, value, 0, 64, &s->no_repeat, err);
+    case DA_SHORTLIST:
+        s->shortlist = value;
+        return TFM_OK;
     case DA_THREADS:
         return cmd_option_int(cmd, opt, value, 0, 1024, &a->threads, err);
     default:

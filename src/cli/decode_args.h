@@ -1,7 +1,7 @@
 /* decode_args: the decoding options tfm translate and tfm serve share, one
  * parser for both: -m MODEL (several: an ensemble), --weights, -b/--beam,
- * --alpha, --max-len-a, --max-len-b, --no-repeat-ngram, --precision and
- * --threads, each checked with the same ranges and the same messages
+ * --alpha, --max-len-a, --max-len-b, --no-repeat-ngram, --precision,
+ * --shortlist and --threads, each checked with the same ranges and the same messages
  * ("CMD: --beam: expected an integer in [1, 16], got 'x'"). A command lists
  * DECODE_ARGS_LONGOPTS among its long options, "m:b:" in its optstring, and
  * hands each option to decode_args_take first. */
@@ -14,7 +14,7 @@
 #include "base/err.h"
 #include "decode/pipeline.h"
 
-enum { DA_WEIGHTS = 1000, DA_ALPHA, DA_LEN_A, DA_LEN_B, DA_NO_REPEAT, DA_PRECISION, DA_THREADS };
+enum { DA_WEIGHTS = 1000, DA_ALPHA, DA_LEN_A, DA_LEN_B, DA_NO_REPEAT, DA_PRECISION, DA_THREADS, DA_SHORTLIST };
 
 #define DECODE_ARGS_LONGOPTS                                            \
     {"model", required_argument, NULL, 'm'},                            \
@@ -25,7 +25,8 @@ enum { DA_WEIGHTS = 1000, DA_ALPHA, DA_LEN_A, DA_LEN_B, DA_NO_REPEAT, DA_PRECISI
     {"max-len-b", required_argument, NULL, DA_LEN_B},                   \
     {"no-repeat-ngram", required_argument, NULL, DA_NO_REPEAT},         \
     {"precision", required_argument, NULL, DA_PRECISION},               \
-    {"threads", required_argument, NULL, DA_THREADS}
+    {"threads", required_argument, NULL, DA_THREADS},                   \
+    {"shortlist", required_argument, NULL, DA_SHORTLIST}
 
 typedef struct {
     PipelineSpec spec;      /* models (n_models 0: none given), weights, precision, beam,

@@ -168,6 +168,7 @@ static const Command commands[] = {
     {"bpe",       cmd_bpe,       "learn, encode and decode BPE subwords"},
     {"average",   cmd_average,   "average the parameters of checkpoints"},
     {"quantize",  cmd_quantize,  "write an int8 model file for translation"},
+    {"shortlist", cmd_shortlist, "count a vocabulary shortlist for faster translation"},
     {"info",      cmd_info,      "show a model's config, vocabulary and parameter count"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/sysmem.h"
+#include "decode/shortlist.h"
 
 /* Every buffer of d: the one list that both counts (a->base NULL) and
  * carves them. */
@@ -70,6 +71,8 @@ void decoder_free(Decoder *d)
 {
     if (!d) return;
     dec_step_free(&d->step);
+    if (d->sl) shortlist_run_free(d->sl);
+    free(d->sl);
     free(d->block);
     free(d->members);
     free(d->weights);
@@ -89,11 +92,28 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     if (opt->nbest < 1 || opt->nbest > k)
         return err_set(err, TFM_ERR_USAGE, "decoder: nbest %d must be in [1, beam %d]",
                        opt->nbest, k);
+    /* fewer than 2k candidates would let the beam take -inf ones */
+    if (d->sl && d->sl->min_cands < 2 * k)
+        return err_set(err, TFM_ERR_USAGE, "decoder: the shortlist gives every line %d "
+                       "candidates, too few for beam %d (at least %d: make it with a larger "
+                       "--frequent)", d->sl->min_cands, k, 2 * k);
     TfmStatus st = decoder_begin(d, src, n, S, k, err);
     if (st != TFM_OK) return st;
     Search *s = &d->search;
     SearchAdvance *advance = opt->sample ? search_sample_advance : search_beam_advance;
     s->cols = decoder_columns(d);
+    if (d->sl) {        /* this batch's columns, the same for every model of an ensemble */
+        if ((st = shortlist_run_batch(d->sl, &d->step.p_out, src, n, S, err)) != TFM_OK)
+            return st;
+        d->step.sl = d->sl;
+        for (int i = 0; i < d->n_members; i++) {
+            Decoder *e = d->members[i];
+            if ((st = shortlist_run_batch(e->sl, &e->step.p_out, src, n, S, err)) != TFM_OK)
+                return st;
+            e->step.sl = e->sl;
+        }
+        s->cols = (StepColumns){d->sl->width, d->sl->tok, d->sl->col};
+    }
     const int W = s->cols.width, T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
@@ -122,8 +142,50 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
         search_reorder_history(s, d->cur_n * k, t);
         d->cur_rows = d->cur_n * k;
     }
+    d->step.sl = NULL;
+    for (int i = 0; i < d->n_members; i++) d->members[i]->step.sl = NULL;
     for (int b = 0; b < n; b++) search_best(s, b, opt->nbest, out + (size_t)b * opt->nbest);
     return TFM_OK;
+}
+
+/* Whether e outputs the same pieces as d (model.output_vocab). */
+static bool same_outputs(const Decoder *d, const Decoder *e)
+{
+    const Model *a = d->step.m, *b = e->step.m;
+    if (!a->out_ids || !b->out_ids) return !a->out_ids && !b->out_ids;
+    return a->n_out == b->n_out && memcmp(a->out_ids, b->out_ids, sizeof(int) * a->n_out) == 0;
+}
+
+TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err)
+{
+    for (int i = 0; i < d->n_members; i++) {
+        TfmStatus st;
+        if (sl && !same_outputs(d, d->members[i]))
+            return err_set(err, TFM_ERR_USAGE, "a shortlist needs the ensemble's models to "
+                           "output the same pieces (model %d's model.output_vocab differs)",
+                           i + 2);
+        if ((st = decoder_set_shortlist(d->members[i], sl, err)) != TFM_OK) return st;
+    }
+    if (d->sl) shortlist_run_free(d->sl);
+    free(d->sl);
+    d->sl = NULL;
+    if (!sl) return TFM_OK;
+    if (sl->vocab != d->step.V)
+        return err_set(err, TFM_ERR_FORMAT, "decoder: a shortlist of %d pieces for a model of "
+                       "%d", sl->vocab, d->step.V);
+    if (!(d->sl = xcalloc(1, sizeof *d->sl, err))) return TFM_ERR_NOMEM;
+    TfmStatus st = shortlist_run_init(d->sl, sl, &d->step.p_out, d->step.Vo, d->step.m->out_pos,
+                                      d->max_sents, err);
+    if (st == TFM_OK && d->sl->min_cands < 2 * d->max_beam)
+        st = err_set(err, TFM_ERR_USAGE, "the shortlist gives every line %d candidates, too few "
+                     "for beam %d (at least %d: make it with a larger --frequent)",
+                     d->sl->min_cands, d->max_beam, 2 * d->max_beam);
+    if (st != TFM_OK) {
+        if (d->sl->mark) shortlist_run_free(d->sl);
+        free(d->sl);
+        d->sl = NULL;
+    }
+    return st;
 }
 
 TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,

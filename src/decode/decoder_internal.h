@@ -31,6 +31,7 @@ struct Decoder {
     int *padded;                         /* (n, S): decoder_pad's rows */
     int *forced;                         /* (n): decoder_score's tokens of a step */
     void *block;                         /* every buffer above is carved from it */
+    ShortlistRun *sl;                    /* decoder_set_shortlist's, or NULL */
 };
 
 /* decoder_step, but a step's log-probabilities over d's columns

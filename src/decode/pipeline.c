@@ -136,8 +136,16 @@ static TfmStatus start_ensemble(Pipeline *p, const PipelineSpec *s, int max_sent
 TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int max_beam,
                          TfmErr *err)
 {
-    TfmStatus st = decoder_init(&p->dec, &p->mf.model, max_sents, max_beam, err);
+    TfmStatus st;
+    if (s->shortlist) {     /* before the packing: a wrong file fails fast */
+        if ((st = shortlist_load(&p->sl, s->shortlist, p->mf.bpe, err)) != TFM_OK) return st;
+    }
+    st = decoder_init(&p->dec, &p->mf.model, max_sents, max_beam, err);
     if (st == TFM_OK) st = start_ensemble(p, s, max_sents, max_beam, err);
+    if (st == TFM_OK && s->shortlist) {
+        st = decoder_set_shortlist(p->dec, &p->sl, err);
+        if (st != TFM_OK) err_prefix(err, "%s: %s: ", s->who, s->shortlist);
+    }
     if (st != TFM_OK) return st;
     /* every product is packed now: its float weights are dead */
     model_release_matrices(&p->mf.model);
@@ -202,5 +210,6 @@ void pipeline_free(Pipeline *p)
     }
     free(p->extra_dec);
     free(p->extra_mf);
+    shortlist_free(&p->sl);
     memset(p, 0, sizeof *p);
 }

@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "model/ckpt.h"
 #include "decode/decoder.h"
+#include "decode/shortlist.h"
 
 enum { PIPELINE_MAX_MODELS = 16 };
 
@@ -28,6 +29,7 @@ typedef struct {
     int beam, max_len_b, nbest, no_repeat;
     float alpha, max_len_a;
     bool have_beam, have_alpha, have_a, have_b;
+    const char *shortlist;  /* --shortlist FILE, or NULL: off */
 } PipelineSpec;
 
 typedef struct {
@@ -42,6 +44,7 @@ typedef struct {
     int max_src;            /* tokens a source line keeps (room for </s>) */
     bool bf16_fallback;     /* a bf16 model on a CPU without a bf16 unit: fp32
                                (the command says so, unless quiet) */
+    Shortlist sl;           /* spec->shortlist's (vocab 0: none) */
 } Pipeline;
 
 /* Loads spec's first model, turns bf16 on or quantizes the weights to int8
@@ -53,7 +56,8 @@ TfmStatus pipeline_load(Pipeline *p, const PipelineSpec *spec, TfmErr *err);
 
 /* Makes the decoder for max_sents sentences with beams up to max_beam and,
  * with several models, loads and checks the others (one vocabulary, one
- * max_len) and makes them its ensemble. Then releases the models' product
+ * max_len) and makes them its ensemble; with spec->shortlist, loads it
+ * (refused for another vocabulary, or with an ensemble) and turns it on. Then releases the models' product
  * weights (model_release_matrices): the decoders hold them packed. */
 TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *spec, int max_sents, int max_beam,
                          TfmErr *err);

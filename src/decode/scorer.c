@@ -82,11 +82,12 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
     DecStep *s = &d->step;
     const int R = d->cur_n * d->cur_k;
     step_own(d, prev, parent, t);
-    dec_step_spread(s, R);
+    if (!s->sl) dec_step_spread(s, R);
     if (d->n_members > 0) {
         /* the weighted mean of the members' log-probabilities (Marian's
-         * ensembles do the same; the mean is not renormalised) */
-        const size_t nv = (size_t)R * s->V;
+         * ensembles do the same; the mean is not renormalised); with a
+         * shortlist, over the batch's columns, the same for every model */
+        const size_t nv = (size_t)R * (s->sl ? s->sl->width : s->V);
         const float w0 = d->weights[0];
         float *lp = s->logits;
         /* a member of weight 0 has no say, not even its -inf for the pieces
@@ -129,5 +130,6 @@ void decoder_drop_sentences(Decoder *d, const char *done)
         j++;
     }
     for (int m = 0; m < d->n_members; m++) decoder_drop_sentences(d->members[m], done);
+    if (d->step.sl) shortlist_run_drop(d->sl, done, d->cur_n);
     d->cur_n = j;
 }

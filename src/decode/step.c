@@ -287,6 +287,31 @@ static void linear_self_step(DecStep *s, DecLayer *l, int R, int t)
     }
 }
 
+/* Sentence b's k rows with a shortlist: its own product over its
+ * candidates (the same bits as the full product's columns: see
+ * packed_linear_select), normalized over them alone and spread over the
+ * batch's columns, so no line's probabilities depend on the others'. */
+static void shortlist_rows(DecStep *s, const float *top, int b, int k)
+{
+    const ShortlistRun *sl = s->sl;
+    const PackedLinear *p = &sl->line[sl->cur_slot[b]];
+    float *blk = s->logits + (size_t)b * k * sl->width;
+    packed_linear_forward(p, blk, top + (size_t)b * k * s->D, k, 0);
+    logsoftmax_spread(blk, k, p->out, sl->width, sl->cur[b]);
+}
+
+/* The output layer with a shortlist: the sentences split between the
+ * threads (each product then runs on its thread). */
+static void shortlist_out(DecStep *s, const float *top, int n, int k)
+{
+    if (n == 1) {       /* no parallel region: even an idle one costs a team */
+        shortlist_rows(s, top, 0, k);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < n; b++) shortlist_rows(s, top, b, k);
+}
+
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t)
 {
     const Model *m = s->m;
@@ -353,13 +378,17 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
     /* model.output_vocab "target": the output pieces' columns only (the
      * search reads them through the model's out_ids; dec_step_spread
      * writes the whole vocabulary when asked) */
+    if (s->sl) {
+        shortlist_out(s, top, n, k);
+        return;
+    }
     packed_linear_forward(&s->p_out, dec_step_scores(s), top, R, 0);
     logsoftmax_rows(dec_step_scores(s), R, s->Vo);
 }
 
 float *dec_step_scores(DecStep *s)
 {
-    return s->m->out_ids ? s->logits_out : s->logits;
+    return s->m->out_ids && !s->sl ? s->logits_out : s->logits;
 }
 
 void dec_step_spread(DecStep *s, int R)

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/model_work.h"
 #include "nn/packed_linear.h"
+#include "decode/shortlist.h"
 
 /* A layer's products: self-attention QKV and output, cross-attention query,
  * output and K | V (of the encoder output, once per batch), FFN. */
@@ -87,6 +88,9 @@ typedef struct {
     StepScratch tmp;                     /* one step's activations */
     float *logits;                       /* (R, V): the step's log-probabilities
                                             (spread over the vocabulary when Vo < V) */
+    const ShortlistRun *sl;              /* a shortlist's batch (decoder_run sets it
+                                            for its batch): the step's columns are
+                                            sl's, (R, sl->width) in logits; or NULL */
 } DecStep;
 
 /* Sets s's sizes for m, up to max_sents sentences of max_beam rows each,
@@ -116,7 +120,9 @@ void dec_step_reorder(DecStep *s, const int *parent, int R, int t);
  * cross-attention). Column j is token m->out_ids[j] under
  * model.output_vocab "target", else token j. */
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t);
-/* The last step's log-probabilities (R, Vo): logits_out or logits. */
+/* The last step's log-probabilities (R, Vo): logits_out or logits; with
+ * a shortlist (s->sl), (R, s->sl->width) in logits, each row normalized
+ * over its sentence's own columns, -inf in the others. */
 float *dec_step_scores(DecStep *s);
 /* s->logits (R, V) from the last step's columns (-inf for the pieces the
  * model cannot output); nothing to do when Vo is V. */

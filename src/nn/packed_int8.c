@@ -439,6 +439,43 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
     }
 }
 
+TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, int cap, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->in = src->in;
+    p->out = 0;
+    p->groups = src->groups;
+    size_t size[I8_BUFFERS];
+    int8_sizes(src->in, cap, size);
+    p->w = alloc64(size[I8_W], &p->bytes, err);
+    p->corr = alloc64(size[I8_CORR], &p->bytes, err);
+    p->scale = alloc64(size[I8_SCALE], &p->bytes, err);
+    p->b = alloc64(size[I8_B], &p->bytes, err);
+    p->scratch = xcalloc(1, sizeof *p->scratch, err);
+    p->own_scratch = true;
+    if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {
+        packed_int8_free(p);
+        return TFM_ERR_NOMEM;
+    }
+    return TFM_OK;
+}
+
+void packed_int8_select(PackedInt8 *p, const PackedInt8 *src, const int *cols, int n)
+{
+    p->out = n;
+    p->panels = (n + NR - 1) / NR;
+    for (int j = 0; j < n; j++) {
+        const int c = cols[j];
+        const int8_t *sp = src->w + (size_t)(c / NR) * src->groups * GROUP_BYTES + (c % NR) * 4;
+        int8_t *dp = p->w + (size_t)(j / NR) * p->groups * GROUP_BYTES + (j % NR) * 4;
+        for (int g = 0; g < p->groups; g++)      /* a column's four weights of a group */
+            memcpy(dp + (size_t)g * GROUP_BYTES, sp + (size_t)g * GROUP_BYTES, 4);
+        p->corr[j] = src->corr[c];
+        p->scale[j] = src->scale[c];
+        p->b[j] = src->b[c];
+    }
+}
+
 void packed_int8_free(PackedInt8 *p)
 {
     free(p->w);
@@ -569,7 +606,7 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
      * core, less than waking another thread costs on a busy host (and a
      * parallel region costs libgomp a team even on one thread). A decoder
      * step at batch 1 (5 rows) then runs its output layer on one thread. */
-    if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1) {
+    if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1 || omp_in_parallel()) {
         quantize_rows(p, k, x, 0, n);
         run_tasks(p, k, y, n, relu, chunk, 0, tasks);
         return;

@@ -52,6 +52,14 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
  * scratch). */
 void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, int relu);
 void packed_int8_free(PackedInt8 *p);
+/* A product to hold a selection of up to cap of src's output columns
+ * (packed_int8_select fills it), with its own buffer of quantized inputs. */
+TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, int cap, TfmErr *err);
+/* p becomes the product over src's output columns cols[0..n) (n <= p's
+ * cap): p's column j gives the same bits as src's column cols[j], since an
+ * element's int32 sum and its one float step never depend on the other
+ * columns of its panel. */
+void packed_int8_select(PackedInt8 *p, const PackedInt8 *src, const int *cols, int n);
 /* Makes p quantize its inputs into owner's buffer and frees its own: one
  * buffer for the products of a model that are called one after another
  * (each int8 product otherwise keeps a buffer grown to its largest call).

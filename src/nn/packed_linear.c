@@ -185,6 +185,62 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
     }
 }
 
+TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, int cap, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->in = src->in;
+    if (src->i8) {
+        p->i8 = xcalloc(1, sizeof *p->i8, err);
+        if (!p->i8) return TFM_ERR_NOMEM;
+        TfmStatus st = packed_int8_init_like(p->i8, src->i8, cap, err);
+        if (st != TFM_OK) {
+            free(p->i8);
+            p->i8 = NULL;
+            return st;
+        }
+        p->bytes = p->i8->bytes;
+        return TFM_OK;
+    }
+    const size_t cols = (size_t)((cap + NR - 1) / NR) * NR;
+    const size_t weights = cols * (src->wh ? (size_t)((src->in + 1) / 2) : (size_t)src->in);
+    p->b = alloc_aligned(cols, &p->bytes, err);
+    if (src->wh) {
+        p->wh = (uint16_t *)alloc_aligned(weights, &p->bytes, err);
+        p->scratch = xcalloc(1, sizeof *p->scratch, err);
+    } else {
+        p->w = alloc_aligned(weights, &p->bytes, err);
+    }
+    if (!p->b || (!p->w && !p->wh) || (p->wh && !p->scratch)) {
+        packed_linear_free(p);
+        return TFM_ERR_NOMEM;
+    }
+    return TFM_OK;
+}
+
+void packed_linear_select(PackedLinear *p, const PackedLinear *src, const int *cols, int n)
+{
+    p->out = n;
+    p->panels = (n + NR - 1) / NR;
+    if (p->i8) {
+        packed_int8_select(p->i8, src->i8, cols, n);
+        return;
+    }
+    const int in = p->in, pairs = (in + 1) / 2;
+    for (int j = 0; j < n; j++) {
+        const int c = cols[j];
+        p->b[j] = src->b[c];
+        if (p->wh) {        /* a column's bf16 pair of each two inputs: 32 bits */
+            const uint32_t *sp = (const uint32_t *)src->wh + (size_t)(c / NR) * pairs * NR + c % NR;
+            uint32_t *dp = (uint32_t *)p->wh + (size_t)(j / NR) * pairs * NR + j % NR;
+            for (int k = 0; k < pairs; k++) dp[(size_t)k * NR] = sp[(size_t)k * NR];
+            continue;
+        }
+        const float *sp = src->w + (size_t)(c / NR) * in * NR + c % NR;
+        float *dp = p->w + (size_t)(j / NR) * in * NR + j % NR;
+        for (int k = 0; k < in; k++) dp[(size_t)k * NR] = sp[(size_t)k * NR];
+    }
+}
+
 void packed_linear_free(PackedLinear *p)
 {
     if (p->i8) packed_int8_free(p->i8);
@@ -376,8 +432,9 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
     if (chunk < MR) chunk = MR;
     const long tasks = (long)((n + chunk - 1) / chunk) * p->panels;
     /* A small product runs here: even an `if (0)` parallel region costs
-     * libgomp a team allocation, which shows at batch 1. */
-    if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1) {
+     * libgomp a team allocation, which shows at batch 1. So does one called
+     * from a parallel region (a shortlist's products, one a sentence). */
+    if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1 || omp_in_parallel()) {
         run_tasks(p, y, x, n, relu, chunk, 0, tasks);
         return;
     }

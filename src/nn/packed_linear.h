@@ -65,9 +65,23 @@ size_t packed_linear_bytes(int in, int out, bool int8);
 /* Repacks after the weights changed (same shape and rows), e.g. during
  * training. */
 void packed_linear_update(PackedLinear *p, const float *w, const float *b);
-/* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. */
+/* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. Called from a
+ * parallel region it runs on the calling thread. */
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
 void packed_linear_free(PackedLinear *p);
+/* A product with room for a selection of up to cap of src's output
+ * columns, in src's precision; packed_linear_select fills it. int8: it has
+ * its own buffer of quantized inputs (packed_int8_init_like), so products
+ * made so may run at the same time. */
+TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, int cap, TfmErr *err);
+/* p (from packed_linear_init_like src) becomes the product over src's
+ * output columns cols[0..n) (n <= its cap), copied from src's packing (no
+ * float weights needed). p's column j gives exactly src's column cols[j]:
+ * in every precision an output element is one chain over the inputs, its
+ * column's lane of a panel never meeting the others' (the last, partial
+ * panel only stores fewer), so which columns are computed with it changes
+ * none of its bits. A vocabulary shortlist relies on this. */
+void packed_linear_select(PackedLinear *p, const PackedLinear *src, const int *cols, int n);
 /* int8 products (both p and owner): p uses owner's buffer of quantized
  * inputs (packed_int8_share_scratch); nothing otherwise. */
 void packed_linear_share_scratch(PackedLinear *p, const PackedLinear *owner);

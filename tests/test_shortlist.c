@@ -1,0 +1,405 @@
+/* Tests for the vocabulary shortlist: the counts on a small corpus against
+ * hand-made ones; the file's round trip and its refusals (another
+ * vocabulary, damage); the product over a selection of columns and the
+ * per-group log-softmax, bit for bit against the full ones; and decoding
+ * with a shortlist: every piece equals no shortlist, bit for bit, and a
+ * line translates the same alone, in a batch, on 1 or 2 threads, fp32 and
+ * int8; a self-ensemble with a shortlist as the model alone with it. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include "base/rng.h"
+#include "decode/decoder.h"
+#include "decode/shortlist.h"
+#include "model/model.h"
+#include "nn/blas.h"
+#include "nn/layers.h"
+#include "nn/packed_linear.h"
+
+/* ---- counting ---- */
+
+static const char *src_text = "cat dog\ncat\ndog sun\ncat cat\n";
+static const char *tgt_text = "katze hund\nkatze\nhund sonne\nkatze katze hund\n";
+
+/* A vocabulary in which every word of the corpus is one piece. */
+static Bpe *word_vocab(const char *extra)
+{
+    char text[8192] = "";
+    for (int i = 0; i < 30; i++) {
+        strcat(text, src_text);
+        strcat(text, tgt_text);
+        strcat(text, extra);
+    }
+    const char *paths[] = {test_write_file("vocab_corpus.txt", text)};
+    Bpe *b = NULL;
+    TfmErr err = {0};
+    if (bpe_learn(&b, paths, 1, 340, &err) != TFM_OK) return NULL;
+    return b;
+}
+
+static int word_id(const Bpe *b, const char *w)
+{
+    int *ids = NULL, n = 0, cap = 0;
+    TfmErr err = {0};
+    if (bpe_encode(b, w, strlen(w), &ids, &n, &cap, &err) != TFM_OK || n != 1) n = -1;
+    const int id = n == 1 ? ids[0] : -1;
+    free(ids);
+    return id;
+}
+
+/* s's list in sl, as ids. */
+static int list_of(const Shortlist *sl, int s, int *out)
+{
+    const int n = sl->start[s + 1] - sl->start[s];
+    memcpy(out, sl->list + sl->start[s], sizeof(int) * (size_t)n);
+    return n;
+}
+
+TEST(test_shortlist_counts_by_hand)
+{
+    Bpe *b = word_vocab("");
+    CHECK(b != NULL);
+    const int cat = word_id(b, "cat"), dog = word_id(b, "dog"), sun = word_id(b, "sun");
+    const int katze = word_id(b, "katze"), hund = word_id(b, "hund"), sonne = word_id(b, "sonne");
+    CHECK(cat > 0 && dog > 0 && sun > 0 && katze > 0 && hund > 0 && sonne > 0);
+    char src[4096], tgt[4096];
+    strcpy(src, test_write_file("sl.src", src_text));
+    strcpy(tgt, test_write_file("sl.tgt", tgt_text));
+    /* By hand: target occurrences katze 4, hund 3, sonne 1, so the one
+     * frequent piece is katze. Pairs: cat is in pairs 1, 2, 4 (katze in 3
+     * of them, hund in 2), dog in 1, 3 (hund 2, katze 1, sonne 1), sun in
+     * 3 (hund 1, sonne 1). Without katze (frequent): cat -> hund; dog ->
+     * hund, sonne; sun -> hund and sonne tied at 1 (the lower id first). */
+    Shortlist sl;
+    TfmErr err = {0};
+    CHECK(shortlist_build(&sl, b, src, tgt, 2, 1, &err) == TFM_OK);
+    CHECK_EQ_INT(sl.n_frequent, 1);
+    CHECK_EQ_INT(sl.frequent[0], katze);
+    int l[8];
+    CHECK_EQ_INT(list_of(&sl, cat, l), 1);
+    CHECK_EQ_INT(l[0], hund);
+    CHECK_EQ_INT(list_of(&sl, dog, l), 2);
+    CHECK_EQ_INT(l[0], hund);
+    CHECK_EQ_INT(l[1], sonne);
+    CHECK_EQ_INT(list_of(&sl, sun, l), 2);
+    CHECK_EQ_INT(l[0], hund < sonne ? hund : sonne);
+    CHECK_EQ_INT(l[1], hund < sonne ? sonne : hund);
+    CHECK_EQ_INT(list_of(&sl, katze, l), 0);     /* a target word is no source piece here */
+    shortlist_free(&sl);
+
+    /* top 1, no frequent pieces: cat -> katze (3), dog -> hund (2) */
+    CHECK(shortlist_build(&sl, b, src, tgt, 1, 0, &err) == TFM_OK);
+    CHECK_EQ_INT(sl.n_frequent, 0);
+    CHECK_EQ_INT(list_of(&sl, cat, l), 1);
+    CHECK_EQ_INT(l[0], katze);
+    CHECK_EQ_INT(list_of(&sl, dog, l), 1);
+    CHECK_EQ_INT(l[0], hund);
+    shortlist_free(&sl);
+
+    /* --frequent of the vocabulary's size: every piece but the specials,
+     * the counted ones first */
+    const int V = bpe_vocab_size(b);
+    CHECK(shortlist_build(&sl, b, src, tgt, 5, V, &err) == TFM_OK);
+    CHECK_EQ_INT(sl.n_frequent, V - 4);
+    CHECK_EQ_INT(sl.frequent[0], katze);
+    CHECK_EQ_INT(sl.frequent[1], hund);
+    CHECK_EQ_INT(sl.frequent[2], sonne);
+    CHECK_EQ_INT(sl.start[V], 0);                /* nothing left to list */
+    shortlist_free(&sl);
+
+    /* sides of different lengths */
+    const char *short_tgt = test_write_file("sl.short", "katze\n");
+    CHECK(shortlist_build(&sl, b, src, short_tgt, 2, 1, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "has 4 lines") && strstr(err.msg, "has 1"));
+    bpe_free(b);
+}
+
+TEST(test_shortlist_file_round_trip_and_refusals)
+{
+    Bpe *b = word_vocab(""), *other = word_vocab("zebra\n");
+    CHECK(b && other);
+    char src[4096], tgt[4096], path[4096];
+    strcpy(src, test_write_file("sl.src", src_text));
+    strcpy(tgt, test_write_file("sl.tgt", tgt_text));
+    snprintf(path, sizeof path, "%s/x.sl", test_tmpdir());
+    Shortlist sl, back;
+    TfmErr err = {0};
+    CHECK(shortlist_build(&sl, b, src, tgt, 2, 1, &err) == TFM_OK);
+    CHECK(shortlist_save(&sl, path, &err) == TFM_OK);
+    CHECK(shortlist_load(&back, path, b, &err) == TFM_OK);
+    CHECK_EQ_INT(back.vocab, sl.vocab);
+    CHECK_EQ_INT(back.n_frequent, sl.n_frequent);
+    CHECK(memcmp(back.start, sl.start, sizeof(int) * ((size_t)sl.vocab + 1)) == 0);
+    CHECK(memcmp(back.list, sl.list, sizeof(int) * (size_t)sl.start[sl.vocab]) == 0);
+    CHECK(memcmp(back.frequent, sl.frequent, sizeof(int) * (size_t)sl.n_frequent) == 0);
+    shortlist_free(&back);
+
+    /* another vocabulary */
+    CHECK(shortlist_load(&back, path, other, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "a shortlist for another vocabulary") != NULL);
+
+    /* every single byte changed is refused, never read past */
+    char *raw = test_read_file(path);
+    CHECK(raw != NULL);
+    const size_t len = 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 * ((size_t)sl.n_frequent + (size_t)sl.vocab +
+                                                        (size_t)sl.start[sl.vocab]) + 8;
+    for (size_t i = 0; i < len; i += 7) {
+        raw[i] ^= 0x20;
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(raw, 1, len, f) == len && fclose(f) == 0);
+        CHECK(shortlist_load(&back, path, b, &err) == TFM_ERR_FORMAT);
+        CHECK(strstr(err.msg, "not a tfm shortlist") || strstr(err.msg, "damaged") ||
+              strstr(err.msg, "version"));
+        raw[i] ^= 0x20;
+    }
+    /* cut short */
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(raw, 1, len / 2, f) == len / 2 && fclose(f) == 0);
+    CHECK(shortlist_load(&back, path, b, &err) == TFM_ERR_FORMAT);
+    CHECK(strstr(err.msg, "damaged shortlist") != NULL);
+    free(raw);
+    shortlist_free(&sl);
+    bpe_free(b);
+    bpe_free(other);
+}
+
+/* ---- the kernels ---- */
+
+static void check_select(bool int8)
+{
+    enum { IN = 37, OUT = 101, N = 9 };
+    static float w[OUT * IN], b[OUT], x[N * IN], full[N * OUT], sub[N * OUT];
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int i = 0; i < OUT * IN; i++) w[i] = rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < OUT; i++) b[i] = rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < N * IN; i++) x[i] = rng_uniform(&rng) - 0.5f;
+    PackedLinear p, s;
+    TfmErr err = {0};
+    CHECK((int8 ? packed_linear_init_int8 : packed_linear_init)(&p, w, NULL, b, IN, OUT, &err) ==
+          TFM_OK);
+    CHECK(packed_linear_init_like(&s, &p, OUT, &err) == TFM_OK);
+    packed_linear_forward(&p, full, x, N, 0);
+    /* several selections in turn (each call refills s), down to one column */
+    const int sizes[] = {OUT, 40, 33, 1, 65};
+    int cols[OUT];
+    for (int t = 0; t < 5; t++) {
+        const int n = sizes[t];
+        for (int j = 0, c = t; j < n; j++, c = (c + 1 + (int)rng_below(&rng, 2)) % OUT) cols[j] = c;
+        packed_linear_select(&s, &p, cols, n);
+        packed_linear_forward(&s, sub, x, N, 0);
+        for (int r = 0; r < N; r++)
+            for (int j = 0; j < n; j++)
+                CHECK(memcmp(&sub[r * n + j], &full[r * OUT + cols[j]], sizeof(float)) == 0);
+    }
+    packed_linear_free(&s);
+    packed_linear_free(&p);
+}
+
+TEST(test_packed_select_same_bits)
+{
+    check_select(false);
+    check_select(true);
+}
+
+TEST(test_logsoftmax_spread)
+{
+    enum { W = 70, N = 3 };
+    static float x[N * W], orig[N * W], ref[W];
+    Rng rng;
+    rng_seed(&rng, 9);
+    int all[W], some[5] = {0, 17, 18, 40, 69}, one[1] = {33};
+    for (int j = 0; j < W; j++) all[j] = j;
+    const int *cols[3] = {all, some, one};
+    const int len[3] = {W, 5, 1};
+    for (int t = 0; t < 3; t++) {
+        /* N compact rows of len[t] values, spread to N rows of W */
+        for (int i = 0; i < N * len[t]; i++) orig[i] = x[i] = 4 * rng_uniform(&rng) - 2;
+        for (int i = N * len[t]; i < N * W; i++) x[i] = 123.0f;      /* junk past them */
+        logsoftmax_spread(x, N, len[t], W, cols[t]);
+        for (int r = 0; r < N; r++) {
+            memcpy(ref, orig + r * len[t], sizeof(float) * (size_t)len[t]);
+            logsoftmax_rows(ref, 1, len[t]);
+            int at = 0;
+            for (int j = 0; j < W; j++) {
+                if (at < len[t] && cols[t][at] == j) {
+                    CHECK(memcmp(&x[r * W + j], &ref[at], sizeof(float)) == 0);
+                    at++;
+                } else {
+                    CHECK(x[r * W + j] == -INFINITY);
+                }
+            }
+        }
+    }
+}
+
+/* ---- decoding ---- */
+
+enum { V = 40, MAXLEN = 12, NSENT = 7, BEAM = 3 };
+
+static void random_model(Model *m, uint64_t seed)
+{
+    ModelConfig c = {.d_model = 32, .heads = 4, .enc_layers = 2, .dec_layers = 2, .d_ff = 48,
+                     .norm = NORM_PRE, .share_embeddings = true, .vocab_size = V,
+                     .max_len = MAXLEN};
+    TfmErr err = {0};
+    CHECK(model_init(m, &c, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, seed);
+    model_init_weights(m, &rng);
+    /* larger output weights: sharper, varied distributions */
+    float *e = m->params + (m->emb_tgt - m->params);
+    for (long i = 0; i < (long)V * c.d_model; i++) e[i] *= 6.0f;
+}
+
+static int sources(int *src, int *lens)
+{
+    Rng rng;
+    rng_seed(&rng, 21);
+    int S = 0;
+    for (int b = 0; b < NSENT; b++) {
+        lens[b] = 1 + (int)rng_below(&rng, 6);
+        if (lens[b] + 1 > S) S = lens[b] + 1;
+    }
+    memset(src, 0, sizeof(int) * NSENT * S);
+    for (int b = 0; b < NSENT; b++) {
+        for (int i = 0; i < lens[b]; i++) src[b * S + i] = 4 + (int)rng_below(&rng, V - 4);
+        src[b * S + lens[b]] = TOK_EOS;
+    }
+    return S;
+}
+
+/* A shortlist of V pieces: frequent the first n_freq after the specials;
+ * source piece s lists k pieces from a fixed pattern. */
+static void make_shortlist(Shortlist *sl, int n_freq, int k)
+{
+    sl->vocab = V;
+    sl->top_k = k;
+    sl->n_frequent = n_freq;
+    sl->frequent = malloc(sizeof(int) * (size_t)(n_freq + 1));
+    sl->start = malloc(sizeof(int) * (V + 1));
+    sl->list = malloc(sizeof(int) * (size_t)(V * k + 1));
+    for (int i = 0; i < n_freq; i++) sl->frequent[i] = 4 + i;
+    int at = 0;
+    for (int s = 0; s < V; s++) {
+        sl->start[s] = at;
+        for (int j = 0; s >= 4 && j < k; j++) sl->list[at++] = 4 + (s * 7 + j * 5) % (V - 4);
+    }
+    sl->start[V] = at;
+}
+
+typedef struct {
+    int tok[NSENT * BEAM][MAXLEN + 1], len[NSENT * BEAM];
+    float score[NSENT * BEAM], lp[NSENT * BEAM];
+} Out;
+
+/* Sentences [b0, b0 + n) of src decoded together into o (their slots). */
+static void run(Decoder *d, const int *src, int S, int b0, int n, int beam, int nbest, Out *o)
+{
+    DecodeOptions opt = {.beam = beam, .alpha = 0.6f, .max_len_a = 1.5f, .max_len_b = 3,
+                         .nbest = nbest, .top_p = 1, .temperature = 1};
+    Hypothesis h[NSENT * BEAM];
+    TfmErr err = {0};
+    CHECK(decoder_run(d, src + (size_t)b0 * S, n, S, &opt, h, &err) == TFM_OK);
+    for (int i = 0; i < n * nbest; i++) {
+        const int slot = b0 * nbest + i;
+        o->len[slot] = h[i].len;
+        memcpy(o->tok[slot], h[i].tokens, sizeof(int) * (size_t)h[i].len);
+        o->score[slot] = h[i].score;
+        o->lp[slot] = h[i].logprob;
+    }
+}
+
+static void check_same(const Out *a, const Out *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ_INT(a->len[i], b->len[i]);
+        CHECK(memcmp(a->tok[i], b->tok[i], sizeof(int) * (size_t)a->len[i]) == 0);
+        CHECK(memcmp(&a->score[i], &b->score[i], sizeof(float)) == 0);
+        CHECK(memcmp(&a->lp[i], &b->lp[i], sizeof(float)) == 0);
+    }
+}
+
+static void check_decoding(bool int8)
+{
+    Model m;
+    random_model(&m, 5);
+    if (int8) model_quantize(&m);
+    int src[NSENT * MAXLEN], lens[NSENT];
+    const int S = sources(src, lens);
+    Decoder *plain, *full, *some;
+    TfmErr err = {0};
+    CHECK(decoder_init(&plain, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_init(&full, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_init(&some, &m, NSENT, BEAM, &err) == TFM_OK);
+    Shortlist all, few;
+    make_shortlist(&all, V - 4, 1);     /* every piece */
+    make_shortlist(&few, 6, 3);
+    CHECK(decoder_set_shortlist(full, &all, &err) == TFM_OK);
+    CHECK(decoder_set_shortlist(some, &few, &err) == TFM_OK);
+    static Out a, b, c;
+    for (int beam = 1; beam <= BEAM; beam += BEAM - 1) {
+        const int nbest = beam;
+        /* every piece: the same bits as no shortlist */
+        run(plain, src, S, 0, NSENT, beam, nbest, &a);
+        run(full, src, S, 0, NSENT, beam, nbest, &b);
+        check_same(&a, &b, NSENT * nbest);
+        /* a real shortlist: alone = in the batch = on two threads */
+        run(some, src, S, 0, NSENT, beam, nbest, &b);
+        for (int i = 0; i < NSENT; i++) run(some, src, S, i, 1, beam, nbest, &c);
+        check_same(&b, &c, NSENT * nbest);
+        const int threads = omp_get_max_threads();
+        blas_set_threads(threads == 1 ? 2 : 1);
+        run(some, src, S, 0, NSENT, beam, nbest, &c);
+        blas_set_threads(threads);
+        check_same(&b, &c, NSENT * nbest);
+        /* and it did cut: every output piece is one of the line's candidates */
+        for (int s = 0; s < NSENT; s++)
+            for (int i = 0; i < b.len[s * nbest]; i++) {
+                const int t = b.tok[s * nbest][i];
+                bool ok = t < 4 + few.n_frequent;
+                for (int j = 0; j < lens[s] && !ok; j++)
+                    for (int e = few.start[src[s * S + j]]; e < few.start[src[s * S + j] + 1]; e++)
+                        ok |= few.list[e] == t;
+                CHECK(ok);
+            }
+    }
+    /* an ensemble of the model with itself, with the shortlist: as alone */
+    Decoder *ens, *member;
+    CHECK(decoder_init(&ens, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_init(&member, &m, NSENT, BEAM, &err) == TFM_OK);
+    CHECK(decoder_set_ensemble(ens, &member, 1, NULL, &err) == TFM_OK);
+    CHECK(decoder_set_shortlist(ens, &few, &err) == TFM_OK);
+    run(some, src, S, 0, NSENT, BEAM, BEAM, &b);
+    run(ens, src, S, 0, NSENT, BEAM, BEAM, &c);
+    check_same(&b, &c, NSENT * BEAM);
+    decoder_free(ens);
+    decoder_free(member);
+    /* too few candidates for the beam: refused */
+    Shortlist tiny;
+    make_shortlist(&tiny, 1, 1);
+    CHECK(decoder_set_shortlist(some, &tiny, &err) == TFM_ERR_USAGE);
+    CHECK(strstr(err.msg, "too few for beam 3") != NULL);
+    shortlist_free(&tiny);
+    shortlist_free(&all);
+    shortlist_free(&few);
+    decoder_free(plain);
+    decoder_free(full);
+    decoder_free(some);
+    model_free(&m);
+}
+
+TEST(test_shortlist_decoding_fp32)
+{
+    check_decoding(false);
+}
+
+TEST(test_shortlist_decoding_int8)
+{
+    check_decoding(true);
+}
