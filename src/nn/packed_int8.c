@@ -394,18 +394,10 @@ static void *alloc64(size_t bytes, size_t *held, TfmErr *err)
     return p;
 }
 
-TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const float *b,
-                           int in, int out, TfmErr *err)
+/* p's buffers for `out` rows of `in` inputs (sizes as int8_sizes), and its
+ * own scratch; on failure p is freed and TFM_ERR_NOMEM set. */
+static TfmStatus alloc_buffers(PackedInt8 *p, int in, int out, TfmErr *err)
 {
-    memset(p, 0, sizeof *p);
-    if (!kernel) {
-        TfmStatus st = int8_kernel_select(NULL, err);
-        if (st != TFM_OK) return st;
-    }
-    p->in = in;
-    p->out = out;
-    p->panels = (out + NR - 1) / NR;
-    p->groups = (in + 3) / 4;
     size_t size[I8_BUFFERS];
     int8_sizes(in, out, size);
     p->w = alloc64(size[I8_W], &p->bytes, err);
@@ -418,6 +410,22 @@ TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const
         packed_int8_free(p);
         return TFM_ERR_NOMEM;
     }
+    return TFM_OK;
+}
+
+TfmStatus packed_int8_init(PackedInt8 *p, const float *w, const int *rows, const float *b,
+                           int in, int out, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!kernel) {
+        TfmStatus st = int8_kernel_select(NULL, err);
+        if (st != TFM_OK) return st;
+    }
+    p->in = in;
+    p->out = out;
+    p->panels = (out + NR - 1) / NR;
+    p->groups = (in + 3) / 4;
+    if (alloc_buffers(p, in, out, err) != TFM_OK) return TFM_ERR_NOMEM;
     packed_int8_update(p, w, rows, b);
     return TFM_OK;
 }
@@ -445,19 +453,7 @@ TfmStatus packed_int8_init_like(PackedInt8 *p, const PackedInt8 *src, int cap, T
     p->in = src->in;
     p->out = 0;
     p->groups = src->groups;
-    size_t size[I8_BUFFERS];
-    int8_sizes(src->in, cap, size);
-    p->w = alloc64(size[I8_W], &p->bytes, err);
-    p->corr = alloc64(size[I8_CORR], &p->bytes, err);
-    p->scale = alloc64(size[I8_SCALE], &p->bytes, err);
-    p->b = alloc64(size[I8_B], &p->bytes, err);
-    p->scratch = xcalloc(1, sizeof *p->scratch, err);
-    p->own_scratch = true;
-    if (!p->w || !p->corr || !p->scale || !p->b || !p->scratch) {
-        packed_int8_free(p);
-        return TFM_ERR_NOMEM;
-    }
-    return TFM_OK;
+    return alloc_buffers(p, src->in, cap, err);
 }
 
 void packed_int8_select(PackedInt8 *p, const PackedInt8 *src, const int *cols, int n)
