@@ -86,8 +86,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             const char *vend = memchr(value, 0, n - i);
             const size_t len = vend ? (size_t)(vend - value) : n - i;
             const size_t half = len / 2;
-            if (!request_form_add(&r, key, value, 0, half) ||
-                !request_form_add(&r, key, value + half, half, len - half))
+            const size_t key_len = (size_t)(kend - key);
+            if (!request_form_add(&r, key, key_len, value, 0, half) ||
+                !request_form_add(&r, key, key_len, value + half, half, len - half))
                 abort();
             i += len + 1;
         }
