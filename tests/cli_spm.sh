@@ -187,8 +187,25 @@ mkdir -p "$T/tr/d"
 (cd "$T/tr/c" && expect_exit 1 "BPE-dropout with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q --restart \
     --set data.bpe_dropout=0.1)
 expect_err_line "its message" "tfm: data.bpe_dropout: BPE-dropout needs tfm's own BPE vocabulary; data.vocab ../sp.model is a SentencePiece model"
-(cd "$T/tr/c" && expect_exit 1 "output_vocab target with a SentencePiece vocabulary" -- "$TFM" train ../spm.json -q --restart \
-    --set model.output_vocab=target)
-expect_err_line "its message" "tfm: model.output_vocab \"target\" needs tfm's own BPE vocabulary, not a SentencePiece model"
+# model.output_vocab "target": the output layer scores the pieces the targets
+# use and every piece of one character; other pieces are spelled in those
+mkdir -p "$T/tr/e" "$T/tr/f"
+for dir in e f; do
+    (cd "$T/tr/$dir" && expect_exit 0 "output_vocab target with a SentencePiece vocabulary ($dir)" -- \
+        "$TFM" train ../spm.json -q --set model.output_vocab=target --set data.shuffle_buffer=150 \
+        --set train.max_steps=12)
+done
+check "output_vocab target: the same model twice" cmp -s "$T/tr/e/model.tfm" "$T/tr/f/model.tfm"
+"$TFM" info "$T/tr/e/model.tfm" >"$T/out"
+check "info: fewer outputs than the vocabulary's 504 pieces" \
+    awk '/^vocabulary:  504 tokens, [0-9]+ of them outputs/ { found = $4 + 0 < 504 && $4 + 0 > 50 } END { exit !found }' "$T/out"
+(cd "$T/tr/e" && expect_exit 0 "it translates" -- "$TFM" translate -m model.tfm -i "$MINI/valid.de" -q)
+check "a line out per line in (output_vocab target)" test "$(wc -l <"$T/out")" = "$(wc -l <"$MINI/valid.de")"
+# a reference whose pieces the output layer does not score is spelled in those it does
+printf 'Zwei junge Männer\n' >"$T/src1"
+printf 'Xylophonists quizzically juxtaposed\n' >"$T/ref1"
+(cd "$T/tr/e" && expect_exit 0 "--score-reference with pieces outside the output layer" -- \
+    "$TFM" translate -m model.tfm -i "$T/src1" --score-reference "$T/ref1" -q)
+check "its score is a finite number" awk 'NR == 1 && $1 ~ /^-?[0-9.]+(e-?[0-9]+)?$/ { ok = 1 } END { exit !ok }' "$T/out"
 
 cli_summary

@@ -264,10 +264,7 @@ TEST(output_vocab_refuses_bad_lists_and_targets)
     bad[n - 1] = OV_V;                                                   /* out of range */
     CHECK(model_set_output_vocab(&m, bad, n, &err) == TFM_ERR_FORMAT);
     CHECK(model_set_output_vocab(&m, ids + 1, n - 1, &err) == TFM_ERR_FORMAT);  /* no <pad> */
-    memcpy(bad, ids, sizeof(int) * (size_t)n);
-    bad[100] = 264;                                                      /* a byte missing */
-    CHECK(model_set_output_vocab(&m, bad, 261, &err) == TFM_ERR_FORMAT);
-    CHECK(model_set_output_vocab(&m, ids, 200, &err) == TFM_ERR_FORMAT); /* too few */
+    CHECK(model_set_output_vocab(&m, ids, 3, &err) == TFM_ERR_FORMAT);   /* no </s> */
     CHECK(m.out_ids == NULL);
     /* a target outside the output vocabulary */
     CHECK(model_set_output_vocab(&m, ids, n - 1, &err) == TFM_OK);       /* without 279 */

@@ -365,13 +365,60 @@ TEST(spm_as_bpe_vocabulary)
     size_t sl = 0;
     char *bytes = bpe_serialize(b, &sl);
     CHECK(bytes && sl == buf.n && memcmp(bytes, buf.b, sl) == 0);
-    bool in[12] = {true};
-    BpeSubset *sub = NULL;
-    CHECK_EQ_INT(bpe_subset_new(&sub, b, in, &err), TFM_ERR_CONFIG);
     free(bytes);
     free(out);
     free(ids);
     bpe_free(b);
+}
+
+/* model.output_vocab "target" over a SentencePiece vocabulary: the pieces
+ * every text needs are <unk>, the byte pieces, user-defined ones and those of
+ * one character; a piece outside the subset is spelled in the fewest subset
+ * pieces, a character no subset piece holds as its bytes (or <unk>). */
+static void check_spelling(const Bpe *b, const bool *in, int id, const int *want, int n_want)
+{
+    BpeSubset *sub = NULL;
+    TfmErr err = {0};
+    CHECK_EQ_INT(bpe_subset_new(&sub, b, in, &err), TFM_OK);
+    int *ids = malloc(sizeof(int)), n = 1, cap = 1;
+    ids[0] = id;
+    CHECK_EQ_INT(bpe_subset_apply(sub, &ids, &n, &cap, &err), TFM_OK);
+    CHECK_EQ_INT(n, n_want);
+    for (int i = 0; i < n && i < n_want; i++) CHECK_EQ_INT(ids[i], want[i]);
+    free(ids);
+    bpe_subset_free(sub);
+}
+
+TEST(spm_target_subset_spells_pieces)
+{
+    /* ids: 4 <unk>, 5 <s>, 6 </s>, 7 ▁, 8 a, 9 b, 10 ab, 11 ▁ab, 12 aé */
+    const char *p[] = {"\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "ab", "a\xC3\xA9"};
+    float s[] = {-1, -2, -2, -3, -3.5f, -4};
+    for (int fallback = 0; fallback < 2; fallback++) {
+        build(&buf, p, s, 6, (Opts){.byte_fallback = fallback});
+        Bpe *b = NULL;
+        TfmErr err = {0};
+        CHECK_EQ_INT(bpe_deserialize(&b, (const char *)buf.b, buf.n, "m.model", &err), TFM_OK);
+        const int V = bpe_vocab_size(b);
+        bool *in = calloc((size_t)V, 1);
+        bpe_subset_mark_writable(b, in);
+        for (int id = 0; id < 10; id++) CHECK(in[id] == (id != 5 && id != 6));
+        CHECK(!in[10] && !in[11] && !in[12]);
+        for (int id = 13; id < V; id++) CHECK(in[id]);          /* the byte pieces */
+        check_spelling(b, in, 10, (int[]){8, 9}, 2);
+        check_spelling(b, in, 11, (int[]){7, 8, 9}, 3);
+        if (fallback) check_spelling(b, in, 12, (int[]){8, 13 + 0xC3, 13 + 0xA9}, 3);
+        else check_spelling(b, in, 12, (int[]){8, 4}, 2);   /* the model's <unk> */
+        in[10] = true;
+        check_spelling(b, in, 11, (int[]){7, 10}, 2);
+        check_spelling(b, in, 10, (int[]){10}, 1);
+        in[8] = false;          /* "a" is needed to write text */
+        BpeSubset *sub = NULL;
+        CHECK_EQ_INT(bpe_subset_new(&sub, b, in, &err), TFM_ERR_FORMAT);
+        CHECK(strstr(err.msg, "piece 8 (a special, <unk>, a byte or one character) is missing"));
+        free(in);
+        bpe_free(b);
+    }
 }
 
 /* A damaged charsmap whose root comes back to itself as a child ('a' from the

@@ -24,6 +24,7 @@
 #include "base/fnv.h"
 #include "base/text.h"
 #include "nn/packed_int8.h"
+#include "text/bpe_subset.h"
 
 #define MAGIC "TFMMODEL"
 /* version 2: an int8 model (a QTEN section); older tfm refuse it by its
@@ -579,7 +580,8 @@ static TfmStatus read_optimizer_state(const Sections *s, ModelFile *mf, const ch
 
 /* model.output_vocab "target" models carry their output pieces (OUTV); the
  * others must not. */
-static TfmStatus read_output_vocab(const Sections *s, Model *m, const char *path, TfmErr *err)
+static TfmStatus read_output_vocab(const Sections *s, Model *m, const Bpe *bpe, const char *path,
+                                   TfmErr *err)
 {
     const bool want = m->cfg.output_vocab == OUTPUT_TARGET;
     if (want != s->has_outv)
@@ -599,6 +601,13 @@ static TfmStatus read_output_vocab(const Sections *s, Model *m, const char *path
     }
     TfmStatus st = model_set_output_vocab(m, ids, (int)n, err);
     free(ids);
+    if (st == TFM_OK) {     /* and the vocabulary can write any text in them */
+        bool *in = xcalloc((size_t)m->cfg.vocab_size, sizeof *in, err);
+        if (!in) return TFM_ERR_NOMEM;
+        for (int i = 0; i < m->n_out; i++) in[m->out_ids[i]] = true;
+        st = bpe_subset_check(bpe, in, err);
+        free(in);
+    }
     if (st == TFM_ERR_FORMAT) err_prefix(err, "%s: ", path);
     return st;
 }
@@ -645,7 +654,7 @@ TfmStatus ckpt_load(const char *path, ModelFile *mf, bool want_train_state, TfmE
     }
     if ((st = model_init(&mf->model, &mf->cfg.model, err)) != TFM_OK) goto fail;
     if ((st = read_all_tensors(&s, &mf->model, path, err)) != TFM_OK) goto fail;
-    if ((st = read_output_vocab(&s, &mf->model, path, err)) != TFM_OK) goto fail;
+    if ((st = read_output_vocab(&s, &mf->model, mf->bpe, path, err)) != TFM_OK) goto fail;
     if (s.has_trst && (st = read_trainer_state(&s, mf, path, err)) != TFM_OK) goto fail;
     mf->checksum = s.checksum;
     if (s.has_data) {

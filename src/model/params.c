@@ -260,16 +260,18 @@ TfmStatus model_set_output_vocab(Model *m, const int *ids, int n, TfmErr *err)
     if (m->cfg.output_vocab != OUTPUT_TARGET)
         return err_set(err, TFM_ERR_FORMAT, "an output vocabulary needs model.output_vocab "
                        "\"target\"");
-    if (n < BPE_MIN_VOCAB || n > V)
+    /* the specials here; the pieces the vocabulary needs to write any text
+     * are the vocabulary's to check (bpe_subset_check) */
+    if (n < BPE_N_SPECIAL || n > V)
         return err_set(err, TFM_ERR_FORMAT, "output vocabulary of %d pieces (the vocabulary has "
-                       "%d; at least the %d specials, bytes and marker)", n, V, BPE_MIN_VOCAB);
+                       "%d; at least the %d specials)", n, V, BPE_N_SPECIAL);
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= V || (i > 0 && ids[i] <= ids[i - 1]))
             return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d at position %d is "
                            "out of range or out of order", ids[i], i);
-        if (i < BPE_MIN_VOCAB && ids[i] != i)
-            return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d (a special, byte or "
-                           "the marker) is missing", i);
+        if (i < BPE_N_SPECIAL && ids[i] != i)
+            return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d (a special) is "
+                           "missing", i);
     }
     int *out_ids = xmalloc(sizeof(int) * (size_t)n, err);
     int *out_pos = xmalloc(sizeof(int) * (size_t)V, err);

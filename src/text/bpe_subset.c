@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "text/bpe_internal.h"
+#include "text/spm.h"
 
 struct BpeSubset {
     int n_pieces;
@@ -62,26 +63,59 @@ static int *merge_parts(const Bpe *b, TfmErr *err)
     return parts;
 }
 
+void bpe_subset_mark_writable(const Bpe *b, bool *in)
+{
+    if (b->spm) {
+        for (int id = 0; id < BPE_N_SPECIAL; id++) in[id] = true;
+        spm_mark_writable(b->spm, in + BPE_N_SPECIAL);
+        return;
+    }
+    for (int id = 0; id < BPE_MIN_VOCAB && id < b->n_pieces; id++) in[id] = true;
+}
+
+/* A SentencePiece piece's spelling in tfm ids (spm_spell over the model's
+ * own ids, which start after tfm's specials); -1 on NOMEM. */
+static long spell_spm(const Bpe *b, const bool *in, int id, int *dst, TfmErr *err)
+{
+    if (id < BPE_N_SPECIAL) {
+        if (dst) dst[0] = id;
+        return 1;
+    }
+    const long k = spm_spell(b->spm, in + BPE_N_SPECIAL, id - BPE_N_SPECIAL, dst, err);
+    for (long i = 0; dst && i < k; i++) dst[i] += BPE_N_SPECIAL;
+    return k;
+}
+
+TfmStatus bpe_subset_check(const Bpe *b, const bool *in, TfmErr *err)
+{
+    const int V = b->n_pieces;
+    bool *need = xcalloc((size_t)V, sizeof *need, err);
+    if (!need) return TFM_ERR_NOMEM;
+    bpe_subset_mark_writable(b, need);
+    int missing = -1;
+    for (int id = 0; id < V && missing < 0; id++)
+        if (need[id] && !in[id]) missing = id;
+    free(need);
+    if (missing < 0) return TFM_OK;
+    return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d (%s) is missing; every text "
+                   "must stay writable", missing,
+                   b->spm ? "a special, <unk>, a byte or one character" :
+                            "a special, byte or the marker");
+}
+
 TfmStatus bpe_subset_new(BpeSubset **out, const Bpe *b, const bool *in, TfmErr *err)
 {
-    if (b->spm) {   /* its pieces do not split back into merges and bytes */
-        *out = NULL;
-        return err_set(err, TFM_ERR_CONFIG, "model.output_vocab \"target\" needs tfm's own BPE "
-                       "vocabulary, not a SentencePiece model");
-    }
     *out = NULL;
     const int V = b->n_pieces;
-    for (int id = 0; id <= BPE_MARKER && id < V; id++)
-        if (!in[id])
-            return err_set(err, TFM_ERR_FORMAT, "output vocabulary: piece %d (a special, byte "
-                           "or the marker) is missing; every text must stay writable", id);
+    TfmStatus st = bpe_subset_check(b, in, err);
+    if (st != TFM_OK) return st;
     BpeSubset *s = xmalloc(sizeof *s, err);
     if (!s) return TFM_ERR_NOMEM;
     *s = (BpeSubset){.n_pieces = V};
     s->in = xmalloc(sizeof(bool) * (size_t)V, err);
     s->exp_off = xmalloc(sizeof(long) * ((size_t)V + 1), err);
-    int *parts = merge_parts(b, err);
-    if (!s->in || !s->exp_off || !parts) goto nomem;
+    int *parts = b->spm ? NULL : merge_parts(b, err);
+    if (!s->in || !s->exp_off || (!b->spm && !parts)) goto nomem;
     memcpy(s->in, in, sizeof(bool) * (size_t)V);
     /* Sizes first (parts are older pieces, so their sizes are known), then
      * the spellings, in id order for the same reason. */
@@ -89,7 +123,9 @@ TfmStatus bpe_subset_new(BpeSubset **out, const Bpe *b, const bool *in, TfmErr *
     for (int id = 0; id < V; id++) {
         long k;
         if (in[id]) k = 1;
-        else if (parts[2 * id] >= 0)
+        else if (b->spm) {
+            if ((k = spell_spm(b, in, id, NULL, err)) < 0) goto nomem;
+        } else if (parts[2 * id] >= 0)
             k = (s->exp_off[parts[2 * id] + 1] - s->exp_off[parts[2 * id]]) +
                 (s->exp_off[parts[2 * id + 1] + 1] - s->exp_off[parts[2 * id + 1]]);
         else k = spell_out(s, b, id, NULL);
@@ -103,6 +139,8 @@ TfmStatus bpe_subset_new(BpeSubset **out, const Bpe *b, const bool *in, TfmErr *
         int *d = s->exp + s->exp_off[id];
         if (in[id]) {
             *d = id;
+        } else if (b->spm) {
+            if (spell_spm(b, in, id, d, err) < 0) goto nomem;
         } else if (parts[2 * id] >= 0) {
             for (int h = 0; h < 2; h++) {
                 const int p = parts[2 * id + h];

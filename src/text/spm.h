@@ -97,6 +97,16 @@ TfmStatus spm_encode(const Spm *m, SpmWork *w, const char *line, size_t len, Tfm
 TfmStatus spm_decode(const Spm *m, const SpmTok *tok, size_t n, char **out, size_t *len,
                      size_t *cap, TfmErr *err);
 
+/* model.output_vocab "target" (spm_subset.c): marks in[0..vocab) the pieces
+ * every subset needs so that any text stays writable (<unk>, the byte
+ * pieces, user-defined pieces and every piece of one character). */
+void spm_mark_writable(const Spm *m, bool *in);
+
+/* The pieces of the subset in[] that spell piece id's text (id itself when
+ * in[id]; the fewest pieces, else): written to dst when not NULL, counted
+ * either way. -1 with TFM_ERR_NOMEM. */
+long spm_spell(const Spm *m, const bool *in, int id, int *dst, TfmErr *err);
+
 void spm_work_free(SpmWork *w);
 void spm_free(Spm *m);
 

@@ -87,7 +87,7 @@ static TfmStatus share_pieces(bool *in, int V, bool all, TfmErr *err)
 }
 
 /* model.output_vocab "target" on a fresh start: the output pieces are the
- * specials, bytes and marker, and those the training targets use: all of
+ * pieces every text needs (bpe_subset_mark_writable), and those the training targets use: all of
  * them when the corpus is read once and kept (the targets of the pairs
  * kept), else those of a sample of data.bpe_sample lines of the target
  * files (line_sample.h; every line with 0), so that no chunk decides
@@ -103,7 +103,7 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
     LineSampleStats got = {0};
     if (in && ids) {
         st = TFM_OK;
-        for (int id = 0; id < BPE_MIN_VOCAB && id < V; id++) in[id] = true;
+        bpe_subset_mark_writable(t->bpe, in);
         if (t->resident) {
             /* a job's ranks: each has the ids of its part */
             const Corpus *e = t->parts > 1 ? &t->shard.own : c;
