@@ -474,13 +474,7 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
         if (srcs) free(srcs[i].ids);
         if (refs) free(refs[i].ids);
     }
-    free(srcs);
-    free(refs);
-    free(sents);
-    free(tgts);
-    free(lens);
-    free(tlens);
-    free(scores);
+    FREE_ALL(srcs, refs, sents, tgts, lens, tlens, scores);
     bpe_subset_free(sub);
     text_reader_close(&ref);
     return st;

@@ -42,13 +42,7 @@ void bpe_cache_free(BpeCache *c)
 {
     if (!c) return;
     hidx_free(&c->index);
-    free(c->keys);
-    free(c->key_off);
-    free(c->key_len);
-    free(c->ids);
-    free(c->id_off);
-    free(c->n_ids);
-    free(c);
+    FREE_ALL(c->keys, c->key_off, c->key_len, c->ids, c->id_off, c->n_ids, c);
 }
 
 /* Forgets every word (the index keeps its size). */
