@@ -316,23 +316,19 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
     bool ids = false;
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
-    optind = 0;        /* GNU: re-initialize, the parser may have run before */
-    opterr = 0;
+    CmdGetopt g = cmd_getopt_start(learn ? "bpe learn" : encode ? "bpe encode" : "bpe decode",
+                                   sub_argc, sub_argv, ":s:o:v:h", longopts, NULL);
     int c;
-    while ((c = getopt_long(sub_argc, sub_argv, ":s:o:v:h", longopts, NULL)) != -1) {
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         switch (c) {
         case 's': size_arg = optarg; break;
         case 'o': out = optarg; break;
         case 'v': vocab = optarg; break;
         case OPT_IDS: ids = true; break;
-        case ':':
-            return err_set(err, TFM_ERR_USAGE, "bpe %s: option '%s' needs a value", sub,
-                           sub_argv[optind - 1]);
-        default:
-            return cmd_unknown_option(learn ? "bpe learn" : encode ? "bpe encode" : "bpe decode",
-                                      sub_argv[optind - 1], longopts, NULL, err);
+        case 'h': fputs(help_text, stdout); return TFM_OK;     /* --he: after cmd_wants_help */
         }
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (learn) {
         if (vocab || ids)
             return err_set(err, TFM_ERR_USAGE, "bpe learn: takes --vocab-size, -o and files only");
