@@ -53,6 +53,11 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err);
 /* ---- growable byte buffer ---- */
 
 /* Appends s[0..n) at *len and keeps the buffer NUL-terminated. */
+/* The decoders' walk over ids: the next id from ids[*i] on that decodes to
+ * text (<pad>, <s> and </s> are passed over), advancing *i past it; -1 at
+ * the end; -2 with TFM_ERR_FORMAT set for an id out of b's range. */
+int bpe_next_text_id(const Bpe *b, const int *ids, int n, int *i, TfmErr *err);
+
 TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                          TfmErr *err);
 
