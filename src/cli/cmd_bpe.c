@@ -140,7 +140,9 @@ static TfmStatus parse_id(const char *s, size_t n, int vocab, long line_no, int 
 typedef struct {
     const Bpe *b;
     bool ids;           /* ids instead of pieces */
-    int *tok, n, cap;   /* the line's ids */
+    int *tok, n, cap;   /* the line's ids: encoding's (bpe_encode grows them) */
+    int *dec;           /* decoding's */
+    size_t dec_cap;
 } BpeLines;
 
 static TfmStatus encode_line(void *ctx, char *line, size_t line_len, long line_no, char **out,
@@ -180,23 +182,17 @@ static TfmStatus decode_line(void *ctx, char *line, size_t line_len, long line_n
                              size_t *len, size_t *cap, TfmErr *err)
 {
     BpeLines *c = ctx;
-    c->n = 0;
+    int n = 0;
     for (size_t i = 0; i < line_len;) {
         if (line[i] == ' ') { i++; continue; }
         size_t j = i;
         while (j < line_len && line[j] != ' ') j++;
-        if (c->n == c->cap) {
-            int nc = c->cap ? 2 * c->cap : 256;
-            int *q = xrealloc(c->tok, (size_t)nc * sizeof *q, err);
-            if (!q) return TFM_ERR_NOMEM;
-            c->tok = q;
-            c->cap = nc;
-        }
-        TfmStatus st = token_id(c->b, line + i, j - i, c->ids, line_no, &c->tok[c->n++], err);
-        if (st) return st;
+        TfmStatus st = xgrow((void **)&c->dec, &c->dec_cap, (size_t)n + 1, sizeof *c->dec, err);
+        if (st || (st = token_id(c->b, line + i, j - i, c->ids, line_no, &c->dec[n++], err)))
+            return st;
         i = j;
     }
-    TfmStatus st = bpe_decode(c->b, c->tok, c->n, out, len, cap, err);
+    TfmStatus st = bpe_decode(c->b, c->dec, n, out, len, cap, err);
     if (st) return st;
     /* byte pieces can spell any byte; these two would break the one
      * line out per line in that the other commands rely on */
@@ -211,7 +207,7 @@ static TfmStatus run_bpe(const Bpe *b, bool encode, bool ids, TfmErr *err)
 {
     BpeLines c = {.b = b, .ids = ids};
     TfmStatus st = filter_stdin(false, encode ? encode_line : decode_line, &c, err);
-    free(c.tok);
+    FREE_ALL(c.tok, c.dec);
     return st;
 }
 

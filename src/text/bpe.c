@@ -485,18 +485,24 @@ TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p
     *n = 0;
     while (pretok_next(&words, &w)) {
         int k = apply_merges(b, sym, word_symbols(b, line, &w, sym), p, rng);
-        if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
-        if (*n + k > *cap) {
-            int c = *cap > 0 ? *cap : 64;
-            while (c < *n + k) c = c > INT_MAX / 2 ? INT_MAX : 2 * c;
-            int *q = xrealloc(*ids, (size_t)c * sizeof *q, err);
-            if (!q) return TFM_ERR_NOMEM;
-            *ids = q;
-            *cap = c;
-        }
-        memcpy(*ids + *n, sym, (size_t)k * sizeof *sym);
-        *n += k;
+        if (bpe_ids_append(ids, n, cap, sym, k, err)) return err->status;
     }
+    return TFM_OK;
+}
+
+TfmStatus bpe_ids_append(int **ids, int *n, int *cap, const int *add, int k, TfmErr *err)
+{
+    if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
+    if (*n + k > *cap) {
+        int c = *cap > 0 ? *cap : 64;
+        while (c < *n + k) c = c > INT_MAX / 2 ? INT_MAX : 2 * c;
+        int *q = xrealloc(*ids, (size_t)c * sizeof *q, err);
+        if (!q) return TFM_ERR_NOMEM;
+        *ids = q;
+        *cap = c;
+    }
+    memcpy(*ids + *n, add, (size_t)k * sizeof *add);
+    *n += k;
     return TFM_OK;
 }
 

@@ -103,18 +103,9 @@ TfmStatus bpe_encode_cached(const Bpe *b, BpeCache *c, const char *line, size_t 
     while (pretok_next(&words, &w)) {
         const int *pieces;
         int k;
-        if (word_pieces(b, c, line, &w, &pieces, &k, sym, err) != TFM_OK) return err->status;
-        if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
-        if (*n + k > *cap) {
-            int cc = *cap > 0 ? *cap : 64;
-            while (cc < *n + k) cc = cc > INT_MAX / 2 ? INT_MAX : 2 * cc;
-            int *q = xrealloc(*ids, (size_t)cc * sizeof *q, err);
-            if (!q) return TFM_ERR_NOMEM;
-            *ids = q;
-            *cap = cc;
-        }
-        memcpy(*ids + *n, pieces, (size_t)k * sizeof *pieces);
-        *n += k;
+        if (word_pieces(b, c, line, &w, &pieces, &k, sym, err) != TFM_OK ||
+            bpe_ids_append(ids, n, cap, pieces, k, err) != TFM_OK)
+            return err->status;
     }
     return TFM_OK;
 }
