@@ -69,6 +69,11 @@ void err_prefix(TfmErr *err, const char *fmt, ...)
 /* Fault injection for tests: a countdown; -1 means never fail. Only tests set it. */
 static long alloc_countdown = -1;
 
+void free_each(void *const *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(ptrs[i]);
+}
+
 void err_fail_alloc_after(long n) { alloc_countdown = n; }
 
 static bool injected_failure(void)

@@ -75,6 +75,12 @@ char *xstrdup(const char *s, TfmErr *err);
  * TFM_ERR_NOMEM is returned and set. */
 TfmStatus xgrow(void **p, size_t *cap, size_t need, size_t elem, TfmErr *err);
 
+/* The owners of many arrays free them in one call: free() of each pointer
+ * listed, e.g. FREE_ALL(c->tokens, c->src_off, c->tgt_off); NULLs are fine. */
+void free_each(void *const *ptrs, size_t n);
+#define FREE_ALL(...) free_each((void *const[]){__VA_ARGS__}, \
+                                sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+
 /* Test hook: the allocation after `n` more successful ones fails; -1 disables. */
 void err_fail_alloc_after(long n);
 

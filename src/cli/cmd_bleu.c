@@ -415,12 +415,6 @@ done:
     metrics_free(&met);
     if (files)
         for (int i = 0; i < a.n_files + a.n_systems; i++) text_reader_close(&files[i]);
-    free(files);
-    free(lines);
-    free(seg);
-    free(seg_len);
-    free(paths);
-    free(names);
-    free(copy);
+    FREE_ALL(files, lines, seg, seg_len, paths, names, copy);
     return status;
 }

@@ -74,39 +74,89 @@ static TfmStatus run_learn(const char *out, int vocab_size, char **files, int n_
     return st;
 }
 
-static TfmStatus run_encode(const Bpe *b, bool ids_out, TfmErr *err)
+/* The four encode/decode commands are filters: each line of stdin (without
+ * its end) through fn, which writes out[0..*len) (out grown in *cap), to
+ * stdout with a "\n". raw: lines unchecked (invalid UTF-8 and NUL bytes
+ * too: SentencePiece normalizes them). */
+typedef TfmStatus (*LineFn)(void *ctx, char *line, size_t n, long line_no, char **out,
+                            size_t *len, size_t *cap, TfmErr *err);
+
+static TfmStatus filter_stdin(bool raw, LineFn fn, void *ctx, TfmErr *err)
 {
     LineReader r;
     text_reader_from_file(&r, stdin, "stdin");
-    int *ids = NULL, n = 0, cap = 0;
-    char *out = NULL;
-    size_t len = 0, out_cap = 0;
-    char *line;
-    size_t line_len;
+    if (raw) r.check_utf8 = false;
+    char *out = NULL, *line;
+    size_t len, cap = 0, line_len;
     int got;
     TfmStatus st = TFM_OK;
     while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
-        if ((st = bpe_encode(b, line, line_len, &ids, &n, &cap, err))) break;
-        /* Each piece is written followed by a space; the last space becomes
-         * the newline. Ids need no escaping; bpe_escape just copies them. */
         len = 0;
-        for (int i = 0; i < n; i++) {
-            char num[16];
-            size_t pl;
-            const char *p = num;
-            if (ids_out) pl = (size_t)snprintf(num, sizeof num, "%d", ids[i]);
-            else p = bpe_piece(b, ids[i], &pl);
-            if ((st = bpe_escape(p, pl, &out, &len, &out_cap, err))) break;
-            out[len++] = ' ';       /* bpe_escape reserved room for its NUL */
-        }
-        if (st) break;
-        if (len > 0) len--;     /* the last separator */
+        if ((st = fn(ctx, line, line_len, r.line_no, &out, &len, &cap, err))) break;
         if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
     }
     if (got < 0) st = err->status;
     text_reader_close(&r);
-    free(ids);
     free(out);
+    return st;
+}
+
+/* Appends piece p[0..n) (escaped for a tfm vocabulary, as it is for
+ * SentencePiece) or, with ids, the number id, then a space: the encoders
+ * print pieces joined by single spaces (the caller drops the last). */
+static TfmStatus put_piece(const char *p, size_t n, bool escape, bool ids, int id, char **out,
+                           size_t *len, size_t *cap, TfmErr *err)
+{
+    char num[16];
+    if (ids) {
+        n = (size_t)snprintf(num, sizeof num, "%d", id);
+        p = num;
+    }
+    /* ids need no escaping; bpe_escape just copies them (and keeps room for a NUL) */
+    TfmStatus st = escape ? bpe_escape(p, n, out, len, cap, err)
+                          : xgrow((void **)out, cap, *len + n + 2, 1, err);
+    if (st) return st;
+    if (!escape) {
+        memcpy(*out + *len, p, n);
+        *len += n;
+    }
+    (*out)[(*len)++] = ' ';
+    return TFM_OK;
+}
+
+/* Token s[0..n) of a decode line as an id below vocab, for --ids. */
+static TfmStatus parse_id(const char *s, size_t n, int vocab, long line_no, int *id, TfmErr *err)
+{
+    long v = 0;
+    size_t i = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9' && v <= INT_MAX; i++) v = v * 10 + (s[i] - '0');
+    if (i != n || v >= vocab)
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
+                       line_no, (int)(n > 40 ? 40 : n), s, vocab);
+    *id = (int)v;
+    return TFM_OK;
+}
+
+typedef struct {
+    const Bpe *b;
+    bool ids;           /* ids instead of pieces */
+    int *tok, n, cap;   /* the line's ids: encoding's (bpe_encode grows them) */
+    int *dec;           /* decoding's */
+    size_t dec_cap;
+} BpeLines;
+
+static TfmStatus encode_line(void *ctx, char *line, size_t line_len, long line_no, char **out,
+                             size_t *len, size_t *cap, TfmErr *err)
+{
+    BpeLines *c = ctx;
+    (void)line_no;
+    TfmStatus st = bpe_encode(c->b, line, line_len, &c->tok, &c->n, &c->cap, err);
+    for (int i = 0; i < c->n && !st; i++) {
+        size_t pl = 0;
+        const char *p = c->ids ? NULL : bpe_piece(c->b, c->tok[i], &pl);
+        st = put_piece(p, pl, true, c->ids, c->tok[i], out, len, cap, err);
+    }
+    if (*len > 0) --*len;       /* the last separator */
     return st;
 }
 
@@ -114,16 +164,7 @@ static TfmStatus run_encode(const Bpe *b, bool ids_out, TfmErr *err)
 static TfmStatus token_id(const Bpe *b, char *tok, size_t n, bool ids_in, long line_no, int *id,
                           TfmErr *err)
 {
-    if (ids_in) {
-        long v = 0;
-        size_t i = 0;
-        for (; i < n && tok[i] >= '0' && tok[i] <= '9' && v <= INT_MAX; i++) v = v * 10 + (tok[i] - '0');
-        if (i != n || v >= bpe_vocab_size(b))
-            return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
-                           line_no, (int)(n > 40 ? 40 : n), tok, bpe_vocab_size(b));
-        *id = (int)v;
-        return TFM_OK;
-    }
+    if (ids_in) return parse_id(tok, n, bpe_vocab_size(b), line_no, id, err);
     /* the piece as written, for messages: unescaping works in place, and a
      * "\x00" in it would end a quoted copy */
     char shown[41];
@@ -137,155 +178,109 @@ static TfmStatus token_id(const Bpe *b, char *tok, size_t n, bool ids_in, long l
     return TFM_OK;
 }
 
-static TfmStatus run_decode(const Bpe *b, bool ids_in, TfmErr *err)
+static TfmStatus decode_line(void *ctx, char *line, size_t line_len, long line_no, char **out,
+                             size_t *len, size_t *cap, TfmErr *err)
 {
-    LineReader r;
-    text_reader_from_file(&r, stdin, "stdin");
-    int *ids = NULL, n = 0, cap = 0;
-    char *out = NULL;
-    size_t len = 0, out_cap = 0;
-    char *line;
-    size_t line_len;
-    int got;
-    TfmStatus st = TFM_OK;
-    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
-        n = 0;
-        for (size_t i = 0; i < line_len;) {
-            if (line[i] == ' ') { i++; continue; }
-            size_t j = i;
-            while (j < line_len && line[j] != ' ') j++;
-            if (n == cap) {
-                int c = cap ? 2 * cap : 256;
-                int *q = xrealloc(ids, (size_t)c * sizeof *q, err);
-                if (!q) { st = TFM_ERR_NOMEM; break; }
-                ids = q;
-                cap = c;
-            }
-            if ((st = token_id(b, line + i, j - i, ids_in, r.line_no, &ids[n++], err))) break;
-            i = j;
-        }
-        if (st) break;
-        if ((st = bpe_decode(b, ids, n, &out, &len, &out_cap, err))) break;
-        /* byte pieces can spell any byte; these two would break the one
-         * line out per line in that the other commands rely on */
-        const char *bad = memchr(out, '\n', len) ? "a newline" : memchr(out, '\0', len) ? "a NUL byte" : NULL;
-        if (bad) {
-            st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to %s, which "
-                         "one output line cannot hold", r.line_no, bad);
-            break;
-        }
-        if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
+    BpeLines *c = ctx;
+    int n = 0;
+    for (size_t i = 0; i < line_len;) {
+        if (line[i] == ' ') { i++; continue; }
+        size_t j = i;
+        while (j < line_len && line[j] != ' ') j++;
+        TfmStatus st = xgrow((void **)&c->dec, &c->dec_cap, (size_t)n + 1, sizeof *c->dec, err);
+        if (st || (st = token_id(c->b, line + i, j - i, c->ids, line_no, &c->dec[n++], err)))
+            return st;
+        i = j;
     }
-    if (got < 0) st = err->status;
-    text_reader_close(&r);
-    free(ids);
-    free(out);
+    TfmStatus st = bpe_decode(c->b, c->dec, n, out, len, cap, err);
+    if (st) return st;
+    /* byte pieces can spell any byte; these two would break the one
+     * line out per line in that the other commands rely on */
+    const char *bad = memchr(*out, '\n', *len) ? "a newline" : memchr(*out, '\0', *len) ? "a NUL byte" : NULL;
+    if (bad)
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to %s, which "
+                       "one output line cannot hold", line_no, bad);
+    return TFM_OK;
+}
+
+static TfmStatus run_bpe(const Bpe *b, bool encode, bool ids, TfmErr *err)
+{
+    BpeLines c = {.b = b, .ids = ids};
+    TfmStatus st = filter_stdin(false, encode ? encode_line : decode_line, &c, err);
+    FREE_ALL(c.tok, c.dec);
     return st;
 }
 
 /* ---- a SentencePiece model as VOCAB: spm_encode's and spm_decode's lines ---- */
 
+typedef struct {
+    const Spm *m;
+    bool ids;
+    SpmWork w;          /* encoding's */
+    SpmTok *tok;        /* decoding's: the line's pieces */
+    size_t cap;
+} SpmLines;
+
 /* One line in, its pieces (or ids) out, joined by single spaces and not
  * escaped, as spm_encode prints them. Lines are taken as they are (invalid
  * UTF-8 and NUL bytes too, which the model normalizes). */
-static TfmStatus run_encode_spm(const Spm *m, bool ids_out, TfmErr *err)
+static TfmStatus encode_line_spm(void *ctx, char *line, size_t line_len, long line_no,
+                                 char **out, size_t *len, size_t *cap, TfmErr *err)
 {
-    LineReader r;
-    text_reader_from_file(&r, stdin, "stdin");
-    r.check_utf8 = false;
-    SpmWork w = {0};
-    char *out = NULL;
-    size_t out_cap = 0;
-    char *line;
-    size_t line_len;
-    int got;
-    TfmStatus st = TFM_OK;
-    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
-        if ((st = spm_encode(m, &w, line, line_len, err))) break;
-        size_t len = 0;
-        for (size_t i = 0; i < w.n_tok && !st; i++) {
-            char num[16];
-            const char *p = w.tok[i].s;
-            size_t pl = w.tok[i].len;
-            if (ids_out) {
-                pl = (size_t)snprintf(num, sizeof num, "%d", w.tok[i].id);
-                p = num;
-            }
-            if (!(st = xgrow((void **)&out, &out_cap, len + pl + 2, 1, err))) {
-                memcpy(out + len, p, pl);
-                len += pl;
-                out[len++] = ' ';
-            }
-        }
-        if (st) break;
-        if (len > 0) len--;
-        if ((st = write_out(out ? out : "", len, err)) || (st = write_out("\n", 1, err))) break;
+    SpmLines *c = ctx;
+    (void)line_no;
+    TfmStatus st = spm_encode(c->m, &c->w, line, line_len, err);
+    for (size_t i = 0; i < c->w.n_tok && !st; i++) {
+        const SpmTok *t = &c->w.tok[i];
+        st = put_piece(t->s, t->len, false, c->ids, t->id, out, len, cap, err);
     }
-    if (got < 0) st = err->status;
-    text_reader_close(&r);
-    spm_work_free(&w);
-    free(out);
+    if (*len > 0) --*len;
     return st;
 }
 
 /* Pieces (or ids) separated by spaces (empty ones skipped, as spm_decode's
  * split skips them), to text. */
-static TfmStatus run_decode_spm(const Spm *m, bool ids_in, TfmErr *err)
+static TfmStatus decode_line_spm(void *ctx, char *line, size_t line_len, long line_no,
+                                 char **out, size_t *len, size_t *cap, TfmErr *err)
 {
-    LineReader r;
-    text_reader_from_file(&r, stdin, "stdin");
-    r.check_utf8 = false;
-    SpmTok *tok = NULL;
-    size_t n, cap = 0;
-    char *out = NULL;
-    size_t len = 0, out_cap = 0;
-    char *line;
-    size_t line_len;
-    int got;
-    TfmStatus st = TFM_OK;
-    while ((got = text_read_line(&r, &line, &line_len, err)) > 0) {
-        n = 0;
-        for (size_t i = 0; i < line_len && !st;) {
-            size_t j = i;
-            while (j < line_len && line[j] != ' ') j++;
-            if (j == i) {
-                i++;
-                continue;
-            }
-            if ((st = xgrow((void **)&tok, &cap, n + 1, sizeof *tok, err))) break;
-            SpmTok *t = &tok[n++];
-            *t = (SpmTok){0, (uint32_t)(j - i), line + i};
-            if (ids_in) {
-                long v = 0;
-                size_t k = i;
-                for (; k < j && line[k] >= '0' && line[k] <= '9' && v <= INT_MAX; k++)
-                    v = v * 10 + (line[k] - '0');
-                if (k != j || v >= spm_vocab_size(m)) {
-                    st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: '%.*s' is not an id below %d",
-                                 r.line_no, (int)(j - i > 40 ? 40 : j - i), line + i, spm_vocab_size(m));
-                    break;
-                }
-                size_t pl;
-                t->id = (int)v;
-                t->s = spm_piece(m, t->id, &pl);
-                t->len = (uint32_t)pl;
-            } else {
-                t->id = spm_piece_id(m, t->s, t->len);
-            }
-            i = j + 1;
+    SpmLines *c = ctx;
+    size_t n = 0;
+    for (size_t i = 0; i < line_len;) {
+        size_t j = i;
+        while (j < line_len && line[j] != ' ') j++;
+        if (j == i) {
+            i++;
+            continue;
         }
-        if (st || (st = spm_decode(m, tok, n, &out, &len, &out_cap, err))) break;
-        if (memchr(out, '\n', len)) {
-            st = err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to a newline, "
-                         "which one output line cannot hold", r.line_no);
-            break;
+        TfmStatus st = xgrow((void **)&c->tok, &c->cap, n + 1, sizeof *c->tok, err);
+        if (st) return st;
+        SpmTok *t = &c->tok[n++];
+        *t = (SpmTok){0, (uint32_t)(j - i), line + i};
+        if (c->ids) {
+            if ((st = parse_id(line + i, j - i, spm_vocab_size(c->m), line_no, &t->id, err)))
+                return st;
+            size_t pl;
+            t->s = spm_piece(c->m, t->id, &pl);
+            t->len = (uint32_t)pl;
+        } else {
+            t->id = spm_piece_id(c->m, t->s, t->len);
         }
-        if ((st = write_out(out, len, err)) || (st = write_out("\n", 1, err))) break;
+        i = j + 1;
     }
-    if (got < 0) st = err->status;
-    text_reader_close(&r);
-    free(tok);
-    free(out);
+    TfmStatus st = spm_decode(c->m, c->tok, n, out, len, cap, err);
+    if (st) return st;
+    if (memchr(*out, '\n', *len))
+        return err_set(err, TFM_ERR_FORMAT, "stdin: line %ld: the pieces decode to a newline, "
+                       "which one output line cannot hold", line_no);
+    return TFM_OK;
+}
+
+static TfmStatus run_spm(const Spm *m, bool encode, bool ids, TfmErr *err)
+{
+    SpmLines c = {.m = m, .ids = ids};
+    TfmStatus st = filter_stdin(true, encode ? encode_line_spm : decode_line_spm, &c, err);
+    spm_work_free(&c.w);
+    free(c.tok);
     return st;
 }
 
@@ -316,23 +311,19 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
     bool ids = false;
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
-    optind = 0;        /* GNU: re-initialize, the parser may have run before */
-    opterr = 0;
+    CmdGetopt g = cmd_getopt_start(learn ? "bpe learn" : encode ? "bpe encode" : "bpe decode",
+                                   sub_argc, sub_argv, ":s:o:v:h", longopts, NULL);
     int c;
-    while ((c = getopt_long(sub_argc, sub_argv, ":s:o:v:h", longopts, NULL)) != -1) {
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         switch (c) {
         case 's': size_arg = optarg; break;
         case 'o': out = optarg; break;
         case 'v': vocab = optarg; break;
         case OPT_IDS: ids = true; break;
-        case ':':
-            return err_set(err, TFM_ERR_USAGE, "bpe %s: option '%s' needs a value", sub,
-                           sub_argv[optind - 1]);
-        default:
-            return cmd_unknown_option(learn ? "bpe learn" : encode ? "bpe encode" : "bpe decode",
-                                      sub_argv[optind - 1], longopts, NULL, err);
+        case 'h': fputs(help_text, stdout); return TFM_OK;     /* --he: after cmd_wants_help */
         }
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (learn) {
         if (vocab || ids)
             return err_set(err, TFM_ERR_USAGE, "bpe learn: takes --vocab-size, -o and files only");
@@ -360,13 +351,13 @@ TfmStatus cmd_bpe(int argc, char **argv, TfmErr *err)
     if (spm_file_sniff(vocab)) {
         Spm *m = NULL;
         TfmStatus st = spm_load(&m, vocab, err);
-        if (st == TFM_OK) st = encode ? run_encode_spm(m, ids, err) : run_decode_spm(m, ids, err);
+        if (st == TFM_OK) st = run_spm(m, encode, ids, err);
         spm_free(m);
         return st;
     }
     Bpe *b = NULL;
     TfmStatus st = load_vocab(vocab, &b, err);
-    if (st == TFM_OK) st = encode ? run_encode(b, ids, err) : run_decode(b, ids, err);
+    if (st == TFM_OK) st = run_bpe(b, encode, ids, err);
     bpe_free(b);
     return st;
 }

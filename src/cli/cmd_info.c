@@ -42,21 +42,17 @@ TfmStatus cmd_info(int argc, char **argv, TfmErr *err)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    optind = 0;
-    opterr = 0;
+    CmdGetopt g = cmd_getopt_start("info", argc, argv, "h", longopts, NULL);
     bool vocab = false;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'V') {
-            vocab = true;
-            continue;
-        }
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
+        if (c == 'V') vocab = true;
         if (c == 'h') {
             fputs(usage, stdout);
             return TFM_OK;
         }
-        return cmd_unknown_option("info", argv[optind - 1], longopts, NULL, err);
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (optind != argc - 1)
         return err_set(err, TFM_ERR_USAGE, "info: expected one MODEL (see tfm info --help)");
     const char *path = argv[optind];

@@ -94,13 +94,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    optind = 0;
-    opterr = 0;
-    int c, longindex = -1;
-    while ((c = getopt_long(argc, argv, ":m:b:qh", longopts, &longindex)) != -1) {
-        char opt[32];
-        decode_args_option_name(longopts, longindex, c, opt, sizeof opt);
-        longindex = -1;
+    CmdGetopt g = cmd_getopt_start("serve", argc, argv, ":m:b:qh", longopts, NULL);
+    const char *opt = g.opt;
+    int c;
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         bool taken;
         TfmStatus st = decode_args_take(&o->dec, "serve", c, opt, optarg, &taken, err);
         if (st != TFM_OK || taken) {
@@ -128,12 +125,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
         case OPT_TGT: o->target_lang = optarg; break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
-        case ':': return err_set(err, TFM_ERR_USAGE, "serve: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cmd_unknown_option("serve", argv[optind - 1], longopts, NULL, err);
         }
         if (st != TFM_OK) return st;
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "serve: unexpected argument '%s' (models go with -m)",
                        argv[optind]);

@@ -45,15 +45,12 @@ TfmStatus cmd_shortlist(int argc, char **argv, TfmErr *err)
         {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *out = NULL;
-    int top_k = 50, frequent = 100, c, li = -1;
+    int top_k = 50, frequent = 100, c;
     bool quiet = false;
-    char opt[64];
     TfmStatus st = TFM_OK;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":m:o:qh", longopts, &li)) != -1) {
-        decode_args_option_name(longopts, li, c, opt, sizeof opt);
-        li = -1;
+    CmdGetopt g = cmd_getopt_start("shortlist", argc, argv, ":m:o:qh", longopts, NULL);
+    const char *opt = g.opt;
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         switch (c) {
         case 'm': model = optarg; break;
         case 'o': out = optarg; break;
@@ -65,13 +62,10 @@ TfmStatus cmd_shortlist(int argc, char **argv, TfmErr *err)
             break;
         case 'q': quiet = true; break;
         case 'h': fputs(usage, stdout); return TFM_OK;
-        case ':':
-            return err_set(err, TFM_ERR_USAGE, "shortlist: option '%s' needs a value",
-                           argv[optind - 1]);
-        default: return cmd_unknown_option("shortlist", argv[optind - 1], longopts, NULL, err);
         }
         if (st != TFM_OK) return st;
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (!out) return err_set(err, TFM_ERR_USAGE, "shortlist: missing -o OUT (see tfm shortlist --help)");
     if (argc - optind != 2)
         return err_set(err, TFM_ERR_USAGE, "shortlist: expected SRC and TGT, the two sides of a "

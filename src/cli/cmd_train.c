@@ -125,10 +125,10 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
     static const char optstring[] = ":qh";
     TfmStatus st = cmd_check_single_dash("train", argc, argv, optstring, longopts, aliases, err);
     if (st != TFM_OK) goto done;
-    optind = 0;
-    opterr = 0;
+    CmdGetopt g = cmd_getopt_start("train", argc, argv, optstring, longopts, aliases);
+    g.unknown = unknown_option;
     int c;
-    while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         switch (c) {
         case OPT_THREADS:
             if (!cmd_parse_long(optarg, 0, 1024, &threads)) {
@@ -150,9 +150,11 @@ TfmStatus cmd_train(int argc, char **argv, TfmErr *err)
         case OPT_SET: sets[n_sets++] = optarg; break;
         case 'q': opt.quiet = true; break;
         case 'h': fputs(usage, stdout); goto done;
-        case ':': st = err_set(err, TFM_ERR_USAGE, "train: option '%s' needs a value", argv[optind - 1]); goto done;
-        default: st = unknown_option(argv[optind - 1], longopts, err); goto done;
         }
+    }
+    if (c == CMD_GETOPT_ERROR) {
+        st = err->status;
+        goto done;
     }
     if (optind != argc - 1) {
         st = err_set(err, TFM_ERR_USAGE, optind == argc ? "train: missing CONFIG.json (see tfm train --help)"

@@ -150,15 +150,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
     static const char optstring[] = ":m:i:o:b:qh";
     TfmStatus st = cmd_check_single_dash("translate", argc, argv, optstring, longopts, aliases, err);
     if (st != TFM_OK) return st;
-    optind = 0;
-    opterr = 0;
-    int c, longindex = -1;
-    while ((c = getopt_long(argc, argv, optstring, longopts, &longindex)) != -1) {
-        /* "--beam" or "-b" for the error message: argv[optind - 1] is the
-         * value when it came as a separate argument */
-        char opt[32];
-        decode_args_option_name(longopts, longindex, c, opt, sizeof opt);
-        longindex = -1;
+    CmdGetopt g = cmd_getopt_start("translate", argc, argv, optstring, longopts, aliases);
+    const char *opt = g.opt;
+    int c;
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
         bool taken;
         st = decode_args_take(&o->dec, "translate", c, opt, optarg, &taken, err);
         if (st != TFM_OK) return st;
@@ -186,12 +181,10 @@ static TfmStatus parse_options(int argc, char **argv, Options *o, bool *help, Tf
             break;
         case 'q': o->quiet = true; break;
         case 'h': *help = true; return TFM_OK;
-        case ':': return err_set(err, TFM_ERR_USAGE, "translate: option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cmd_unknown_option("translate", argv[optind - 1], longopts, aliases, err);
         }
         if (st != TFM_OK) return st;
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (optind < argc)
         return err_set(err, TFM_ERR_USAGE, "translate: unexpected argument '%s' (the input is stdin or -i FILE)",
                        argv[optind]);
@@ -474,13 +467,7 @@ static TfmStatus score_references(Translator *t, LineReader *in, TfmErr *err)
         if (srcs) free(srcs[i].ids);
         if (refs) free(refs[i].ids);
     }
-    free(srcs);
-    free(refs);
-    free(sents);
-    free(tgts);
-    free(lens);
-    free(tlens);
-    free(scores);
+    FREE_ALL(srcs, refs, sents, tgts, lens, tlens, scores);
     bpe_subset_free(sub);
     text_reader_close(&ref);
     return st;

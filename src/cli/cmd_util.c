@@ -1,5 +1,6 @@
 /* cmd_util: small helpers shared by the cmd_* modules. */
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -120,6 +121,36 @@ TfmStatus cmd_check_single_dash(const char *cmd, int argc, char **argv, const ch
     return TFM_OK;
 }
 
+CmdGetopt cmd_getopt_start(const char *cmd, int argc, char **argv, const char *optstring,
+                           const struct option *longopts, const OptionAlias *aliases)
+{
+    optind = 0;         /* glibc: full re-initialisation (a parser may have run before) */
+    opterr = 0;
+    return (CmdGetopt){.cmd = cmd, .argc = argc, .argv = argv, .optstring = optstring,
+                       .longopts = longopts, .aliases = aliases};
+}
+
+int cmd_getopt_next(CmdGetopt *g, TfmErr *err)
+{
+    int longindex = -1;
+    int c = getopt_long(g->argc, g->argv, g->optstring, g->longopts, &longindex);
+    if (c == -1) return CMD_GETOPT_END;
+    /* argv[optind - 1] is the value when it came as a separate argument */
+    if (longindex >= 0) snprintf(g->opt, sizeof g->opt, "--%s", g->longopts[longindex].name);
+    else snprintf(g->opt, sizeof g->opt, "-%c", c);
+    if (c == ':') {
+        err_set(err, TFM_ERR_USAGE, "%s: option '%s' needs a value", g->cmd, g->argv[optind - 1]);
+        return CMD_GETOPT_ERROR;
+    }
+    if (c == '?') {
+        const char *arg = g->argv[optind - 1];
+        if (g->unknown) g->unknown(arg, g->longopts, err);
+        else cmd_unknown_option(g->cmd, arg, g->longopts, g->aliases, err);
+        return CMD_GETOPT_ERROR;
+    }
+    return c;
+}
+
 TfmStatus cmd_model_writer_args(const char *cmd, int argc, char **argv, int min_models,
                                 const char **out, int *first, int *n, bool *help, TfmErr *err)
 {
@@ -130,17 +161,16 @@ TfmStatus cmd_model_writer_args(const char *cmd, int argc, char **argv, int min_
     };
     *out = NULL;
     *help = false;
-    optind = 0;
-    opterr = 0;
+    CmdGetopt g = cmd_getopt_start(cmd, argc, argv, ":o:h", longopts, NULL);
     int c;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': *out = optarg; break;
-        case 'h': *help = true; return TFM_OK;
-        case ':': return err_set(err, TFM_ERR_USAGE, "%s: option '%s' needs a value", cmd, argv[optind - 1]);
-        default: return cmd_unknown_option(cmd, argv[optind - 1], longopts, NULL, err);
+    while ((c = cmd_getopt_next(&g, err)) >= 0) {
+        if (c == 'o') *out = optarg;
+        if (c == 'h') {
+            *help = true;
+            return TFM_OK;
         }
     }
+    if (c == CMD_GETOPT_ERROR) return err->status;
     if (!*out) return err_set(err, TFM_ERR_USAGE, "%s: missing -o OUT (see tfm %s --help)", cmd, cmd);
     *first = optind;
     *n = argc - optind;

@@ -63,6 +63,30 @@ TfmStatus cmd_check_single_dash(const char *cmd, int argc, char **argv, const ch
                                 const struct option *longopts, const OptionAlias *aliases,
                                 TfmErr *err);
 
+/* A command's getopt_long loop, with the errors every command words alike:
+ *   CmdGetopt g = cmd_getopt_start("serve", argc, argv, ":m:b:qh", longopts, NULL);
+ *   while ((c = cmd_getopt_next(&g, err)) >= 0) switch (c) { ... }
+ *   if (c == CMD_GETOPT_ERROR) return err->status;
+ * cmd_getopt_next returns the next option's code, CMD_GETOPT_END after the
+ * last (optind is then the first operand), or CMD_GETOPT_ERROR with the
+ * usage error set: "CMD: option 'ARG' needs a value", or an unknown option
+ * (g.unknown when set, else cmd_unknown_option with g.aliases). g.opt is
+ * the option as written, "--beam" or "-b", for messages about its value. */
+enum { CMD_GETOPT_END = -1, CMD_GETOPT_ERROR = -2 };
+typedef struct {
+    const char *cmd;                    /* "translate", "bpe learn" */
+    int argc;
+    char **argv;
+    const char *optstring;
+    const struct option *longopts;
+    const OptionAlias *aliases;         /* NULL or ending in {NULL, NULL} */
+    TfmStatus (*unknown)(const char *arg, const struct option *longopts, TfmErr *err);
+    char opt[64];
+} CmdGetopt;
+CmdGetopt cmd_getopt_start(const char *cmd, int argc, char **argv, const char *optstring,
+                           const struct option *longopts, const OptionAlias *aliases);
+int cmd_getopt_next(CmdGetopt *g, TfmErr *err);
+
 /* Parses a whole option value as a decimal integer / finite number within
  * [lo, hi]; false on junk, trailing characters, overflow or out of range. */
 bool cmd_parse_long(const char *s, long lo, long hi, long *out);

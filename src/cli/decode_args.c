@@ -9,13 +9,6 @@
 #include "cli/decode_args.h"
 #include "decode/decoder.h"
 
-void decode_args_option_name(const struct option *longopts, int longindex, int c, char *buf,
-                             size_t size)
-{
-    if (longindex >= 0) snprintf(buf, size, "--%s", longopts[longindex].name);
-    else snprintf(buf, size, "-%c", c);
-}
-
 TfmStatus cmd_option_int(const char *cmd, const char *opt, const char *value, long lo, long hi,
                          int *out, TfmErr *err)
 {

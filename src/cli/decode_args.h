@@ -45,10 +45,6 @@ TfmStatus decode_args_take(DecodeArgs *a, const char *cmd, int c, const char *op
  * leave free right now; the threads are set and sgemm is checked. */
 TfmStatus decode_args_start(DecodeArgs *a, TfmErr *err);
 
-/* The option's name for messages: "--NAME" (longindex >= 0) or "-C". */
-void decode_args_option_name(const struct option *longopts, int longindex, int c, char *buf,
-                             size_t size);
-
 /* value as an integer in [lo, hi] / a number in [lo, hi] into *out; else
  * the usage error "CMD: OPT: expected an integer in [lo, hi], got 'v'". */
 TfmStatus cmd_option_int(const char *cmd, const char *opt, const char *value, long lo, long hi,

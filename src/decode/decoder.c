@@ -72,11 +72,7 @@ void decoder_free(Decoder *d)
     if (!d) return;
     dec_step_free(&d->step);
     if (d->sl) shortlist_run_free(d->sl);
-    free(d->sl);
-    free(d->block);
-    free(d->members);
-    free(d->weights);
-    free(d);
+    FREE_ALL(d->sl, d->block, d->members, d->weights, d);
 }
 
 TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOptions *opt,

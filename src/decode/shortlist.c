@@ -160,10 +160,7 @@ static TfmStatus count_corpus(const Bpe *bpe, const char *src, const char *tgt, 
 done:
     text_reader_close(&rs);
     text_reader_close(&rt);
-    free(ids);
-    free(seen);
-    free(us);
-    free(ut);
+    FREE_ALL(ids, seen, us, ut);
     return st;
 }
 
@@ -241,12 +238,7 @@ nomem:
 fail:
     shortlist_free(sl);
 done:
-    free(pc.key);
-    free(pc.count);
-    free(freq);
-    free(all);
-    free(fill);
-    free(in_freq);
+    FREE_ALL(pc.key, pc.count, freq, all, fill, in_freq);
     return st;
 }
 
@@ -524,16 +516,7 @@ void shortlist_run_free(ShortlistRun *r)
 {
     if (r->line)
         for (int b = 0; b < r->max_sents; b++) packed_linear_free(&r->line[b]);
-    free(r->line);
-    free(r->line_cap);
-    free(r->mark);
-    free(r->tok);
-    free(r->col);
-    free(r->sel);
-    free(r->own);
-    free(r->own_len);
-    free(r->cur);
-    free(r->cur_slot);
-    free(r->cur_len);
+    FREE_ALL(r->line, r->line_cap, r->mark, r->tok, r->col, r->sel, r->own, r->own_len, r->cur,
+             r->cur_slot, r->cur_len);
     memset(r, 0, sizeof *r);
 }

@@ -254,7 +254,7 @@ void dec_step_reorder(DecStep *s, const int *parent, int R, int t)
 /* Sublayer input: pre-norm LN(x), post-norm x. */
 static const float *sub_in(DecStep *s, const float *x, const float *g, const float *b, int R)
 {
-    return sublayer_input(s->m->cfg.norm, s->m->cfg.norm_type, s->tmp.in, NULL, NULL, x, g, b, R,
+    return sublayer_norm(s->m->cfg.norm, NORM_PRE, s->m->cfg.norm_type, s->tmp.in, NULL, NULL, x, g, b, R,
                           s->D);
 }
 
@@ -263,7 +263,7 @@ static const float *sub_in(DecStep *s, const float *x, const float *g, const flo
 static void sub_out(DecStep *s, const float *y, const float *g, const float *b, int R)
 {
     add_inplace(s->tmp.x, y, (long)R * s->D);
-    const float *out = sublayer_output(s->m->cfg.norm, s->m->cfg.norm_type, s->tmp.in, NULL, NULL,
+    const float *out = sublayer_norm(s->m->cfg.norm, NORM_POST, s->m->cfg.norm_type, s->tmp.in, NULL, NULL,
                                        s->tmp.x, g, b, R, s->D);
     if (out != s->tmp.x) {
         s->tmp.in = s->tmp.x;

@@ -71,13 +71,13 @@ static void attend_backward(Model *m, float *dq, float *dk, float *dv, const flo
     if (m->cfg.attention == ATTN_LINEAR)
         linattn_backward(dq, dk, dv, w->lin_scratch, w->lin_slices, dctx, ctx, att, q, k, v, sh);
     else
-        attention_backward(dq, dk, dv, w->datt, dctx, att, att_d, q, k, v, sh, p_att);
+        attention_backward(dq, dk, dv, w->back.datt, dctx, att, att_d, q, k, v, sh, p_att);
 }
 
 /* The input of a sublayer's function F: pre-norm LN(x), post-norm x. */
 static const float *sub_input(Model *m, ResAct *r, const float *x, LnP ln, int N)
 {
-    return sublayer_input(m->cfg.norm, m->cfg.norm_type, r->ln, r->mean, r->rstd, x, P(ln.g), PB(ln.b), N,
+    return sublayer_norm(m->cfg.norm, NORM_PRE, m->cfg.norm_type, r->ln, r->mean, r->rstd, x, P(ln.g), PB(ln.b), N,
                           m->cfg.d_model);
 }
 
@@ -88,7 +88,7 @@ static const float *sub_output(Model *m, ResAct *r, const float *x, const float 
 {
     const int D = m->cfg.d_model;
     residual_dropout_forward(r->r, x, y, (long)N * D, p, seed);
-    return sublayer_output(m->cfg.norm, m->cfg.norm_type, r->ln, r->mean, r->rstd, r->r, P(ln.g),
+    return sublayer_norm(m->cfg.norm, NORM_POST, m->cfg.norm_type, r->ln, r->mean, r->rstd, r->r, P(ln.g),
                            PB(ln.b), N, D);
 }
 
@@ -98,8 +98,8 @@ static const float *sub_result(const Model *m, const ResAct *r)
 }
 
 /* Backward of sub_output from dout: dx (zeroed by the caller) += the residual
- * path, w->dy = d(loss)/dy. Returns where F's backward must accumulate the
- * gradient of its input: dx itself (post-norm) or w->dt, zeroed (pre-norm,
+ * path, w->back.dy = d(loss)/dy. Returns where F's backward must accumulate the
+ * gradient of its input: dx itself (post-norm) or w->back.dt, zeroed (pre-norm,
  * finished by sub_input_backward).
  * forward post: r = x + drop(y), out = LN(r): dr = LN'(dout), dx += dr, dy = drop(dr)
  * forward pre:  out = x + drop(y):            dx += dout,     dy = drop(dout) */
@@ -110,24 +110,24 @@ static float *sub_output_backward(Model *m, ResAct *r, LnP ln, const float *dout
     const int D = m->cfg.d_model;
     const long nd = (long)N * D;
     if (m->cfg.norm == NORM_POST) {
-        memset(w->dt, 0, (size_t)nd * sizeof(float));
-        norm_backward(m->cfg.norm_type, w->dt, G(ln.g), GB(ln.b), dout, r->r, r->mean, r->rstd,
+        memset(w->back.dt, 0, (size_t)nd * sizeof(float));
+        norm_backward(m->cfg.norm_type, w->back.dt, G(ln.g), GB(ln.b), dout, r->r, r->mean, r->rstd,
                       P(ln.g), N, D);
-        add_inplace(dx, w->dt, nd);
-        dropout_apply(w->dy, w->dt, nd, p, seed);
+        add_inplace(dx, w->back.dt, nd);
+        dropout_apply(w->back.dy, w->back.dt, nd, p, seed);
         return dx;
     }
     add_inplace(dx, dout, nd);
-    dropout_apply(w->dy, dout, nd, p, seed);
-    memset(w->dt, 0, (size_t)nd * sizeof(float));
-    return w->dt;
+    dropout_apply(w->back.dy, dout, nd, p, seed);
+    memset(w->back.dt, 0, (size_t)nd * sizeof(float));
+    return w->back.dt;
 }
 
-/* forward pre: s = LN(x), so dx += LN'(ds) with ds in w->dt. */
+/* forward pre: s = LN(x), so dx += LN'(ds) with ds in w->back.dt. */
 static void sub_input_backward(Model *m, ResAct *r, LnP ln, const float *x, float *dx, int N)
 {
     if (m->cfg.norm == NORM_POST) return;
-    norm_backward(m->cfg.norm_type, dx, G(ln.g), GB(ln.b), m->work->dt, x, r->mean, r->rstd,
+    norm_backward(m->cfg.norm_type, dx, G(ln.g), GB(ln.b), m->work->back.dt, x, r->mean, r->rstd,
                   P(ln.g), N, m->cfg.d_model);
 }
 
@@ -145,19 +145,19 @@ static void self_attn_forward(Model *m, AttnP a, const PackedLinear *pk, float *
     else linear_forward(m->work->y, ctx, P(a.wo), P(a.bo), N, D, D);
 }
 
-/* Backward of self_attn_forward from w->dy; dx += d/dx. */
+/* Backward of self_attn_forward from w->back.dy; dx += d/dx. */
 static void self_attn_backward(Model *m, AttnP a, const float *qkv, const float *att,
                                const float *att_d, const float *ctx, const float *x,
                                float *dx, const AttnShape *sh, int N, float p_att)
 {
     ModelWork *w = m->work;
     const int D = m->cfg.d_model;
-    memset(w->dctx, 0, (size_t)N * D * sizeof(float));
-    linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, ctx, P(a.wo), N, D, D);
-    memset(w->dqkv, 0, (size_t)N * 3 * D * sizeof(float));
-    attend_backward(m, w->dqkv, w->dqkv + D, w->dqkv + 2 * D, w->dctx, ctx, att, att_d, qkv,
+    memset(w->back.dctx, 0, (size_t)N * D * sizeof(float));
+    linear_backward(w->back.dctx, G(a.wo), G(a.bo), w->back.dy, ctx, P(a.wo), N, D, D);
+    memset(w->back.dqkv, 0, (size_t)N * 3 * D * sizeof(float));
+    attend_backward(m, w->back.dqkv, w->back.dqkv + D, w->back.dqkv + 2 * D, w->back.dctx, ctx, att, att_d, qkv,
                     qkv + D, qkv + 2 * D, sh, p_att);
-    linear_backward(dx, G(a.w), G(a.b), w->dqkv, x, P(a.w), N, D, 3 * D);
+    linear_backward(dx, G(a.w), G(a.b), w->back.dqkv, x, P(a.w), N, D, 3 * D);
 }
 
 /* Packed encoder weights per layer: qkv, self out, FFN w1, FFN w2. */
@@ -186,6 +186,15 @@ static EncProduct enc_product(const Model *m, int i, int j)
 
 /* Runs the encoder stack on w's buffers; returns its output (N, D). pk
  * (evaluation only, or NULL): packed weights to use instead of sgemm. */
+/* A stack's output: pre-norm the final LayerNorm of x (into e), post-norm x. */
+static const float *stack_output(Model *m, StackEnds *e, const float *x, LnP ln, int N)
+{
+    if (m->cfg.norm != NORM_PRE) return x;
+    norm_forward(m->cfg.norm_type, e->fin, e->fmean, e->frstd, x, P(ln.g), PB(ln.b), N,
+                 m->cfg.d_model);
+    return e->fin;
+}
+
 static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *pk,
                                     const int *src, int n, int S, float p, float p_att,
                                     float p_relu, float p_word)
@@ -193,9 +202,9 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
     const ModelConfig *c = &m->cfg;
     const ModelLayout *L = m->layout;
     const int D = c->d_model, N = n * S;
-    embed_forward(w->enc_x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D), p_word,
+    embed_forward(w->enc_io.x0, src, n, S, m->emb_src, m->pos_table, 0, D, sqrtf((float)D), p_word,
                   site(w, SITE_EMB_SRC));
-    dropout_apply(w->enc_x0, w->enc_x0, (long)N * D, p, site(w, SITE_EMB_SRC));
+    dropout_apply(w->enc_io.x0, w->enc_io.x0, (long)N * D, p, site(w, SITE_EMB_SRC));
     AttnShape sh = attn_shape(m, n, S, S, 3 * D, 3 * D, src, 0);
     if (pk) {
         /* Inference: attention stops at each sentence's end, so its encoding
@@ -205,7 +214,7 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
         sh.key_len = w->src_len;
         sh.query_pad = 1;
     }
-    const float *x = w->enc_x0;
+    const float *x = w->enc_io.x0;
     for (int i = 0; i < c->enc_layers; i++) {
         EncAct *e = &w->enc[i];
         const EncP *lp = &L->enc[i];
@@ -225,12 +234,7 @@ static const float *encoder_forward(Model *m, ModelWork *w, const EncoderPack *p
         }
         x = sub_output(m, &e->res2, x, w->y, lp->ln2, N, p, site(w, s0 + 3));
     }
-    if (c->norm == NORM_PRE) {
-        norm_forward(m->cfg.norm_type, w->enc_fin, w->enc_fmean, w->enc_frstd, x, P(L->enc_ln.g),
-                     PB(L->enc_ln.b), N, D);
-        return w->enc_fin;
-    }
-    return x;
+    return stack_output(m, &w->enc_io, x, L->enc_ln, N);
 }
 
 static const float *decoder_forward(Model *m, const float *enc_out, const Batch *b,
@@ -241,14 +245,14 @@ static const float *decoder_forward(Model *m, const float *enc_out, const Batch 
     const ModelLayout *L = m->layout;
     const int D = c->d_model, n = b->n, T = b->tgt_len, S = b->src_len;
     const int N = n * T, Ns = n * S;
-    embed_forward(w->dec_x0, b->tgt_in, n, T, m->emb_tgt, m->pos_table, 0, D, sqrtf((float)D),
+    embed_forward(w->dec_io.x0, b->tgt_in, n, T, m->emb_tgt, m->pos_table, 0, D, sqrtf((float)D),
                   p_word, site(w, SITE_EMB_TGT));
-    dropout_apply(w->dec_x0, w->dec_x0, (long)N * D, p, site(w, SITE_EMB_TGT));
+    dropout_apply(w->dec_io.x0, w->dec_io.x0, (long)N * D, p, site(w, SITE_EMB_TGT));
     /* The causal mask alone hides every pad key from the non-pad queries
      * (padding is at the end); the padding mask also keeps pad queries finite. */
     const AttnShape sh = attn_shape(m, n, T, T, 3 * D, 3 * D, b->tgt_in, 1);
     AttnShape csh = attn_shape(m, n, T, S, D, 2 * D, b->src, 0);
-    const float *x = w->dec_x0;
+    const float *x = w->dec_io.x0;
     for (int i = 0; i < c->dec_layers; i++) {
         DecAct *e = &w->dec[i];
         const DecP *lp = &L->dec[i];
@@ -271,12 +275,7 @@ static const float *decoder_forward(Model *m, const float *enc_out, const Batch 
                     P(lp->ffn.b2), N, D, c->d_ff, p_relu, site(w, s0 + 4));
         x = sub_output(m, &e->res3, x, w->y, lp->ln3, N, p, site(w, s0 + 5));
     }
-    if (c->norm == NORM_PRE) {
-        norm_forward(m->cfg.norm_type, w->dec_fin, w->dec_fmean, w->dec_frstd, x, P(L->dec_ln.g),
-                     PB(L->dec_ln.b), N, D);
-        return w->dec_fin;
-    }
-    return x;
+    return stack_output(m, &w->dec_io, x, L->dec_ln, N);
 }
 
 static TfmStatus check_tokens(const int *tok, long cnt, int V, const char *what, TfmErr *err)
@@ -428,7 +427,7 @@ static void ffn_sublayer_backward(Model *m, ResAct *r, LnP ln, FfnP f, const flo
     memset(*other, 0, (size_t)N * D * sizeof(float));
     float *dfin = sub_output_backward(m, r, ln, *cur, *other, N, w->p_drop, s1);
     const float *fin = m->cfg.norm == NORM_PRE ? r->ln : x_in;
-    ffn_backward(dfin, G(f.w1), G(f.b1), G(f.w2), G(f.b2), w->dh, w->dy, fin, h, P(f.w1),
+    ffn_backward(dfin, G(f.w1), G(f.b1), G(f.w2), G(f.b2), w->back.dh, w->back.dy, fin, h, P(f.w1),
                  P(f.w2), N, D, m->cfg.d_ff, w->p_relu);
     sub_input_backward(m, r, ln, x_in, *other, N);
     swap(cur, other);
@@ -451,7 +450,7 @@ static void self_sublayer_backward(Model *m, ResAct *r, LnP ln, AttnP a, const f
 
 /* Cross-attention sublayer of decoder layer e (weights lp): its queries
  * from x_in (or its norm), its keys and values from enc_out, whose gradient
- * it adds to w->denc (summed over the layers). */
+ * it adds to w->back.denc (summed over the layers). */
 static void cross_sublayer_backward(Model *m, DecAct *e, const DecP *lp,
                                     const float *x_in, const float *enc_out, const AttnShape *sh,
                                     float **cur, float **other, int Nt, int Ns, uint64_t s3)
@@ -463,14 +462,14 @@ static void cross_sublayer_backward(Model *m, DecAct *e, const DecP *lp,
     float *dfin = sub_output_backward(m, &e->res2, lp->ln2, *cur, *other, Nt, w->p_drop, s3);
     const float *fin = m->cfg.norm == NORM_PRE ? e->res2.ln : x_in;
     const AttnP a = lp->cross;
-    memset(w->dctx, 0, ndt);
-    linear_backward(w->dctx, G(a.wo), G(a.bo), w->dy, e->cctx, P(a.wo), Nt, D, D);
-    memset(w->dq, 0, ndt);
-    memset(w->dqkv, 0, 2 * (size_t)Ns * D * sizeof(float));
-    attend_backward(m, w->dq, w->dqkv, w->dqkv + D, w->dctx, e->cctx, e->catt, e->catt_d, e->q,
+    memset(w->back.dctx, 0, ndt);
+    linear_backward(w->back.dctx, G(a.wo), G(a.bo), w->back.dy, e->cctx, P(a.wo), Nt, D, D);
+    memset(w->back.dq, 0, ndt);
+    memset(w->back.dqkv, 0, 2 * (size_t)Ns * D * sizeof(float));
+    attend_backward(m, w->back.dq, w->back.dqkv, w->back.dqkv + D, w->back.dctx, e->cctx, e->catt, e->catt_d, e->q,
                     e->kv, e->kv + D, sh, w->p_att);
-    linear_backward(dfin, G(a.w), G(a.b), w->dq, fin, P(a.w), Nt, D, D);
-    linear_backward(w->denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->dqkv, enc_out,
+    linear_backward(dfin, G(a.w), G(a.b), w->back.dq, fin, P(a.w), Nt, D, D);
+    linear_backward(w->back.denc, G(a.w) + (size_t)D * D, G(a.b) + D, w->back.dqkv, enc_out,
                     P(a.w) + (size_t)D * D, Ns, D, 2 * D);
     sub_input_backward(m, &e->res2, lp->ln2, x_in, *other, Nt);
     swap(cur, other);
@@ -539,34 +538,34 @@ void model_backward_notify(Model *m, GradsReady ready, void *ctx)
     const int Vo = model_n_out(m);
     const bool sub = m->out_ids != NULL;
     const GemmArgs gh = {0, 0, M, D, Vo, 1.0f, w->logits, Vo, sub ? w->out_w : m->out_proj, D,
-                         0.0f, w->dhc, D};
+                         0.0f, w->back.dhc, D};
     const GemmArgs ge = {1, 0, Vo, D, M, 1.0f, w->logits, Vo, w->hc, D, sub ? 0.0f : 1.0f,
                          sub ? w->out_dw : G(L->out_proj), D};
     blas_gemm_parallel((GemmArgs[]){gh, ge}, 2);
     if (sub) scatter_add_rows(G(L->out_proj), w->out_dw, m->out_ids, Vo, D);
-    float *cur = w->dA, *other = w->dB;
+    float *cur = w->back.dA, *other = w->back.dB;
     memset(cur, 0, ndt);
-    scatter_add_rows(cur, w->dhc, w->rows, M, D);
+    scatter_add_rows(cur, w->back.dhc, w->rows, M, D);
 
     /* decoder: layer outputs are x_{i+1}; x_0 = dec_x0 */
     const float *x_last = c->dec_layers > 0 ? sub_result(m, &w->dec[c->dec_layers - 1].res3)
-                                            : w->dec_x0;
+                                            : w->dec_io.x0;
     if (c->norm == NORM_PRE) {
         memset(other, 0, ndt);
         norm_backward(m->cfg.norm_type, other, G(L->dec_ln.g), GB(L->dec_ln.b), cur, x_last,
-                      w->dec_fmean, w->dec_frstd, P(L->dec_ln.g), Nt, D);
+                      w->dec_io.fmean, w->dec_io.frstd, P(L->dec_ln.g), Nt, D);
         swap(&cur, &other);
     }
-    const float *enc_out = c->norm == NORM_PRE ? w->enc_fin
+    const float *enc_out = c->norm == NORM_PRE ? w->enc_io.fin
                                                : sub_result(m, &w->enc[c->enc_layers - 1].res2);
-    memset(w->denc, 0, nds);
+    memset(w->back.denc, 0, nds);
     const AttnShape sh = attn_shape(m, n, T, T, 3 * D, 3 * D, b->tgt_in, 1);
     const AttnShape csh = attn_shape(m, n, T, S, D, 2 * D, b->src, 0);
     for (int i = c->dec_layers - 1; i >= 0; i--) {
         DecAct *e = &w->dec[i];
         const DecP *lp = &L->dec[i];
         const int s0 = SITE_DEC + 8 * i;
-        const float *x0 = i > 0 ? sub_result(m, &w->dec[i - 1].res3) : w->dec_x0;
+        const float *x0 = i > 0 ? sub_result(m, &w->dec[i - 1].res3) : w->dec_io.x0;
         const float *x1 = sub_result(m, &e->res1), *x2 = sub_result(m, &e->res2);
         /* FFN sublayer: x3 = sub(x2) */
         ffn_sublayer_backward(m, &e->res3, lp->ln3, lp->ffn, e->h, x2, &cur, &other, Nt,
@@ -585,13 +584,13 @@ void model_backward_notify(Model *m, GradsReady ready, void *ctx)
                    site(w, SITE_EMB_TGT));
 
     /* encoder, from the gradient of its output summed over all cross-attentions */
-    cur = w->denc;
-    other = w->dA;
+    cur = w->back.denc;
+    other = w->back.dA;
     if (c->norm == NORM_PRE) {
         const float *xe = sub_result(m, &w->enc[c->enc_layers - 1].res2);
         memset(other, 0, nds);
         norm_backward(m->cfg.norm_type, other, G(L->enc_ln.g), GB(L->enc_ln.b), cur, xe,
-                      w->enc_fmean, w->enc_frstd, P(L->enc_ln.g), Ns, D);
+                      w->enc_io.fmean, w->enc_io.frstd, P(L->enc_ln.g), Ns, D);
         swap(&cur, &other);
     }
     const AttnShape esh = attn_shape(m, n, S, S, 3 * D, 3 * D, b->src, 0);
@@ -599,7 +598,7 @@ void model_backward_notify(Model *m, GradsReady ready, void *ctx)
         EncAct *e = &w->enc[i];
         const EncP *lp = &L->enc[i];
         const int s0 = SITE_ENC + 8 * i;
-        const float *x0 = i > 0 ? sub_result(m, &w->enc[i - 1].res2) : w->enc_x0;
+        const float *x0 = i > 0 ? sub_result(m, &w->enc[i - 1].res2) : w->enc_io.x0;
         const float *x1 = sub_result(m, &e->res1);
         ffn_sublayer_backward(m, &e->res2, lp->ln2, lp->ffn, e->h, x1, &cur, &other, Ns,
                               site(w, s0 + 3));

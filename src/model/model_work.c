@@ -22,6 +22,22 @@ static void carve_res(Arena *c, ResAct *r, size_t nd, size_t n)
     r->r = carve(c, nd);
 }
 
+/* attention probabilities (a floats) and, with dropout, their dropped copy
+ * (else the same buffer) */
+static void carve_probs(Arena *c, float **att, float **att_d, size_t a, int dropout)
+{
+    *att = carve(c, a);
+    *att_d = dropout ? carve(c, a) : *att;
+}
+
+static void carve_ends(Arena *c, StackEnds *e, size_t nd, size_t n)
+{
+    e->x0 = carve(c, nd);
+    e->fin = carve(c, nd);
+    e->fmean = carve(c, n);
+    e->frstd = carve(c, n);
+}
+
 void model_work_carve(ModelWork *w, Arena *c, const ModelConfig *cfg, int max_tokens,
                       int max_len, int training)
 {
@@ -50,15 +66,11 @@ void model_work_carve(ModelWork *w, Arena *c, const ModelConfig *cfg, int max_to
         carve_res(c, &e->res1, N * D, N);
         carve_res(c, &e->res2, N * D, N);
         e->qkv = carve(c, 3 * N * D);
-        e->att = carve(c, A);
-        e->att_d = attd ? carve(c, A) : e->att;
+        carve_probs(c, &e->att, &e->att_d, A, attd);
         e->ctx = carve(c, N * D);
         e->h = carve(c, N * F);
     }
-    w->enc_x0 = carve(c, N * D);
-    w->enc_fin = carve(c, N * D);
-    w->enc_fmean = carve(c, N);
-    w->enc_frstd = carve(c, N);
+    carve_ends(c, &w->enc_io, N * D, N);
     w->y = carve(c, N * D);
     if (linear) {
         w->lin_slices = omp_get_max_threads();
@@ -72,37 +84,32 @@ void model_work_carve(ModelWork *w, Arena *c, const ModelConfig *cfg, int max_to
         carve_res(c, &e->res2, N * D, N);
         carve_res(c, &e->res3, N * D, N);
         e->qkv = carve(c, 3 * N * D);
-        e->att = carve(c, A);
-        e->att_d = attd ? carve(c, A) : e->att;
+        carve_probs(c, &e->att, &e->att_d, A, attd);
         e->ctx = carve(c, N * D);
         e->q = carve(c, N * D);
         e->kv = carve(c, 2 * N * D);
-        e->catt = carve(c, A);
-        e->catt_d = attd ? carve(c, A) : e->catt;
+        carve_probs(c, &e->catt, &e->catt_d, A, attd);
         e->cctx = carve(c, N * D);
         e->h = carve(c, N * F);
     }
-    w->dec_x0 = carve(c, N * D);
-    w->dec_fin = carve(c, N * D);
-    w->dec_fmean = carve(c, N);
-    w->dec_frstd = carve(c, N);
+    carve_ends(c, &w->dec_io, N * D, N);
     w->hc = carve(c, N * D);
     w->logits = carve(c, N * V);
     if (cfg->output_vocab == OUTPUT_TARGET) {   /* at most V rows each */
         w->out_w = carve(c, V * D);
         w->out_dw = carve(c, V * D);
     }
-    w->dA = carve(c, N * D);
-    w->dB = carve(c, N * D);
-    w->dt = carve(c, N * D);
-    w->dy = carve(c, N * D);
-    w->dctx = carve(c, N * D);
-    w->dq = carve(c, N * D);
-    w->denc = carve(c, N * D);
-    w->dhc = carve(c, N * D);
-    w->dqkv = carve(c, 3 * N * D);
-    w->dh = carve(c, N * F);
-    w->datt = linear ? NULL : carve(c, A);
+    w->back.dA = carve(c, N * D);
+    w->back.dB = carve(c, N * D);
+    w->back.dt = carve(c, N * D);
+    w->back.dy = carve(c, N * D);
+    w->back.dctx = carve(c, N * D);
+    w->back.dq = carve(c, N * D);
+    w->back.denc = carve(c, N * D);
+    w->back.dhc = carve(c, N * D);
+    w->back.dqkv = carve(c, 3 * N * D);
+    w->back.dh = carve(c, N * F);
+    w->back.datt = linear ? NULL : carve(c, A);
     w->diff_slices = omp_get_max_threads();
     w->diff_scratch = carve(c, (size_t)w->diff_slices * V);
 }

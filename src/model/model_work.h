@@ -32,15 +32,31 @@ typedef struct {
     float *h;
 } DecAct;
 
+/* A stack's ends: its input and, pre-norm, its final LayerNorm. */
+typedef struct {
+    float *x0;                  /* (N, D) embeddings + positions, after dropout */
+    float *fin;                 /* (N, D) final LN output (pre-norm) */
+    float *fmean, *frstd;       /* (N) */
+} StackEnds;
+
+/* Training only: the gradients backward passes from sublayer to sublayer. */
+typedef struct {
+    float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
+    float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */
+    float *dh;                  /* (N, F) */
+    float *datt;                /* (n, H, Tq, Tk); softmax attention only */
+} BackScratch;
+
+/* The rest is one thing, the state of a pass over one batch: the output
+ * layer's rows and logits, the R-Drop and linear-attention scratch, and
+ * what forward leaves for backward (sizes, probabilities, seed). */
 struct ModelWork {
     int max_tokens, max_len;
     int training;
     void *block;        /* model_work_alloc's: every buffer below points into it */
     EncAct *enc;
     DecAct *dec;
-    float *enc_x0, *dec_x0;     /* (N, D) embeddings + positions, after dropout */
-    float *enc_fin, *dec_fin;   /* (N, D) final LN outputs (pre-norm) */
-    float *enc_fmean, *enc_frstd, *dec_fmean, *dec_frstd;
+    StackEnds enc_io, dec_io;
     float *y;                   /* (N, D) a sublayer's output before dropout */
     /* output layer */
     int *rows, *targets;        /* (max_tokens) non-pad target positions, ids */
@@ -50,11 +66,7 @@ struct ModelWork {
     float *logits;              /* (M, V) logits, then d(loss/n)/d(logits); V: model_n_out */
     float *out_w, *out_dw;      /* model.output_vocab "target": (V, D) the output rows
                                    (model_gather_output), their gradient */
-    /* backward scratch */
-    float *dA, *dB, *dt, *dy, *dctx, *dq, *denc, *dhc; /* (N, D) each */
-    float *dqkv;                /* (N, 3D), also dkv (Ns, 2D) */
-    float *dh;                  /* (N, F) */
-    float *datt;                /* (n, H, Tq, Tk); softmax attention only */
+    BackScratch back;
     float *lin_scratch;         /* linear attention: lin_slices slices */
     int lin_slices;
     /* R-Drop (StepSettings.rdrop): the batch twice over, sentences n..2n-1

@@ -89,6 +89,20 @@ static void add_ffn(Builder *b, FfnP *f, const char *pre, int d, int ff)
     f->b2 = add_tensor(b, TENSOR_BIAS, 1, d, pre, "b2");
 }
 
+/* One sublayer of layer i of stack "enc" or "dec": its attention `part`
+ * ("self", "cross"; attn) or its FFN (part "ffn"; ffn), then its norm lnK:
+ * "enc.0.self.wq" ... "enc.0.ln1.g". */
+static void add_sublayer(Builder *b, const ModelConfig *c, const char *stack, int i,
+                         const char *part, AttnP *attn, FfnP *ffn, LnP *ln, int k)
+{
+    char pre[48];
+    snprintf(pre, sizeof pre, "%s.%d.%s.", stack, i, part);
+    if (ffn) add_ffn(b, ffn, pre, c->d_model, c->d_ff);
+    else add_attn(b, attn, pre, c->d_model);
+    snprintf(pre, sizeof pre, "%s.%d.ln%d.", stack, i, k);
+    add_ln(b, ln, pre, c->d_model, c->norm_type);
+}
+
 /* Walks the layout of cfg; fills lay's offsets (lay->enc/dec may be NULL)
  * and b->tab (if not NULL). */
 static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
@@ -96,7 +110,6 @@ static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
     ModelLayout tmp = {0};
     EncP ep;
     DecP dp;
-    char pre[48];
     const int d = c->d_model, V = c->vocab_size;
     if (!lay) lay = &tmp;
     if (c->share_embeddings) {
@@ -109,30 +122,15 @@ static void build_layout(const ModelConfig *c, Builder *b, ModelLayout *lay)
     }
     for (int i = 0; i < c->enc_layers; i++) {
         EncP *e = lay->enc ? &lay->enc[i] : &ep;
-        snprintf(pre, sizeof pre, "enc.%d.self.", i);
-        add_attn(b, &e->self, pre, d);
-        snprintf(pre, sizeof pre, "enc.%d.ln1.", i);
-        add_ln(b, &e->ln1, pre, d, c->norm_type);
-        snprintf(pre, sizeof pre, "enc.%d.ffn.", i);
-        add_ffn(b, &e->ffn, pre, d, c->d_ff);
-        snprintf(pre, sizeof pre, "enc.%d.ln2.", i);
-        add_ln(b, &e->ln2, pre, d, c->norm_type);
+        add_sublayer(b, c, "enc", i, "self", &e->self, NULL, &e->ln1, 1);
+        add_sublayer(b, c, "enc", i, "ffn", NULL, &e->ffn, &e->ln2, 2);
     }
     if (c->norm == NORM_PRE) add_ln(b, &lay->enc_ln, "enc.ln.", d, c->norm_type);
     for (int i = 0; i < c->dec_layers; i++) {
         DecP *e = lay->dec ? &lay->dec[i] : &dp;
-        snprintf(pre, sizeof pre, "dec.%d.self.", i);
-        add_attn(b, &e->self, pre, d);
-        snprintf(pre, sizeof pre, "dec.%d.ln1.", i);
-        add_ln(b, &e->ln1, pre, d, c->norm_type);
-        snprintf(pre, sizeof pre, "dec.%d.cross.", i);
-        add_attn(b, &e->cross, pre, d);
-        snprintf(pre, sizeof pre, "dec.%d.ln2.", i);
-        add_ln(b, &e->ln2, pre, d, c->norm_type);
-        snprintf(pre, sizeof pre, "dec.%d.ffn.", i);
-        add_ffn(b, &e->ffn, pre, d, c->d_ff);
-        snprintf(pre, sizeof pre, "dec.%d.ln3.", i);
-        add_ln(b, &e->ln3, pre, d, c->norm_type);
+        add_sublayer(b, c, "dec", i, "self", &e->self, NULL, &e->ln1, 1);
+        add_sublayer(b, c, "dec", i, "cross", &e->cross, NULL, &e->ln2, 2);
+        add_sublayer(b, c, "dec", i, "ffn", NULL, &e->ffn, &e->ln3, 3);
     }
     if (c->norm == NORM_PRE) add_ln(b, &lay->dec_ln, "dec.ln.", d, c->norm_type);
 }

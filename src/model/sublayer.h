@@ -11,25 +11,16 @@
 #include "model/config.h"
 #include "nn/layers.h"
 
-/* F's input: pre-norm LN(x) written to ln (n, d) (mean, rstd (n) kept for
- * backward unless NULL); post-norm x itself. */
-static inline const float *sublayer_input(NormKind norm, NormType nt, float *ln, float *mean,
-                                          float *rstd, const float *x, const float *g,
-                                          const float *b, int n, int d)
+/* The LayerNorm around a sublayer F, which pre-norm applies to F's input x
+ * (side NORM_PRE) and post-norm to its output r = x + drop(y) (side
+ * NORM_POST): on norm's side LN(x) written to ln (n, d) (mean, rstd (n)
+ * kept for backward unless NULL), on the other x itself. */
+static inline const float *sublayer_norm(NormKind norm, NormKind side, NormType nt, float *ln,
+                                         float *mean, float *rstd, const float *x,
+                                         const float *g, const float *b, int n, int d)
 {
-    if (norm == NORM_POST) return x;
+    if (norm != side) return x;
     norm_forward(nt, ln, mean, rstd, x, g, b, n, d);
-    return ln;
-}
-
-/* The sublayer's output from r = x + drop(y): pre-norm r itself; post-norm
- * LN(r) written to ln (mean, rstd as above). */
-static inline const float *sublayer_output(NormKind norm, NormType nt, float *ln, float *mean,
-                                           float *rstd, const float *r, const float *g,
-                                           const float *b, int n, int d)
-{
-    if (norm == NORM_PRE) return r;
-    norm_forward(nt, ln, mean, rstd, r, g, b, n, d);
     return ln;
 }
 

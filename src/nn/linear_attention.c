@@ -93,12 +93,17 @@ static Scratch scratch_of(float *base, const AttnShape *s)
 typedef struct {
     const float *q, *k, *v;
     int ql, kl;     /* query rows computed, keys that exist */
+    int b, h;       /* its sentence and head */
+    long bh;        /* b * heads + h */
 } Pair;
 
 static Pair pair_of(const AttnShape *s, const float *q, const float *k, const float *v, long bh)
 {
     const int b = (int)(bh / s->heads), h = (int)(bh % s->heads);
     Pair p;
+    p.b = b;
+    p.h = h;
+    p.bh = bh;
     p.q = q + b * s->q_stride + h * s->dh;
     p.k = k + b * s->k_stride + h * s->dh;
     p.v = v + b * s->v_stride + h * s->dh;
@@ -157,59 +162,84 @@ static void chunk_grad_scores(float *G, const float *dn, const float *dd, const 
             G[(long)i * LIN_CHUNK + j] = j <= i ? G[(long)i * LIN_CHUNK + j] + dd[i] : 0.0f;
 }
 
-void linattn_forward(float *out, float *den, float *scratch, int slices, const float *q,
-                     const float *k, const float *v, const AttnShape *s)
+/* Runs fn on every (sentence, head) pair of s, in parallel (slices
+ * threads), each with its thread's slice of scratch and the pair's
+ * features a = φ(q), b = φ(k) computed: the loop of both passes. */
+static void each_pair(float *scratch, int slices, const float *q, const float *k,
+                      const float *v, const AttnShape *s,
+                      void (*fn)(const AttnShape *s, const Pair *p, Scratch *w, void *ctx),
+                      void *ctx)
 {
-    const int H = s->heads, dh = s->dh, tq = s->tq;
-    const long pairs = (long)s->n * H;
+    const int dh = s->dh, tq = s->tq;
+    const long pairs = (long)s->n * s->heads;
     const long per = linattn_scratch_floats(s->tq > s->tk ? s->tq : s->tk, dh);
 #pragma omp parallel for schedule(static) num_threads(slices) \
     if (pairs * tq * dh * dh > PAR_MIN_FLOPS)
     for (long bh = 0; bh < pairs; bh++) {
-        const int b = (int)(bh / H), h = (int)(bh % H);
         const Pair p = pair_of(s, q, k, v, bh);
         Scratch w = scratch_of(scratch + omp_get_thread_num() * per, s);
-        float *ob = out + b * s->o_stride + h * dh, *db = den + bh * tq;
         features(&w, s, &p, bh);
-        memset(w.z, 0, sizeof(float) * (size_t)dh);
-        if (!s->causal) {
-            gemm(1, 0, dh, dh, p.kl, 1.0f, w.b, dh, p.v, s->ldv, 0.0f, w.S, dh);
-            add_rows(w.z, w.b, 0, p.kl, dh);
-            gemm(0, 0, p.ql, dh, dh, 1.0f, w.a, dh, w.S, dh, 0.0f, ob, s->ldo);
-            for (int i = 0; i < p.ql; i++) db[i] = dotf(w.a + (long)i * dh, w.z, dh) + LIN_EPS;
-        } else {
-            /* tq == tk: query i sees keys j <= i (below kl) */
-            memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
-            for (int c0 = 0; c0 < p.ql; c0 += LIN_CHUNK) {
-                const int m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
-                const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
-                const float *ac = w.a + (long)c0 * dh, *bc = w.b + (long)c0 * dh;
-                const float *vc = p.v + (long)c0 * s->ldv;
-                float *oc = ob + (long)c0 * s->ldo;
-                /* the chunks before: φ(Q_c)·S, φ(Q_c)·z */
-                gemm(0, 0, m, dh, dh, 1.0f, ac, dh, w.S, dh, 0.0f, oc, s->ldo);
-                for (int i = 0; i < m; i++) db[c0 + i] = dotf(ac + (long)i * dh, w.z, dh);
-                /* within the chunk */
-                if (kn > 0) {
-                    chunk_scores(w.P, ac, bc, m, kn, dh);
-                    gemm(0, 0, m, dh, kn, 1.0f, w.P, LIN_CHUNK, vc, s->ldv, 1.0f, oc, s->ldo);
-                    for (int i = 0; i < m; i++)
-                        for (int j = 0; j < kn; j++) db[c0 + i] += w.P[(long)i * LIN_CHUNK + j];
-                    gemm(1, 0, dh, dh, kn, 1.0f, bc, dh, vc, s->ldv, 1.0f, w.S, dh);
-                    add_rows(w.z, bc, 0, kn, dh);
-                }
-                for (int i = 0; i < m; i++) db[c0 + i] += LIN_EPS;
+        fn(s, &p, &w, ctx);
+    }
+}
+
+/* linattn_forward's arrays, for pair_forward */
+typedef struct {
+    float *out, *den;
+} ForwardArgs;
+
+static void pair_forward(const AttnShape *s, const Pair *pp, Scratch *wp, void *ctx)
+{
+    const ForwardArgs *a = ctx;
+    const int dh = s->dh, tq = s->tq;
+    const Pair p = *pp;
+    Scratch w = *wp;
+    float *ob = a->out + p.b * s->o_stride + p.h * dh, *db = a->den + p.bh * tq;
+    memset(w.z, 0, sizeof(float) * (size_t)dh);
+    if (!s->causal) {
+        gemm(1, 0, dh, dh, p.kl, 1.0f, w.b, dh, p.v, s->ldv, 0.0f, w.S, dh);
+        add_rows(w.z, w.b, 0, p.kl, dh);
+        gemm(0, 0, p.ql, dh, dh, 1.0f, w.a, dh, w.S, dh, 0.0f, ob, s->ldo);
+        for (int i = 0; i < p.ql; i++) db[i] = dotf(w.a + (long)i * dh, w.z, dh) + LIN_EPS;
+    } else {
+        /* tq == tk: query i sees keys j <= i (below kl) */
+        memset(w.S, 0, sizeof(float) * (size_t)(dh * dh));
+        for (int c0 = 0; c0 < p.ql; c0 += LIN_CHUNK) {
+            const int m = p.ql - c0 < LIN_CHUNK ? p.ql - c0 : LIN_CHUNK;
+            const int kn = c0 + m <= p.kl ? m : (p.kl > c0 ? p.kl - c0 : 0);
+            const float *ac = w.a + (long)c0 * dh, *bc = w.b + (long)c0 * dh;
+            const float *vc = p.v + (long)c0 * s->ldv;
+            float *oc = ob + (long)c0 * s->ldo;
+            /* the chunks before: φ(Q_c)·S, φ(Q_c)·z */
+            gemm(0, 0, m, dh, dh, 1.0f, ac, dh, w.S, dh, 0.0f, oc, s->ldo);
+            for (int i = 0; i < m; i++) db[c0 + i] = dotf(ac + (long)i * dh, w.z, dh);
+            /* within the chunk */
+            if (kn > 0) {
+                chunk_scores(w.P, ac, bc, m, kn, dh);
+                gemm(0, 0, m, dh, kn, 1.0f, w.P, LIN_CHUNK, vc, s->ldv, 1.0f, oc, s->ldo);
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < kn; j++) db[c0 + i] += w.P[(long)i * LIN_CHUNK + j];
+                gemm(1, 0, dh, dh, kn, 1.0f, bc, dh, vc, s->ldv, 1.0f, w.S, dh);
+                add_rows(w.z, bc, 0, kn, dh);
             }
-        }
-        for (int i = 0; i < p.ql; i++) {
-            const float inv = 1.0f / db[i];
-            for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] *= inv;
-        }
-        for (int i = p.ql; i < tq; i++) {       /* padding queries: 0 */
-            db[i] = 1.0f;
-            for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
+            for (int i = 0; i < m; i++) db[c0 + i] += LIN_EPS;
         }
     }
+    for (int i = 0; i < p.ql; i++) {
+        const float inv = 1.0f / db[i];
+        for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] *= inv;
+    }
+    for (int i = p.ql; i < tq; i++) {       /* padding queries: 0 */
+        db[i] = 1.0f;
+        for (int c = 0; c < dh; c++) ob[(long)i * s->ldo + c] = 0.0f;
+    }
+}
+
+void linattn_forward(float *out, float *den, float *scratch, int slices, const float *q,
+                     const float *k, const float *v, const AttnShape *s)
+{
+    ForwardArgs a = {out, den};
+    each_pair(scratch, slices, q, k, v, s, pair_forward, &a);
 }
 
 /* Backward of one pair, all keys visible: w->da, w->db (and dv) from w->dn, w->dd. */
@@ -304,48 +334,54 @@ static void pair_backward_causal(Scratch *wp, const AttnShape *s, const Pair *pp
  * before (running S, z: a forward sweep for dA) and after (running
  * R = Σ Aᵀ DN, r = Σ Aᵀ dd: a reverse sweep for dB, dV), plus the masked
  * products G = M ⊙ (DN Vᵀ + dd 1ᵀ) and P = M ⊙ (A Bᵀ) within each chunk. */
+/* linattn_backward's arrays, for pair_backward */
+typedef struct {
+    float *dq, *dk, *dv;
+    const float *dout, *out, *den;
+} BackwardArgs;
+
+static void pair_backward(const AttnShape *s, const Pair *pp, Scratch *wp, void *ctx)
+{
+    const BackwardArgs *a = ctx;
+    const int dh = s->dh, tq = s->tq, b = pp->b, h = pp->h;
+    float *dq = a->dq, *dk = a->dk, *dv = a->dv;
+    const Pair p = *pp;
+    Scratch w = *wp;
+    const float *dob = a->dout + b * s->o_stride + h * dh, *ob = a->out + b * s->o_stride + h * dh;
+    const float *denb = a->den + p.bh * tq;
+    for (int i = 0; i < p.ql; i++) {
+        const float *g = dob + (long)i * s->ldo, *o = ob + (long)i * s->ldo;
+        const float inv = 1.0f / denb[i];
+        for (int c = 0; c < dh; c++) w.dn[(long)i * dh + c] = g[c] * inv;
+        w.dd[i] = -dotf(g, o, dh) * inv;
+    }
+    memset(w.db, 0, sizeof(float) * (size_t)p.kl * (size_t)dh);
+    float *dvb = dv ? dv + b * s->v_stride + h * dh : NULL;
+    if (s->causal) pair_backward_causal(&w, s, &p, dvb);
+    else pair_backward_full(&w, s, &p, dvb);
+    /* through φ: dq += dA ⊙ φ'(q), dk += dB ⊙ φ'(k) (padded keys: b was
+     * set to 0, not computed from k, so no gradient) */
+    if (dq) {
+        float *dqb = dq + b * s->q_stride + h * dh;
+        for (int i = 0; i < p.ql; i++)
+            phi_grad_row(dqb + (long)i * s->ldq, w.da + (long)i * dh, p.q + (long)i * s->ldq, dh);
+    }
+    if (dk) {
+        float *dkb = dk + b * s->k_stride + h * dh;
+        for (int j = 0; j < p.kl; j++) {
+            if (s->key_tok && s->key_tok[(long)b * s->key_tok_stride + j] == s->key_pad)
+                continue;
+            phi_grad_row(dkb + (long)j * s->ldk, w.db + (long)j * dh, p.k + (long)j * s->ldk, dh);
+        }
+    }
+}
+
 void linattn_backward(float *dq, float *dk, float *dv, float *scratch, int slices,
                       const float *dout, const float *out, const float *den, const float *q,
                       const float *k, const float *v, const AttnShape *s)
 {
-    const int H = s->heads, dh = s->dh, tq = s->tq;
-    const long pairs = (long)s->n * H;
-    const long per = linattn_scratch_floats(s->tq > s->tk ? s->tq : s->tk, dh);
-#pragma omp parallel for schedule(static) num_threads(slices) \
-    if (pairs * tq * dh * dh > PAR_MIN_FLOPS)
-    for (long bh = 0; bh < pairs; bh++) {
-        const int b = (int)(bh / H), h = (int)(bh % H);
-        const Pair p = pair_of(s, q, k, v, bh);
-        Scratch w = scratch_of(scratch + omp_get_thread_num() * per, s);
-        const float *dob = dout + b * s->o_stride + h * dh, *ob = out + b * s->o_stride + h * dh;
-        const float *denb = den + bh * tq;
-        features(&w, s, &p, bh);
-        for (int i = 0; i < p.ql; i++) {
-            const float *g = dob + (long)i * s->ldo, *o = ob + (long)i * s->ldo;
-            const float inv = 1.0f / denb[i];
-            for (int c = 0; c < dh; c++) w.dn[(long)i * dh + c] = g[c] * inv;
-            w.dd[i] = -dotf(g, o, dh) * inv;
-        }
-        memset(w.db, 0, sizeof(float) * (size_t)p.kl * (size_t)dh);
-        float *dvb = dv ? dv + b * s->v_stride + h * dh : NULL;
-        if (s->causal) pair_backward_causal(&w, s, &p, dvb);
-        else pair_backward_full(&w, s, &p, dvb);
-        /* through φ: dq += dA ⊙ φ'(q), dk += dB ⊙ φ'(k) (padded keys: b was
-         * set to 0, not computed from k, so no gradient) */
-        if (dq) {
-            float *dqb = dq + b * s->q_stride + h * dh;
-            for (int i = 0; i < p.ql; i++)
-                phi_grad_row(dqb + (long)i * s->ldq, w.da + (long)i * dh, p.q + (long)i * s->ldq, dh);
-        }
-        if (dk) {
-            float *dkb = dk + b * s->k_stride + h * dh;
-            for (int j = 0; j < p.kl; j++) {
-                if (s->key_tok && s->key_tok[(long)b * s->key_tok_stride + j] == s->key_pad)
-                    continue;
-                phi_grad_row(dkb + (long)j * s->ldk, w.db + (long)j * dh, p.k + (long)j * s->ldk, dh);
-            }
-        }
-    }
+    BackwardArgs a = {dq, dk, dv, dout, out, den};
+    each_pair(scratch, slices, q, k, v, s, pair_backward, &a);
 }
 
 /* ---- the recurrent form, for decoding ---- */

@@ -472,30 +472,22 @@ void packed_int8_select(PackedInt8 *p, const PackedInt8 *src, const int *cols, i
     }
 }
 
+static void free_scratch(Int8Scratch *s)
+{
+    if (s) FREE_ALL(s->q, s->aux, s->s, s);
+}
+
 void packed_int8_free(PackedInt8 *p)
 {
-    free(p->w);
-    free(p->corr);
-    free(p->scale);
-    free(p->b);
-    if (p->scratch && p->own_scratch) {
-        free(p->scratch->q);
-        free(p->scratch->aux);
-        free(p->scratch->s);
-        free(p->scratch);
-    }
+    FREE_ALL(p->w, p->corr, p->scale, p->b);
+    if (p->own_scratch) free_scratch(p->scratch);
     memset(p, 0, sizeof *p);
 }
 
 void packed_int8_share_scratch(PackedInt8 *p, const PackedInt8 *owner)
 {
     if (p == owner || p->scratch == owner->scratch) return;
-    if (p->own_scratch) {
-        free(p->scratch->q);
-        free(p->scratch->aux);
-        free(p->scratch->s);
-        free(p->scratch);
-    }
+    if (p->own_scratch) free_scratch(p->scratch);
     p->scratch = owner->scratch;
     p->own_scratch = false;
 }

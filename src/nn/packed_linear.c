@@ -140,16 +140,15 @@ TfmStatus packed_linear_init(PackedLinear *p, const float *w, const int *rows, c
     return TFM_OK;
 }
 
-TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *rows,
-                                  const float *b, int in, int out, TfmErr *err)
+/* p's int8 product: like's shape with room for cap columns
+ * (packed_int8_init_like) when like is given, else w's rows (packed_int8_init). */
+static TfmStatus new_int8(PackedLinear *p, const PackedInt8 *like, int cap, const float *w,
+                          const float *b, TfmErr *err)
 {
-    memset(p, 0, sizeof *p);
-    p->in = in;
-    p->out = out;
-    p->rows = rows;
     p->i8 = xcalloc(1, sizeof *p->i8, err);
     if (!p->i8) return TFM_ERR_NOMEM;
-    TfmStatus st = packed_int8_init(p->i8, w, rows, b, in, out, err);
+    TfmStatus st = like ? packed_int8_init_like(p->i8, like, cap, err)
+                        : packed_int8_init(p->i8, w, p->rows, b, p->in, p->out, err);
     if (st != TFM_OK) {
         free(p->i8);
         p->i8 = NULL;
@@ -157,6 +156,16 @@ TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *ro
     }
     p->bytes = p->i8->bytes;
     return TFM_OK;
+}
+
+TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *rows,
+                                  const float *b, int in, int out, TfmErr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->in = in;
+    p->out = out;
+    p->rows = rows;
+    return new_int8(p, NULL, 0, w, b, err);
 }
 
 void packed_linear_update(PackedLinear *p, const float *w, const float *b)
@@ -189,18 +198,7 @@ TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, int 
 {
     memset(p, 0, sizeof *p);
     p->in = src->in;
-    if (src->i8) {
-        p->i8 = xcalloc(1, sizeof *p->i8, err);
-        if (!p->i8) return TFM_ERR_NOMEM;
-        TfmStatus st = packed_int8_init_like(p->i8, src->i8, cap, err);
-        if (st != TFM_OK) {
-            free(p->i8);
-            p->i8 = NULL;
-            return st;
-        }
-        p->bytes = p->i8->bytes;
-        return TFM_OK;
-    }
+    if (src->i8) return new_int8(p, src->i8, cap, NULL, NULL, err);
     const size_t cols = (size_t)((cap + NR - 1) / NR) * NR;
     const size_t weights = cols * (src->wh ? (size_t)((src->in + 1) / 2) : (size_t)src->in);
     p->b = alloc_aligned(cols, &p->bytes, err);

@@ -377,10 +377,7 @@ void queue_free(LineQueue *b)
     if (!b) return;
     queue_stop(b);
     line_batch_free(&b->lines);
-    free(b->queue);
-    free(b->batch);
-    free(b->finished);
-    free(b->reaped);
+    FREE_ALL(b->queue, b->batch, b->finished, b->reaped);
     pthread_cond_destroy(&b->wake);
     pthread_cond_destroy(&b->reap_wake);
     pthread_mutex_destroy(&b->lock);

@@ -503,11 +503,6 @@ void request_free(Request *r)
     buf_free(&r->html);
     buf_free(&r->scratch);
     buf_free(&r->form_data);
-    free(r->offs);
-    free(r->lens);
-    free(r->lines);
-    free(r->pieces);
-    free(r->doc_first);
-    free(r->fields);
+    FREE_ALL(r->offs, r->lens, r->lines, r->pieces, r->doc_first, r->fields);
     memset(r, 0, sizeof *r);
 }

@@ -485,22 +485,42 @@ TfmStatus bpe_encode_dropout(const Bpe *b, const char *line, size_t len, float p
     *n = 0;
     while (pretok_next(&words, &w)) {
         int k = apply_merges(b, sym, word_symbols(b, line, &w, sym), p, rng);
-        if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
-        if (*n + k > *cap) {
-            int c = *cap > 0 ? *cap : 64;
-            while (c < *n + k) c = c > INT_MAX / 2 ? INT_MAX : 2 * c;
-            int *q = xrealloc(*ids, (size_t)c * sizeof *q, err);
-            if (!q) return TFM_ERR_NOMEM;
-            *ids = q;
-            *cap = c;
-        }
-        memcpy(*ids + *n, sym, (size_t)k * sizeof *sym);
-        *n += k;
+        if (bpe_ids_append(ids, n, cap, sym, k, err)) return err->status;
     }
     return TFM_OK;
 }
 
+TfmStatus bpe_ids_append(int **ids, int *n, int *cap, const int *add, int k, TfmErr *err)
+{
+    if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
+    if (*n + k > *cap) {
+        int c = *cap > 0 ? *cap : 64;
+        while (c < *n + k) c = c > INT_MAX / 2 ? INT_MAX : 2 * c;
+        int *q = xrealloc(*ids, (size_t)c * sizeof *q, err);
+        if (!q) return TFM_ERR_NOMEM;
+        *ids = q;
+        *cap = c;
+    }
+    memcpy(*ids + *n, add, (size_t)k * sizeof *add);
+    *n += k;
+    return TFM_OK;
+}
+
 /* ---- decoding ---- */
+
+int bpe_next_text_id(const Bpe *b, const int *ids, int n, int *i, TfmErr *err)
+{
+    while (*i < n) {
+        int id = ids[(*i)++];
+        if (id < 0 || id >= b->n_pieces) {
+            err_set(err, TFM_ERR_FORMAT, "id %d out of range (vocabulary of %d pieces)", id,
+                    b->n_pieces);
+            return -2;
+        }
+        if (id != TOK_PAD && id != TOK_BOS && id != TOK_EOS) return id;
+    }
+    return -1;
+}
 
 TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *len, size_t *cap,
                      TfmErr *err)
@@ -510,12 +530,8 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
     if (xgrow((void **)out, cap, 1, 1, err)) return TFM_ERR_NOMEM;
     (*out)[0] = '\0';
     bool first = true;
-    for (int i = 0; i < n; i++) {
-        int id = ids[i];
-        if (id < 0 || id >= b->n_pieces)
-            return err_set(err, TFM_ERR_FORMAT, "id %d out of range (vocabulary of %d pieces)",
-                           id, b->n_pieces);
-        if (id == TOK_PAD || id == TOK_BOS || id == TOK_EOS) continue;
+    int id;
+    for (int i = 0; (id = bpe_next_text_id(b, ids, n, &i, err)) >= 0;) {
         const char *s = id == TOK_UNK ? "<unk>" : b->dec + b->dec_off[id];
         size_t k = id == TOK_UNK ? 5 : b->dec_len[id];
         /* The marker in front of the line is not a space of the text. */
@@ -523,6 +539,7 @@ TfmStatus bpe_decode(const Bpe *b, const int *ids, int n, char **out, size_t *le
         first = false;
         if (bpe_buf_append(out, len, cap, s, k, err)) return TFM_ERR_NOMEM;
     }
+    if (id == -2) return TFM_ERR_FORMAT;
     return TFM_OK;
 }
 

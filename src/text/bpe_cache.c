@@ -42,13 +42,7 @@ void bpe_cache_free(BpeCache *c)
 {
     if (!c) return;
     hidx_free(&c->index);
-    free(c->keys);
-    free(c->key_off);
-    free(c->key_len);
-    free(c->ids);
-    free(c->id_off);
-    free(c->n_ids);
-    free(c);
+    FREE_ALL(c->keys, c->key_off, c->key_len, c->ids, c->id_off, c->n_ids, c);
 }
 
 /* Forgets every word (the index keeps its size). */
@@ -109,18 +103,9 @@ TfmStatus bpe_encode_cached(const Bpe *b, BpeCache *c, const char *line, size_t 
     while (pretok_next(&words, &w)) {
         const int *pieces;
         int k;
-        if (word_pieces(b, c, line, &w, &pieces, &k, sym, err) != TFM_OK) return err->status;
-        if (*n > INT_MAX - k) return err_set(err, TFM_ERR_NOMEM, "line too long to encode");
-        if (*n + k > *cap) {
-            int cc = *cap > 0 ? *cap : 64;
-            while (cc < *n + k) cc = cc > INT_MAX / 2 ? INT_MAX : 2 * cc;
-            int *q = xrealloc(*ids, (size_t)cc * sizeof *q, err);
-            if (!q) return TFM_ERR_NOMEM;
-            *ids = q;
-            *cap = cc;
-        }
-        memcpy(*ids + *n, pieces, (size_t)k * sizeof *pieces);
-        *n += k;
+        if (word_pieces(b, c, line, &w, &pieces, &k, sym, err) != TFM_OK ||
+            bpe_ids_append(ids, n, cap, pieces, k, err) != TFM_OK)
+            return err->status;
     }
     return TFM_OK;
 }

@@ -53,6 +53,15 @@ TfmStatus stridx_add(StrIndex *x, int id, uint64_t h, TfmErr *err);
 /* ---- growable byte buffer ---- */
 
 /* Appends s[0..n) at *len and keeps the buffer NUL-terminated. */
+/* The encoders' output: appends add[0..k) to the line's ids (*n of them,
+ * room for *cap), growing them; TFM_ERR_NOMEM past INT_MAX ids. */
+TfmStatus bpe_ids_append(int **ids, int *n, int *cap, const int *add, int k, TfmErr *err);
+
+/* The decoders' walk over ids: the next id from ids[*i] on that decodes to
+ * text (<pad>, <s> and </s> are passed over), advancing *i past it; -1 at
+ * the end; -2 with TFM_ERR_FORMAT set for an id out of b's range. */
+int bpe_next_text_id(const Bpe *b, const int *ids, int n, int *i, TfmErr *err);
+
 TfmStatus bpe_buf_append(char **buf, size_t *len, size_t *cap, const void *s, size_t n,
                          TfmErr *err);
 

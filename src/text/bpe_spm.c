@@ -142,17 +142,14 @@ TfmStatus bpe_spm_decode(const Bpe *b, const int *ids, int n, char **out, size_t
         return TFM_ERR_NOMEM;
     SpmTok *tok = sc->tok;
     size_t k = 0;
-    for (int i = 0; i < n; i++) {
-        int id = ids[i];
-        if (id < 0 || id >= b->n_pieces)
-            return err_set(err, TFM_ERR_FORMAT, "id %d out of range (vocabulary of %d pieces)",
-                           id, b->n_pieces);
-        if (id == TOK_PAD || id == TOK_BOS || id == TOK_EOS) continue;
+    int id;
+    for (int i = 0; (id = bpe_next_text_id(b, ids, n, &i, err)) >= 0;) {
         int sid = id == TOK_UNK ? spm_unk_id(b->spm) : id - SPM_ID0;
         size_t pl;
         const char *p = spm_piece(b->spm, sid, &pl);
         tok[k++] = (SpmTok){sid, (uint32_t)pl, p};
     }
+    if (id == -2) return TFM_ERR_FORMAT;
     return spm_decode(b->spm, tok, k, out, len, cap, err);
 }
 

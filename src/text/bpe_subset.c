@@ -204,8 +204,5 @@ TfmStatus bpe_subset_apply(const BpeSubset *s, int **ids, int *n, int *cap, TfmE
 void bpe_subset_free(BpeSubset *s)
 {
     if (!s) return;
-    free(s->in);
-    free(s->exp_off);
-    free(s->exp);
-    free(s);
+    FREE_ALL(s->in, s->exp_off, s->exp, s);
 }

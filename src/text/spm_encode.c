@@ -224,11 +224,7 @@ TfmStatus spm_encode(const Spm *m, SpmWork *w, const char *line, size_t len, Tfm
 
 void spm_work_free(SpmWork *w)
 {
-    free(w->tok);
-    free(w->norm);
-    free(w->best);
-    free(w->sym);
-    free(w->heap);
+    FREE_ALL(w->tok, w->norm, w->best, w->sym, w->heap);
     *w = (SpmWork){0};
 }
 

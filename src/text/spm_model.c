@@ -227,9 +227,7 @@ void spm_free(Spm *m)
     spm_trie_free(&m->trie);
     spm_trie_free(&m->reserved);
     spm_proto_free(&m->p);
-    free(m->charsmap_units);
-    free(m->buf);
-    free(m);
+    FREE_ALL(m->charsmap_units, m->buf, m);
 }
 
 /* ---- lookups ---- */

@@ -81,24 +81,9 @@ void ter_scorer_free(TerScorer *s)
     mtext_free(&s->text);
     wordids_free(&s->words);
     ter_norm_free(&s->norm);
-    free(s->nopunct);
-    free(s->joined);
-    free(s->hyp);
-    free(s->ref);
-    free(s->lo);
-    free(s->hi);
-    free(s->off);
-    free(s->cost);
-    free(s->cand_cost);
-    free(s->op);
-    free(s->cur);
-    free(s->cand);
-    free(s->best);
-    free(s->trace);
-    free(s->align);
-    free(s->ref_err);
-    free(s->hyp_err);
-    free(s);
+    FREE_ALL(s->nopunct, s->joined, s->hyp, s->ref, s->lo, s->hi, s->off, s->cost,
+             s->cand_cost, s->op, s->cur, s->cand, s->best, s->trace, s->align, s->ref_err,
+             s->hyp_err, s);
 }
 
 #define GROW(p, cap, need) xgrow((void **)&(p), &(cap), (need), sizeof *(p), err)

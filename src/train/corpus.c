@@ -304,15 +304,8 @@ TfmStatus corpus_load(Corpus *c, const char *src_path, const char *tgt_path,
 
 void corpus_free(Corpus *c)
 {
-    free(c->tokens);
-    free(c->src_off);
-    free(c->tgt_off);
-    free(c->src_len);
-    free(c->tgt_len);
-    free(c->text);
-    free(c->text_off);
-    free(c->spare);
-    free(c->own_lens);
+    FREE_ALL(c->tokens, c->src_off, c->tgt_off, c->src_len, c->tgt_len, c->text, c->text_off,
+             c->spare, c->own_lens);
     memset(c, 0, sizeof *c);
 }
 
@@ -539,13 +532,7 @@ long batcher_real_tokens(const Batcher *b, long i)
 
 void batcher_free(Batcher *b)
 {
-    free(b->order);
-    free(b->batch_start);
-    free(b->batch_perm);
-    free(b->keys);
-    free(b->src);
-    free(b->tgt_in);
-    free(b->tgt_out);
+    FREE_ALL(b->order, b->batch_start, b->batch_perm, b->keys, b->src, b->tgt_in, b->tgt_out);
     memset(b, 0, sizeof *b);
 }
 

@@ -128,10 +128,15 @@ TfmStatus eval_validate_and_log(Trainer *t, TfmErr *err)
     return TFM_OK;
 }
 
-/* Validates the weights now in t->model, logs them as ev says, and puts
- * " bleu B" (with train.valid_bleu) or "" in bleu for the note. */
-static TfmStatus validate_final(Trainer *t, ProgressEvent *ev, char bleu[32], TfmErr *err)
+/* Validates the weights now in t->model (the moving average, or the
+ * average of `averaged` checkpoints), logs them in ev, and puts " bleu B"
+ * (with train.valid_bleu) or "" in bleu for the note. */
+static TfmStatus validate_final(Trainer *t, bool ema, int averaged, ProgressEvent *ev,
+                                char bleu[32], TfmErr *err)
 {
+    trainer_fill_event(t, ev);
+    ev->ema = ema;
+    ev->averaged = averaged;
     TfmStatus st = validate(t, &ev->valid_loss, err);
     if (st != TFM_OK) return st;
     ev->valid_ppl = exp(ev->valid_loss);
@@ -150,10 +155,8 @@ TfmStatus eval_ema(Trainer *t, TfmErr *err)
     TfmStatus st = ckpt_save(t->run.ema_path, t->cfg, t->bpe, &t->model, NULL, NULL, &ts, err);
     if (st != TFM_OK) return st;
     ProgressEvent ev;
-    trainer_fill_event(t, &ev);
-    ev.ema = true;
     char bleu[32];
-    if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
+    if ((st = validate_final(t, true, 0, &ev, bleu, err)) != TFM_OK) return st;
     progress_note(&t->prog, "moving average of the weights (train.ema %g): valid nll %.4f "
                   "ppl %.2f%s", (double)t->cfg->train.ema, ev.valid_loss, ev.valid_ppl, bleu);
     return TFM_OK;
@@ -182,10 +185,8 @@ TfmStatus eval_average_checkpoints(Trainer *t, TfmErr *err)
     if (st != TFM_OK) return st;
 
     ProgressEvent ev;
-    trainer_fill_event(t, &ev);
-    ev.averaged = k;
     char bleu[32];
-    if ((st = validate_final(t, &ev, bleu, err)) != TFM_OK) return st;
+    if ((st = validate_final(t, false, k, &ev, bleu, err)) != TFM_OK) return st;
     progress_note(&t->prog, "average of the last %d checkpoint%s (steps %ld-%ld): valid nll %.4f "
                   "ppl %.2f%s", k, k == 1 ? "" : "s", steps[n - k], steps[n - 1], ev.valid_loss,
                   ev.valid_ppl, bleu);

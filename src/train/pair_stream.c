@@ -175,11 +175,6 @@ int pair_stream_skip(PairStream *ps, long n, TfmErr *err)
 void pair_stream_close(PairStream *ps)
 {
     for (int i = 0; ps->open && i < ps->n; i++) close_corpus(ps, i);
-    free(ps->rs);
-    free(ps->rt);
-    free(ps->open);
-    free(ps->done);
-    free(ps->held_src);
-    free(ps->held_tgt);
+    FREE_ALL(ps->rs, ps->rt, ps->open, ps->done, ps->held_src, ps->held_tgt);
     memset(ps, 0, sizeof *ps);
 }

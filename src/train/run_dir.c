@@ -431,11 +431,7 @@ void run_dir_abandon(RunDir *rd)
 
 void run_dir_close(RunDir *rd)
 {
-    free(rd->out_dir);
-    free(rd->last_path);
-    free(rd->best_path);
-    free(rd->average_path);
-    free(rd->ema_path);
+    FREE_ALL(rd->out_dir, rd->last_path, rd->best_path, rd->average_path, rd->ema_path);
     if (rd->lock_fd >= 0) close(rd->lock_fd);
     *rd = (RunDir){.lock_fd = -1};
 }

@@ -242,11 +242,6 @@ size_t shard_bytes(const Shard *s)
 void shard_free(Shard *s)
 {
     corpus_free(&s->own);
-    free(s->own_index);
-    free(s->at);
-    free(s->part_pairs);
-    free(s->held);
-    free(s->row_ids);
-    free(s->batch_row);
+    FREE_ALL(s->own_index, s->at, s->part_pairs, s->held, s->row_ids, s->batch_row);
     memset(s, 0, sizeof *s);
 }
