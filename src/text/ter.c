@@ -35,18 +35,9 @@ enum {
 /* Edit operations as lib_ter.py names them. */
 enum { OP_NOP = ' ', OP_SUB = 's', OP_INS = 'i', OP_DEL = 'd', OP_UNDEF = 'x' };
 
-struct TerScorer {
-    TerOptions opt;
-    MText text;
-    WordIds words;
-    TerNorm norm;                   /* --ter-normalized / --ter-asian-support */
-    unsigned char *nopunct;         /* the line without --ter-no-punct's marks */
-    size_t cap_nopunct;
-    unsigned char *joined;          /* a reference's first tokenization */
-    size_t cap_joined;
-    uint32_t *hyp, *ref;            /* word ids of the segment */
-    size_t cap_hyp, cap_ref;
-    /* ter_edits scratch */
+/* ter_edits' scratch: the banded edit-distance cells and the shift
+ * search's hypotheses, reused segment after segment. */
+typedef struct {
     size_t *lo, *hi, *off;          /* band of each row, its offset in the cells */
     size_t cap_lo, cap_hi, cap_off;
     int32_t *cost, *cand_cost;      /* band cells: the current hypothesis, a candidate */
@@ -60,6 +51,22 @@ struct TerScorer {
     size_t cap_align;
     size_t *ref_err, *hyp_err;      /* prefix sums of the error flags */
     size_t cap_ref_err, cap_hyp_err;
+} TerEdits;
+
+/* A scorer: its options, the text it tokenizes a line with and the
+ * segment's words (the line's life), and ter_edits' scratch. */
+struct TerScorer {
+    TerOptions opt;
+    MText text;
+    WordIds words;
+    TerNorm norm;                   /* --ter-normalized / --ter-asian-support */
+    unsigned char *nopunct;         /* the line without --ter-no-punct's marks */
+    size_t cap_nopunct;
+    unsigned char *joined;          /* a reference's first tokenization */
+    size_t cap_joined;
+    uint32_t *hyp, *ref;            /* word ids of the segment */
+    size_t cap_hyp, cap_ref;
+    TerEdits ed;
 };
 
 void ter_options_default(TerOptions *opt)
@@ -81,9 +88,10 @@ void ter_scorer_free(TerScorer *s)
     mtext_free(&s->text);
     wordids_free(&s->words);
     ter_norm_free(&s->norm);
-    FREE_ALL(s->nopunct, s->joined, s->hyp, s->ref, s->lo, s->hi, s->off, s->cost,
-             s->cand_cost, s->op, s->cur, s->cand, s->best, s->trace, s->align, s->ref_err,
-             s->hyp_err, s);
+    const TerEdits *e = &s->ed;
+    FREE_ALL(e->lo, e->hi, e->off, e->cost, e->cand_cost, e->op, e->cur, e->cand, e->best,
+             e->trace, e->align, e->ref_err, e->hyp_err);
+    FREE_ALL(s->nopunct, s->joined, s->hyp, s->ref, s);
 }
 
 #define GROW(p, cap, need) xgrow((void **)&(p), &(cap), (need), sizeof *(p), err)
@@ -94,8 +102,9 @@ void ter_scorer_free(TerScorer *s)
  * words, as BeamEditDistance._edit_distance picks min_j and max_j. */
 static TfmStatus set_bands(TerScorer *s, size_t nh, size_t nr, size_t *cells, TfmErr *err)
 {
-    if (GROW(s->lo, s->cap_lo, nh + 1) || GROW(s->hi, s->cap_hi, nh + 1) ||
-        GROW(s->off, s->cap_off, nh + 1))
+    TerEdits *const ed = &s->ed;
+    if (GROW(ed->lo, ed->cap_lo, nh + 1) || GROW(ed->hi, ed->cap_hi, nh + 1) ||
+        GROW(ed->off, ed->cap_off, nh + 1))
         return err->status;
     const double ratio = nh ? (double)nr / (double)nh : 1.0;
     long beam = BEAM_WIDTH;
@@ -110,9 +119,9 @@ static TfmStatus set_bands(TerScorer *s, size_t nh, size_t nr, size_t *cells, Tf
             if (i == nh) hi = (long)nr + 1;
             if (hi < lo) hi = lo;
         }
-        s->lo[i] = (size_t)lo;
-        s->hi[i] = (size_t)hi;
-        s->off[i] = total;
+        ed->lo[i] = (size_t)lo;
+        ed->hi[i] = (size_t)hi;
+        ed->off[i] = total;
         total += (size_t)(hi - lo);
     }
     *cells = total;
@@ -122,7 +131,8 @@ static TfmStatus set_bands(TerScorer *s, size_t nh, size_t nr, size_t *cells, Tf
 /* Cell (i, j) of a band matrix; INF outside the band. */
 static inline int32_t cell(const TerScorer *s, const int32_t *m, size_t i, size_t j)
 {
-    return j >= s->lo[i] && j < s->hi[i] ? m[s->off[i] + j - s->lo[i]] : INF;
+    const TerEdits *const ed = &s->ed;
+    return j >= ed->lo[i] && j < ed->hi[i] ? m[ed->off[i] + j - ed->lo[i]] : INF;
 }
 
 /* Row i of matrix m from row i - 1, for hypothesis words w; ops too when
@@ -132,7 +142,8 @@ static inline int32_t cell(const TerScorer *s, const int32_t *m, size_t i, size_
 static void edit_row(const TerScorer *s, int32_t *m, char *op, size_t i, const uint32_t *w,
                      const uint32_t *ref)
 {
-    const size_t lo = s->lo[i], hi = s->hi[i], base = s->off[i] - lo;
+    const TerEdits *const ed = &s->ed;
+    const size_t lo = ed->lo[i], hi = ed->hi[i], base = ed->off[i] - lo;
     for (size_t j = lo; j < hi; j++) {
         int32_t best;
         char o;
@@ -155,26 +166,28 @@ static void edit_row(const TerScorer *s, int32_t *m, char *op, size_t i, const u
     }
 }
 
-/* The full matrix (costs and ops) of hypothesis w into s->cost / s->op. */
+/* The full matrix (costs and ops) of hypothesis w into s->ed.cost / s->ed.op. */
 static void edit_full(TerScorer *s, const uint32_t *w, size_t nh, const uint32_t *ref, size_t nr)
 {
+    TerEdits *const ed = &s->ed;
     for (size_t j = 0; j <= nr; j++) {      /* _initial_row: j insertions */
-        s->cost[j] = (int32_t)j;
-        s->op[j] = OP_INS;
+        ed->cost[j] = (int32_t)j;
+        ed->op[j] = OP_INS;
     }
-    for (size_t i = 1; i <= nh; i++) edit_row(s, s->cost, s->op, i, w, ref);
+    for (size_t i = 1; i <= nh; i++) edit_row(s, ed->cost, ed->op, i, w, ref);
 }
 
-/* The edit distance of candidate w, which equals s->cur before word p:
+/* The edit distance of candidate w, which equals s->ed.cur before word p:
  * rows 0..p are those of the current hypothesis. */
 static int32_t edit_from(TerScorer *s, const uint32_t *w, size_t p, size_t nh,
                          const uint32_t *ref, size_t nr)
 {
-    if (p >= nh) return s->cost[s->off[nh] + nr - s->lo[nh]];
-    const size_t a = s->off[p], b = s->off[p] + (s->hi[p] - s->lo[p]);
-    memcpy(s->cand_cost + a, s->cost + a, (b - a) * sizeof *s->cost);
-    for (size_t i = p + 1; i <= nh; i++) edit_row(s, s->cand_cost, NULL, i, w, ref);
-    return s->cand_cost[s->off[nh] + nr - s->lo[nh]];
+    TerEdits *const ed = &s->ed;
+    if (p >= nh) return ed->cost[ed->off[nh] + nr - ed->lo[nh]];
+    const size_t a = ed->off[p], b = ed->off[p] + (ed->hi[p] - ed->lo[p]);
+    memcpy(ed->cand_cost + a, ed->cost + a, (b - a) * sizeof *ed->cost);
+    for (size_t i = p + 1; i <= nh; i++) edit_row(s, ed->cand_cost, NULL, i, w, ref);
+    return ed->cand_cost[ed->off[nh] + nr - ed->lo[nh]];
 }
 
 /* ---- shifts (_shift, _perform_shift, trace_to_alignment) ---- */
@@ -202,24 +215,26 @@ static void perform_shift(const uint32_t *w, size_t n, size_t start, size_t len,
  * of trace_to_alignment (here as prefix sums). */
 static TfmStatus alignment(TerScorer *s, size_t nh, size_t nr, TfmErr *err)
 {
+    TerEdits *const ed = &s->ed;
     size_t n = 0, i = nh, j = nr;
     while (i > 0 || j > 0) {
-        const char o = j >= s->lo[i] && j < s->hi[i] ? s->op[s->off[i] + j - s->lo[i]] : OP_UNDEF;
+        const char o =
+            j >= ed->lo[i] && j < ed->hi[i] ? ed->op[ed->off[i] + j - ed->lo[i]] : OP_UNDEF;
         if (o == OP_UNDEF)
             return err_set(err, TFM_ERR_NUMERIC, "ter: no edit path (internal error)");
-        s->trace[n++] = o;
+        ed->trace[n++] = o;
         if (o == OP_SUB || o == OP_NOP) { i--; j--; }
         else if (o == OP_INS) j--;
         else i--;
     }
     long ph = -1, pr = -1;
-    s->ref_err[0] = s->hyp_err[0] = 0;
+    ed->ref_err[0] = ed->hyp_err[0] = 0;
     while (n-- > 0) {
-        char o = s->trace[n];
+        char o = ed->trace[n];
         o = o == OP_INS ? OP_DEL : o == OP_DEL ? OP_INS : o;
         const size_t e = o != OP_NOP;
-        if (o != OP_DEL) { ph++; s->hyp_err[ph + 1] = s->hyp_err[ph] + e; }
-        if (o != OP_INS) { pr++; s->ref_err[pr + 1] = s->ref_err[pr] + e; s->align[pr] = ph; }
+        if (o != OP_DEL) { ph++; ed->hyp_err[ph + 1] = ed->hyp_err[ph] + e; }
+        if (o != OP_INS) { pr++; ed->ref_err[pr + 1] = ed->ref_err[pr] + e; ed->align[pr] = ph; }
     }
     return TFM_OK;
 }
@@ -227,6 +242,7 @@ static TfmStatus alignment(TerScorer *s, size_t nh, size_t nr, TfmErr *err)
 TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t *ref, size_t nr,
                     long long *edits, TfmErr *err)
 {
+    TerEdits *const ed = &s->ed;
     if (nr == 0) {                  /* special treatment of empty refs */
         *edits = (long long)nh;
         return TFM_OK;
@@ -234,21 +250,21 @@ TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t
     if (nh > MAX_WORDS || nr > MAX_WORDS)
         return err_set(err, TFM_ERR_FORMAT, "ter: a line has more than %d words", MAX_WORDS);
     size_t cells = 0;
-    if (set_bands(s, nh, nr, &cells, err) || GROW(s->cost, s->cap_cells, cells) ||
-        GROW(s->cand_cost, s->cap_cand_cells, cells) || GROW(s->op, s->cap_op, cells) ||
-        GROW(s->cur, s->cap_cur, nh + 1) || GROW(s->cand, s->cap_cand, nh + 1) ||
-        GROW(s->best, s->cap_best, nh + 1) || GROW(s->trace, s->cap_trace, nh + nr + 1) ||
-        GROW(s->align, s->cap_align, nr + 1) || GROW(s->ref_err, s->cap_ref_err, nr + 1) ||
-        GROW(s->hyp_err, s->cap_hyp_err, nh + 1))
+    if (set_bands(s, nh, nr, &cells, err) || GROW(ed->cost, ed->cap_cells, cells) ||
+        GROW(ed->cand_cost, ed->cap_cand_cells, cells) || GROW(ed->op, ed->cap_op, cells) ||
+        GROW(ed->cur, ed->cap_cur, nh + 1) || GROW(ed->cand, ed->cap_cand, nh + 1) ||
+        GROW(ed->best, ed->cap_best, nh + 1) || GROW(ed->trace, ed->cap_trace, nh + nr + 1) ||
+        GROW(ed->align, ed->cap_align, nr + 1) || GROW(ed->ref_err, ed->cap_ref_err, nr + 1) ||
+        GROW(ed->hyp_err, ed->cap_hyp_err, nh + 1))
         return err->status;
-    memcpy(s->cur, hyp, nh * sizeof *hyp);
+    memcpy(ed->cur, hyp, nh * sizeof *hyp);
     long long shifts = 0;
     int checked = 0;
     int32_t pre_score;
     /* translation_edit_rate: shift while the best shift lowers the distance */
     for (;;) {
-        edit_full(s, s->cur, nh, ref, nr);
-        pre_score = s->cost[s->off[nh] + nr - s->lo[nh]];
+        edit_full(s, ed->cur, nh, ref, nr);
+        pre_score = ed->cost[ed->off[nh] + nr - ed->lo[nh]];
         if (alignment(s, nh, nr, err)) return err->status;
         /* _shift: the best candidate by (gain, length, -start_h, -target) */
         bool have = false, stop = false;
@@ -261,21 +277,21 @@ TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t
             const size_t sr_hi = sh + MAX_SHIFT_DIST < nr ? sh + MAX_SHIFT_DIST + 1 : nr;
             for (size_t sr = sr_lo; sr < sr_hi && !stop; sr++) {
                 for (size_t len = 1; len <= MAX_SHIFT_SIZE; len++) {
-                    if (s->cur[sh + len - 1] != ref[sr + len - 1]) break;
+                    if (ed->cur[sh + len - 1] != ref[sr + len - 1]) break;
                     /* both sides must be wrong somewhere in the run, and the
                      * run must not already sit where the reference aligns */
-                    if (s->hyp_err[sh + len] - s->hyp_err[sh] != 0 &&
-                        s->ref_err[sr + len] - s->ref_err[sr] != 0 &&
-                        !(s->align[sr] >= (long)sh && s->align[sr] < (long)(sh + len))) {
+                    if (ed->hyp_err[sh + len] - ed->hyp_err[sh] != 0 &&
+                        ed->ref_err[sr + len] - ed->ref_err[sr] != 0 &&
+                        !(ed->align[sr] >= (long)sh && ed->align[sr] < (long)(sh + len))) {
                         long prev = -1;
                         for (long o = -1; o < (long)len; o++) {
-                            const long idx = (long)sr + o == -1 ? 0 : s->align[(long)sr + o] + 1;
+                            const long idx = (long)sr + o == -1 ? 0 : ed->align[(long)sr + o] + 1;
                             if (idx == prev) continue;
                             prev = idx;
-                            perform_shift(s->cur, nh, sh, len, (size_t)idx, s->cand);
+                            perform_shift(ed->cur, nh, sh, len, (size_t)idx, ed->cand);
                             size_t p = 0;
-                            while (p < nh && s->cand[p] == s->cur[p]) p++;
-                            const int32_t gain = pre_score - edit_from(s, s->cand, p, nh, ref, nr);
+                            while (p < nh && ed->cand[p] == ed->cur[p]) p++;
+                            const int32_t gain = pre_score - edit_from(s, ed->cand, p, nh, ref, nr);
                             checked++;
                             if (!have || gain > b_gain ||
                                 (gain == b_gain && (len > b_len || (len == b_len &&
@@ -285,7 +301,7 @@ TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t
                                 b_len = len;
                                 b_start = sh;
                                 b_idx = (size_t)idx;
-                                memcpy(s->best, s->cand, nh * sizeof *s->cand);
+                                memcpy(ed->best, ed->cand, nh * sizeof *ed->cand);
                             }
                         }
                         if (checked >= MAX_SHIFT_CANDIDATES) { stop = true; break; }
@@ -296,7 +312,7 @@ TfmStatus ter_edits(TerScorer *s, const uint32_t *hyp, size_t nh, const uint32_t
         }
         if (checked >= MAX_SHIFT_CANDIDATES || !have || b_gain <= 0) break;
         shifts++;
-        memcpy(s->cur, s->best, nh * sizeof *s->cur);
+        memcpy(ed->cur, ed->best, nh * sizeof *ed->cur);
     }
     *edits = shifts + pre_score;
     return TFM_OK;

@@ -221,7 +221,7 @@ static double eta(const Trainer *t, double step_s)
     double best = INFINITY;
     if (tc->max_steps > 0) best = fmin(best, (tc->max_steps - t->ts.step) * step_s);
     if (tc->max_time_s > 0) best = fmin(best, tc->max_time_s - trainer_elapsed(t));
-    if (tc->max_epochs > 0 && t->resident && t->train_b.n_batches > 0) {
+    if (tc->max_epochs > 0 && t->chunks.resident && t->train_b.n_batches > 0) {
         double left = (tc->max_epochs - t->ts.epoch) * (double)t->train_b.n_batches -
                       t->ts.batch_in_epoch;
         best = fmin(best, left * step_s);

@@ -104,7 +104,7 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
     if (in && ids) {
         st = TFM_OK;
         bpe_subset_mark_writable(t->bpe, in);
-        if (t->resident) {
+        if (t->chunks.resident) {
             /* a job's ranks: each has the ids of its part */
             const Corpus *e = t->parts > 1 ? &t->shard.own : c;
             for (long i = 0; i < e->n_pairs; i++)
@@ -119,13 +119,13 @@ static TfmStatus choose_output_vocab(Trainer *t, TfmErr *err)
         }
     }
     if (t->parts > 1 && (st = dp_agree(st, err)) == TFM_OK)
-        st = share_pieces(in, V, t->resident, err);
+        st = share_pieces(in, V, t->chunks.resident, err);
     if (st == TFM_OK) {
         int n = 0;
         for (int id = 0; id < V; id++)
             if (in[id]) ids[n++] = id;
         st = model_set_output_vocab(&t->model, ids, n, err);
-        if (st == TFM_OK && t->resident)
+        if (st == TFM_OK && t->chunks.resident)
             progress_note(&t->prog, "model.output_vocab \"target\": the output layer scores %d "
                           "of the %d pieces", n, V);
         else if (st == TFM_OK)
@@ -151,7 +151,7 @@ static uint64_t chunk_seed(const Trainer *t, long k)
     return t->cfg->train.seed ^ ((uint64_t)k * 0xc2b2ae3d27d4eb4fULL);
 }
 
-/* Reads chunk `chunk` of `epoch` into c from t->stream, which goes on from
+/* Reads chunk `chunk` of `epoch` into c from t->chunks.stream, which goes on from
  * where it is when that is the chunk's start, else reads its way there from
  * the epoch's; *last: it is the epoch's last chunk. */
 static TfmStatus read_chunk(Trainer *t, Corpus *c, long epoch, long chunk, int threads,
@@ -162,29 +162,29 @@ static TfmStatus read_chunk(Trainer *t, Corpus *c, long epoch, long chunk, int t
     const long B = d->shuffle_buffer;
     TfmStatus st;
     memset(c, 0, sizeof *c);
-    if (!t->stream_open || t->stream_epoch != epoch || t->stream.pairs != chunk * B) {
-        if (t->stream_open) pair_stream_close(&t->stream);
-        t->stream_open = false;
-        if ((st = pair_stream_open(&t->stream, (const char *const *)d->train_src.v,
+    if (!t->chunks.stream_open || t->chunks.stream_epoch != epoch || t->chunks.stream.pairs != chunk * B) {
+        if (t->chunks.stream_open) pair_stream_close(&t->chunks.stream);
+        t->chunks.stream_open = false;
+        if ((st = pair_stream_open(&t->chunks.stream, (const char *const *)d->train_src.v,
                                    (const char *const *)d->train_tgt.v, d->train_src.n,
                                    d->train_weights.n ? d->train_weights.v : NULL,
                                    cfg->train.seed, epoch, err)) != TFM_OK)
             return st;
-        t->stream_open = true;
-        t->stream_epoch = epoch;
-        if (pair_stream_skip(&t->stream, chunk * B, err) < 0) return err->status;
+        t->chunks.stream_open = true;
+        t->chunks.stream_epoch = epoch;
+        if (pair_stream_skip(&t->chunks.stream, chunk * B, err) < 0) return err->status;
     }
-    if ((st = corpus_load_chunk(c, &t->stream, B, t->bpe, t->tgt_subset, d->max_len,
+    if ((st = corpus_load_chunk(c, &t->chunks.stream, B, t->bpe, t->tgt_subset, d->max_len,
                                 d->bpe_dropout > 0, t->part, t->parts, threads, cancel, err)) !=
         TFM_OK)
         return st;
-    *last = t->stream.ended;
+    *last = t->chunks.stream.ended;
     return TFM_OK;
 }
 
 /* The next chunk, read on a thread of its own while the current one trains
  * (one thread: the run's threads are training). Only that thread touches
- * t->stream until it is joined. */
+ * t->chunks.stream until it is joined. */
 struct Prefetch {
     pthread_t thread;
     Trainer *t;
@@ -206,11 +206,11 @@ static void *prefetch_main(void *arg)
 /* Waits for the prefetch (cancelled first when `cancel`) and hands it over. */
 static struct Prefetch *prefetch_join(Trainer *t, bool cancel)
 {
-    struct Prefetch *p = t->prefetch;
+    struct Prefetch *p = t->chunks.prefetch;
     if (!p) return NULL;
     if (cancel) atomic_store(&p->cancel, true);
     pthread_join(p->thread, NULL);
-    t->prefetch = NULL;
+    t->chunks.prefetch = NULL;
     return p;
 }
 
@@ -225,19 +225,19 @@ static void prefetch_free(struct Prefetch *p)
  * after the last); without a thread the chunk is read when needed. */
 static void prefetch_start(Trainer *t)
 {
-    if (t->resident || t->prefetch) return;
+    if (t->chunks.resident || t->chunks.prefetch) return;
     TfmErr err = {0};
     struct Prefetch *p = xcalloc(1, sizeof *p, &err);
     if (!p) return;
     p->t = t;
-    p->epoch = t->last_chunk ? t->loaded_epoch + 1 : t->loaded_epoch;
-    p->chunk = t->last_chunk ? 0 : t->loaded_chunk + 1;
+    p->epoch = t->chunks.last_chunk ? t->chunks.loaded_epoch + 1 : t->chunks.loaded_epoch;
+    p->chunk = t->chunks.last_chunk ? 0 : t->chunks.loaded_chunk + 1;
     atomic_init(&p->cancel, false);
     if (pthread_create(&p->thread, NULL, prefetch_main, p) != 0) {
         free(p);
         return;
     }
-    t->prefetch = p;
+    t->chunks.prefetch = p;
 }
 
 /* Makes chunk `chunk` of `epoch` t->train and prepares its batcher (planned
@@ -250,7 +250,7 @@ static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
     batcher_free(&t->train_b);
     corpus_free(&t->train);
     shard_free(&t->shard);
-    t->loaded_epoch = t->loaded_chunk = -1;
+    t->chunks.loaded_epoch = t->chunks.loaded_chunk = -1;
     TfmStatus st;
     bool last = false;
     Corpus c;
@@ -276,9 +276,9 @@ static TfmStatus load_chunk(Trainer *t, long epoch, long chunk, TfmErr *err)
         st = batcher_init(&t->train_b, &t->train, t->cfg->train.batch_tokens, chunk_seed(t, chunk),
                           true, err);
     if ((st = dp_agree(st, err)) != TFM_OK) return st;
-    t->loaded_epoch = epoch;
-    t->loaded_chunk = chunk;
-    t->last_chunk = last;
+    t->chunks.loaded_epoch = epoch;
+    t->chunks.loaded_chunk = chunk;
+    t->chunks.last_chunk = last;
     return TFM_OK;
 }
 
@@ -288,7 +288,7 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
     const DataConfig *d = &cfg->data;
     const bool restrict_out = cfg->model.output_vocab == OUTPUT_TARGET;
     TfmStatus st;
-    t->loaded_epoch = t->loaded_chunk = t->stream_epoch = -1;
+    t->chunks.loaded_epoch = t->chunks.loaded_chunk = t->chunks.stream_epoch = -1;
     t->part = dist_rank();
     t->parts = dist_size();
     /* a resumed or fine-tuned model has its output pieces already (in a
@@ -297,17 +297,17 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
         return st;
     if ((st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK) return st;
     /* the whole epoch in one chunk, the same every epoch: kept */
-    t->resident = t->ts.chunk == 0 && t->last_chunk && (d->train_src.n == 1 || !d->train_weights.n);
-    if (t->resident) {
-        pair_stream_close(&t->stream);
-        t->stream_open = false;
+    t->chunks.resident = t->ts.chunk == 0 && t->chunks.last_chunk && (d->train_src.n == 1 || !d->train_weights.n);
+    if (t->chunks.resident) {
+        pair_stream_close(&t->chunks.stream);
+        t->chunks.stream_open = false;
     }
     if (restrict_out && !t->model.out_ids) {
         if ((st = dp_agree(choose_output_vocab(t, err), err)) != TFM_OK ||
             (st = dp_agree(make_target_subset(t, err), err)) != TFM_OK)
             return st;
         /* from a sample: the chunk read again, its targets in the output pieces */
-        if (!t->resident && (st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK)
+        if (!t->chunks.resident && (st = load_chunk(t, t->ts.epoch, t->ts.chunk, err)) != TFM_OK)
             return st;
     }
     /* rank 0 alone validates */
@@ -317,7 +317,7 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
          (st = batcher_init(&t->valid_b, &t->valid, cfg->train.batch_tokens, cfg->train.seed,
                             false, err)) != TFM_OK))
         return st;
-    if (t->resident)
+    if (t->chunks.resident)
         progress_note(&t->prog, "train: %ld pair%s of %ld line%s (%ld empty, %ld over %d tokens, "
                       "%ld over batch_tokens skipped); valid: %ld pair%s", t->train.n_pairs,
                       text_plural(t->train.n_pairs), t->train.n_lines, text_plural(t->train.n_lines),
@@ -336,16 +336,16 @@ TfmStatus data_load(Trainer *t, TfmErr *err)
                       t->train.n_lines, text_plural(t->train.n_lines), size,
                       t->valid.n_pairs, text_plural(t->valid.n_pairs));
     }
-    if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->last_chunk && t->ts.chunk == 0)
+    if (t->train.n_pairs - t->train_b.skipped_budget <= 0 && t->chunks.last_chunk && t->ts.chunk == 0)
         return no_usable_pairs(&t->train, &t->train_b, cfg, "training", d->train_src.v[0], err);
     if (t->part > 0) {
-        t->prefetch_after = t->ts.step;
+        t->chunks.prefetch_after = t->ts.step;
         return TFM_OK;
     }
     if (t->valid.n_pairs - t->valid_b.skipped_budget <= 0)
         return no_usable_pairs(&t->valid, &t->valid_b, cfg, "validation", d->valid_src, err);
     batcher_plan_epoch(&t->valid_b, 0);
-    t->prefetch_after = t->ts.step;
+    t->chunks.prefetch_after = t->ts.step;
     return TFM_OK;
 }
 
@@ -374,11 +374,11 @@ static TfmStatus resegment(Trainer *t, TfmErr *err)
  * said (the most any rank holds). Collective (agreed). */
 static TfmStatus fetch_shares(Trainer *t, TfmErr *err)
 {
-    TfmStatus st = shard_fetch(&t->shard, &t->train_b, t->resident, err);
+    TfmStatus st = shard_fetch(&t->shard, &t->train_b, t->chunks.resident, err);
     if (st != TFM_OK) return st;
     long most[3] = {t->shard.encoded, t->shard.n_rows, (long)shard_bytes(&t->shard)};
     /* a chunk that is not kept is planned once */
-    if (!t->resident) shard_drop_own(&t->shard);
+    if (!t->chunks.resident) shard_drop_own(&t->shard);
     if (t->shard_noted) return TFM_OK;
     t->shard_noted = true;
     dist_max_longs(most, 3);
@@ -398,9 +398,9 @@ int data_ready(Trainer *t, TfmErr *err)
     TrainState *ts = &t->ts;
     /* the first step after the start has the cores to itself; the next
      * chunk is read from the second on */
-    if (ts->step > t->prefetch_after) prefetch_start(t);
+    if (ts->step > t->chunks.prefetch_after) prefetch_start(t);
     for (;;) {
-        if (!t->resident && (t->loaded_epoch != ts->epoch || t->loaded_chunk != ts->chunk)) {
+        if (!t->chunks.resident && (t->chunks.loaded_epoch != ts->epoch || t->chunks.loaded_chunk != ts->chunk)) {
             if (load_chunk(t, ts->epoch, ts->chunk, err) != TFM_OK) return -1;
             prefetch_start(t);
         }
@@ -411,7 +411,7 @@ int data_ready(Trainer *t, TfmErr *err)
         }
         if (ts->batch_in_epoch < t->train_b.n_batches) return 0;
         ts->batch_in_epoch = 0;
-        if (t->resident || t->last_chunk) {
+        if (t->chunks.resident || t->chunks.last_chunk) {
             ts->epoch++;
             ts->chunk = 0;
             return 1;
@@ -431,6 +431,6 @@ void data_close(Trainer *t)
 {
     shard_free(&t->shard);
     prefetch_free(prefetch_join(t, true));
-    if (t->stream_open) pair_stream_close(&t->stream);
-    t->stream_open = false;
+    if (t->chunks.stream_open) pair_stream_close(&t->chunks.stream);
+    t->chunks.stream_open = false;
 }

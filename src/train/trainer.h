@@ -20,6 +20,26 @@
 #include "train/shard.h"
 #include "train/train.h"
 
+/* The training data in chunks (train_data.c): `train` holds chunk
+ * loaded_chunk of epoch loaded_epoch, read from `stream`, and the next
+ * one is read ahead on a thread. */
+typedef struct {
+    PairStream stream;
+    bool stream_open;
+    long stream_epoch;          /* the epoch `stream` reads */
+    long loaded_epoch, loaded_chunk;
+    bool last_chunk;            /* `train` is its epoch's last chunk */
+    bool resident;              /* the epoch is one chunk, kept: read once */
+    struct Prefetch *prefetch;  /* the chunk after `train`, read on a thread while it trains */
+    long prefetch_after;        /* the step data_load left off at: no prefetch before the next */
+} TrainChunks;
+
+/* One run's state. Its parts live as long as the run and are read
+ * together by the loop, validation and the checkpoints, which is why they
+ * are one struct (passed as one handle between the files above); what has
+ * a life of its own is a member of its own type: the corpora and batchers,
+ * the model and optimizer, progress, the run folder, the chunks, a job's
+ * shard. */
 typedef struct {
     const TfmConfig *cfg;
     const TrainOptions *opt;
@@ -44,16 +64,7 @@ typedef struct {
     struct PartRun *part_runs;  /* n_parts of them (sentence_parallel.c) */
     int n_parts;
     char *data_print;           /* rank 0: the fingerprint of the data files (data_print.h) */
-    /* the training data in chunks (train_data.c): `train` holds chunk
-     * loaded_chunk of epoch loaded_epoch, read from `stream` */
-    PairStream stream;
-    bool stream_open;
-    long stream_epoch;          /* the epoch `stream` reads */
-    long loaded_epoch, loaded_chunk;
-    bool last_chunk;            /* `train` is its epoch's last chunk */
-    bool resident;              /* the epoch is one chunk, kept: read once */
-    struct Prefetch *prefetch;  /* the chunk after `train`, read on a thread while it trains */
-    long prefetch_after;        /* the step data_load left off at: no prefetch before the next */
+    TrainChunks chunks;         /* which chunk `train` holds (train_data.c) */
     /* a job's ranks (part of parts): each encodes its part of a chunk,
      * `train` has the lengths of all, `shard` the ids (shard.h) */
     int part, parts;
