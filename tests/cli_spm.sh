@@ -53,24 +53,28 @@ long=$(gzip -dc data/val.de.gz | head -n 400 | tr '\n' ' ')
 } >"$T/long.txt"
 cat tests/data/spm_hostile.txt "$T/long.txt" >"$T/all.txt"
 
+# agree MODEL WHAT INPUT TOOL [--ids]: sentencepiece's TOOL (spm_encode or
+# spm_decode) and tfm bpe encode/decode give the same output for INPUT;
+# sentencepiece's is left in $T/want.TOOL[--ids] for the next comparison.
+agree() {
+    local m=$1 what=$2 in=$3 tool=$4 ids=${5:-} fmt="" verb=encode
+    [ "$tool" = spm_decode ] && verb=decode
+    [ -n "$ids" ] && { [ $verb = encode ] && fmt=--output_format=id || fmt=--input_format=id; }
+    $tool --model="$T/$m.model" $fmt <"$in" >"$T/want.$tool$ids"
+    "$TFM" bpe $verb $ids -v "$T/$m.model" <"$in" >"$T/got"
+    check "$m: $what" cmp -s "$T/got" "$T/want.$tool$ids"
+}
+
 for m in $MODELS; do
     [ -s "$T/$m.model" ] || continue
     spm_encode --model="$T/$m.model" <"$T/test.txt" >"$T/want"
     "$TFM" bpe encode -v "$T/$m.model" <data/test_2016_flickr.de.gz >"$T/got.de" &&
         "$TFM" bpe encode -v "$T/$m.model" <data/test_2016_flickr.en.gz >>"$T/got.de"
     check "$m: test_2016_flickr pieces equal spm_encode's" cmp -s "$T/got.de" "$T/want"
-    spm_encode --model="$T/$m.model" <"$T/all.txt" >"$T/want"
-    "$TFM" bpe encode -v "$T/$m.model" <"$T/all.txt" >"$T/got"
-    check "$m: hostile and long lines: pieces equal spm_encode's" cmp -s "$T/got" "$T/want"
-    spm_encode --model="$T/$m.model" --output_format=id <"$T/all.txt" >"$T/want_ids"
-    "$TFM" bpe encode --ids -v "$T/$m.model" <"$T/all.txt" >"$T/got_ids"
-    check "$m: hostile and long lines: ids equal spm_encode's" cmp -s "$T/got_ids" "$T/want_ids"
-    spm_decode --model="$T/$m.model" <"$T/want" >"$T/want_text"
-    "$TFM" bpe decode -v "$T/$m.model" <"$T/want" >"$T/got_text"
-    check "$m: decoding the pieces equals spm_decode's" cmp -s "$T/got_text" "$T/want_text"
-    spm_decode --model="$T/$m.model" --input_format=id <"$T/want_ids" >"$T/want_text"
-    "$TFM" bpe decode --ids -v "$T/$m.model" <"$T/want_ids" >"$T/got_text"
-    check "$m: decoding the ids equals spm_decode's" cmp -s "$T/got_text" "$T/want_text"
+    agree $m "hostile and long lines: pieces equal spm_encode's" "$T/all.txt" spm_encode
+    agree $m "hostile and long lines: ids equal spm_encode's" "$T/all.txt" spm_encode --ids
+    agree $m "decoding the pieces equals spm_decode's" "$T/want.spm_encode" spm_decode
+    agree $m "decoding the ids equals spm_decode's" "$T/want.spm_encode--ids" spm_decode --ids
     # Random piece sequences: any piece of the vocabulary (but <0x0A>, whose
     # newline tfm refuses to print), control pieces, byte pieces that make
     # no character, unknown text, runs of spaces between pieces.
@@ -81,9 +85,7 @@ for m in $MODELS; do
                 for (i = 0; i < k; i++) { p = rand() < 0.3 ? extra[1 + int(rand() * 15)] : v[int(rand() * n)]
                     s = s (i ? (rand() < 0.1 ? "  " : " ") : "") p }
                 print s } }' "$T/$m.vocab" >"$T/random"
-    spm_decode --model="$T/$m.model" <"$T/random" >"$T/want_text"
-    "$TFM" bpe decode -v "$T/$m.model" <"$T/random" >"$T/got_text"
-    check "$m: decoding random pieces equals spm_decode's" cmp -s "$T/got_text" "$T/want_text"
+    agree $m "decoding random pieces equals spm_decode's" "$T/random" spm_decode
 done
 
 # The file is recognized by its content, whatever its name; tfm's own
