@@ -102,7 +102,8 @@ TfmStatus line_batch_translate(LineBatch *b, int n, const DecodeOptions *opt, lo
     if (m > 0) {
         DecodeOptions o = *opt;
         if (o.sample) o.sentence_ids = b->sent_ids;
-        TfmStatus st = decoder_translate(b->p->dec, b->sents, b->lens, m, &o, b->hyps, err);
+        TfmStatus st = lanes_translate(b->p->lanes, b->p->dec, b->sents, b->lens, m, &o,
+                                       b->hyps, err);
         if (st != TFM_OK) return st;
     }
     /* the texts, then their addresses (b->text may move as it grows) */

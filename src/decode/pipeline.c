@@ -2,6 +2,7 @@
  * serve` translates a line exactly as `tfm translate` does. */
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -146,6 +147,10 @@ TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int 
         st = decoder_set_shortlist(p->dec, &p->sl, err);
         if (st != TFM_OK) err_prefix(err, "%s: %s: ", s->who, s->shortlist);
     }
+    if (st == TFM_OK && p->n_extra == 0 && omp_get_max_threads() > 1 &&
+        max_sents >= LANES_MIN_SENTS)
+        st = lanes_new(&p->lanes, &p->mf.model, s->shortlist ? &p->sl : NULL, max_sents,
+                       max_beam, err);
     if (st != TFM_OK) return st;
     /* every product is packed now: its float weights are dead */
     model_release_matrices(&p->mf.model);
@@ -202,6 +207,7 @@ TfmStatus pipeline_text(const Pipeline *p, const Hypothesis *h, char **text, siz
 
 void pipeline_free(Pipeline *p)
 {
+    lanes_free(p->lanes);
     decoder_free(p->dec);
     ckpt_free(&p->mf);
     for (int i = 0; i < p->n_extra; i++) {

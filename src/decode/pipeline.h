@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "model/ckpt.h"
 #include "decode/decoder.h"
+#include "decode/lanes.h"
 #include "decode/shortlist.h"
 
 enum { PIPELINE_MAX_MODELS = 16 };
@@ -45,6 +46,8 @@ typedef struct {
     bool bf16_fallback;     /* a bf16 model on a CPU without a bf16 unit: fp32
                                (the command says so, unless quiet) */
     Shortlist sl;           /* spec->shortlist's (vocab 0: none) */
+    DecodeLanes *lanes;     /* one model on 2+ threads: batches split between two
+                               decoders (lanes.h), else NULL */
 } Pipeline;
 
 /* Loads spec's first model, turns bf16 on or quantizes the weights to int8
@@ -57,7 +60,8 @@ TfmStatus pipeline_load(Pipeline *p, const PipelineSpec *spec, TfmErr *err);
 /* Makes the decoder for max_sents sentences with beams up to max_beam and,
  * with several models, loads and checks the others (one vocabulary, one
  * max_len) and makes them its ensemble; with spec->shortlist, loads it
- * (refused for another vocabulary, or with an ensemble) and turns it on. Then releases the models' product
+ * (refused for another vocabulary, or with an ensemble) and turns it on; with one
+ * model, threads > 1 and max_sents >= LANES_MIN_SENTS, the second lane. Then releases the models' product
  * weights (model_release_matrices): the decoders hold them packed. */
 TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *spec, int max_sents, int max_beam,
                          TfmErr *err);

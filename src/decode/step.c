@@ -195,7 +195,7 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
         for (int i = 0; i < ng; i++)
             memcpy(s->enc.src + (size_t)i * Sg, src + (size_t)order[g0 + i] * S,
                    (size_t)Sg * sizeof(int));
-        TfmStatus st = model_encode((Model *)s->m, s->enc_pack, &s->enc.work, s->enc.src, ng,
+        TfmStatus st = model_encode(s->m, s->enc_pack, &s->enc.work, s->enc.src, ng,
                                     Sg, s->enc.out, err);
         if (st != TFM_OK) return st;
         for (int l = 0; l < s->m->cfg.dec_layers; l++) {

@@ -678,7 +678,7 @@ void encoder_pack_free(EncoderPack *pk)
     free(pk);
 }
 
-TfmStatus model_encode(Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
+TfmStatus model_encode(const Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
                        int src_len, float *enc_out, TfmErr *err)
 {
     const ModelConfig *c = &m->cfg;
@@ -690,11 +690,12 @@ TfmStatus model_encode(Model *m, const EncoderPack *pk, ModelWork *w, const int 
                        "%d sentences of length %d", w->max_tokens, w->max_len, n, src_len);
     TfmStatus st = check_tokens(src, (long)n * src_len, c->vocab_size, "source", err);
     if (st) return st;
-    /* the sublayer helpers read scratch from m->work: lend them w */
-    ModelWork *saved = m->work;
-    m->work = w;
-    const float *out = encoder_forward(m, w, pk, src, n, src_len, 0, 0, 0, 0);
+    /* the sublayer helpers read scratch from m->work: lend them w through
+     * a copy of the model's handles, so that m itself is only read and
+     * decoders on other threads can encode with it at the same time */
+    Model lent = *m;
+    lent.work = w;
+    const float *out = encoder_forward(&lent, w, pk, src, n, src_len, 0, 0, 0, 0);
     memcpy(enc_out, out, (size_t)n * src_len * c->d_model * sizeof(float));
-    m->work = saved;
     return TFM_OK;
 }

@@ -219,7 +219,7 @@ size_t encoder_pack_held(const EncoderPack *pk);
  * model_alloc_training.
  * Errors: TFM_ERR_FORMAT (ids out of range, src_len > cfg.max_len),
  * TFM_ERR_USAGE (a batch larger than w). */
-TfmStatus model_encode(Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
+TfmStatus model_encode(const Model *m, const EncoderPack *pk, ModelWork *w, const int *src, int n,
                        int src_len,                       float *enc_out, TfmErr *err);
 
 /* Typed views of one decoder layer's weights: pointers into m->params, so
