@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "decode/decoder.h"
+#include "decode/lanes.h"
 #include "model/model.h"
 #include "nn/blas.h"
 #include "nn/optim.h"
@@ -598,4 +599,53 @@ TEST(test_release_matrices_keeps_translations)
         free(before);
         setup_close(&f);
     }
+}
+
+/* decode/lanes: a batch split between two decoders on two threads gives
+ * each sentence's n-best list, bit for bit, as one decoder on one thread;
+ * and with sampling the same draws (the sentence numbers go with their
+ * sentences). Below LANES_MIN_SENTS or on one thread it is the decoder. */
+TEST(test_lanes_equal_one_decoder)
+{
+    enum { N = 37, K = 3 };
+    Model m;
+    CHECK(trained_model(&m, NORM_POST, true));
+    TfmErr err = {0};
+    Decoder *d = NULL;
+    DecodeLanes *l = NULL;
+    CHECK(decoder_init(&d, &m, N, K, &err) == TFM_OK);
+    CHECK(lanes_new(&l, &m, NULL, N, K, &err) == TFM_OK);
+    Rng rng;
+    rng_seed(&rng, 91);
+    int src[N * MAXLEN], lens[N];
+    const int S = make_src(&rng, N, src, lens);
+    const int *sents[N];
+    for (int b = 0; b < N; b++) sents[b] = src + b * S;
+    long ids[N];
+    for (int b = 0; b < N; b++) ids[b] = 1000 + b;
+    const int threads = omp_get_max_threads();
+    for (int mode = 0; mode < 2; mode++) {
+        DecodeOptions opt = {.beam = K, .alpha = 0.6f, .max_len_a = 1.0f, .max_len_b = 3,
+                             .nbest = K};
+        if (mode == 1)
+            opt = (DecodeOptions){.beam = 1, .max_len_a = 1.0f, .max_len_b = 3, .nbest = 1,
+                                  .sample = true, .top_p = 1.0f, .temperature = 1.0f,
+                                  .seed = 5, .sentence_ids = ids};
+        static Hypothesis one[N * K], two[N * K];
+        static int tok[N * K][MAXLEN], len[N * K];
+        blas_set_threads(1);
+        CHECK(decoder_translate(d, sents, lens, N, &opt, one, &err) == TFM_OK);
+        keep_tokens(one, N * opt.nbest, tok, len);
+        blas_set_threads(2);
+        CHECK(lanes_translate(l, d, sents, lens, N, &opt, two, &err) == TFM_OK);
+        for (int i = 0; i < N * opt.nbest; i++) {
+            CHECK_EQ_INT(two[i].len, len[i]);
+            CHECK(two[i].len == len[i] && memcmp(two[i].tokens, tok[i], sizeof(int) * len[i]) == 0);
+            CHECK(two[i].score == one[i].score && two[i].logprob == one[i].logprob);
+        }
+    }
+    blas_set_threads(threads);
+    lanes_free(l);
+    decoder_free(d);
+    model_free(&m);
 }
