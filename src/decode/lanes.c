@@ -3,6 +3,7 @@
  * nested one, which costs libgomp a team allocation each time), made with
  * the lanes and woken for each split batch. */
 #include "decode/lanes.h"
+#include "decode/step.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -52,6 +53,11 @@ static void *second_lane(void *arg)
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
+}
+
+bool lanes_fit(const Model *m)
+{
+    return dec_step_packed_bytes(m) <= LANES_MAX_PACKED;
 }
 
 TfmStatus lanes_new(DecodeLanes **out, const Model *m, const Shortlist *sl, int max_sents,

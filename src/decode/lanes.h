@@ -7,18 +7,29 @@
  * threads (decoder.h), so a split batch gives the bits one decoder gives.
  *
  * The second decoder packs its own copy of the weights (the packed
- * products keep per-decoder scratch), so lanes cost that memory again;
- * they are made only for one model (an ensemble decodes as before) and a
- * batch splits only from LANES_MIN_SENTS sentences, below which a step is
- * too small for the products to keep two threads busy anyway. */
+ * products keep per-decoder scratch), so lanes cost that memory again and
+ * stream twice the weights: they are made only for one model (an ensemble
+ * decodes as before) whose packed weights are at most LANES_MAX_PACKED
+ * bytes (the Multi30k recipe's are 10 MB; at base size, 180 MB, two lanes
+ * encoded 1.09x slower for 1.7x the memory), and a batch splits only from
+ * LANES_MIN_SENTS sentences, below which a step is too small for the
+ * products to keep two threads busy anyway. */
 #ifndef TFM_DECODE_LANES_H
 #define TFM_DECODE_LANES_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "base/err.h"
 #include "decode/decoder.h"
 #include "decode/shortlist.h"
 
 enum { LANES_MIN_SENTS = 16 };
+#define LANES_MAX_PACKED ((size_t)64 << 20)
+
+/* Whether m is small enough for lanes (its packed weights, as decoders
+ * pack them in the precision on now, at most LANES_MAX_PACKED). */
+bool lanes_fit(const Model *m);
 
 typedef struct DecodeLanes DecodeLanes;
 
