@@ -98,8 +98,12 @@ TfmStatus lanes_new(DecodeLanes **out, const Model *m, const Shortlist *sl, int 
 TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, const int *lens,
                           int n, const DecodeOptions *opt, Hypothesis *out, TfmErr *err)
 {
+    /* two threads only: a lane is then one thread, whose OpenBLAS calls (the
+     * encoder's attention) are single-threaded; two lanes of several
+     * threads would each enter OpenBLAS's parallel section at once, which
+     * its OpenMP build does not promise to allow (not tried) */
     const int threads = omp_get_max_threads();
-    if (!l || n < LANES_MIN_SENTS || threads < 2 || omp_in_parallel() || n > 2 * l->cap ||
+    if (!l || n < LANES_MIN_SENTS || threads != 2 || omp_in_parallel() || n > 2 * l->cap ||
         opt->beam > l->max_beam)
         return decoder_translate(d, sents, lens, n, opt, out, err);
     /* every other sentence: lengths and output lengths even out between
@@ -118,12 +122,12 @@ TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, c
     l->opt = *opt;
     if (opt->sentence_ids) l->opt.sentence_ids = l->ids[1];
     l->n = m[1];
-    l->threads = threads - threads / 2;
+    l->threads = 1;
     l->state = WORK;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 
-    omp_set_num_threads(threads / 2);
+    omp_set_num_threads(1);
     TfmStatus st = decoder_translate(d, l->sents[0], l->lens[0], m[0], &mine, l->hyps[0], err);
     omp_set_num_threads(threads);
 

@@ -39,8 +39,9 @@ TfmStatus lanes_new(DecodeLanes **out, const Model *m, const Shortlist *sl, int 
                     int max_beam, TfmErr *err);
 
 /* decoder_translate over d, the first lane, and the second: from
- * LANES_MIN_SENTS sentences and 2 threads, every other sentence goes to
- * the second lane, and each lane runs with half the threads; else d alone.
+ * LANES_MIN_SENTS sentences on 2 threads, every other sentence goes to
+ * the second lane, each lane on one thread; else d alone (on more
+ * threads too: see lanes.c).
  * out as decoder_translate's; its token arrays live until the next call. */
 TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, const int *lens,
                           int n, const DecodeOptions *opt, Hypothesis *out, TfmErr *err);

@@ -147,7 +147,7 @@ TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *s, int max_sents, int 
         st = decoder_set_shortlist(p->dec, &p->sl, err);
         if (st != TFM_OK) err_prefix(err, "%s: %s: ", s->who, s->shortlist);
     }
-    if (st == TFM_OK && p->n_extra == 0 && omp_get_max_threads() > 1 &&
+    if (st == TFM_OK && p->n_extra == 0 && omp_get_max_threads() == 2 &&
         max_sents >= LANES_MIN_SENTS && lanes_fit(&p->mf.model))
         st = lanes_new(&p->lanes, &p->mf.model, s->shortlist ? &p->sl : NULL, max_sents,
                        max_beam, err);

@@ -61,7 +61,7 @@ TfmStatus pipeline_load(Pipeline *p, const PipelineSpec *spec, TfmErr *err);
  * with several models, loads and checks the others (one vocabulary, one
  * max_len) and makes them its ensemble; with spec->shortlist, loads it
  * (refused for another vocabulary, or with an ensemble) and turns it on; with one
- * model that lanes_fit, threads > 1 and max_sents >= LANES_MIN_SENTS, the second lane. Then releases the models' product
+ * model that lanes_fit, 2 threads and max_sents >= LANES_MIN_SENTS, the second lane. Then releases the models' product
  * weights (model_release_matrices): the decoders hold them packed. */
 TfmStatus pipeline_start(Pipeline *p, const PipelineSpec *spec, int max_sents, int max_beam,
                          TfmErr *err);
