@@ -27,7 +27,7 @@ struct DecodeLanes {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state;
-    int n, threads;
+    int n;
     DecodeOptions opt;
     TfmStatus st;
     TfmErr err;
@@ -36,12 +36,12 @@ struct DecodeLanes {
 static void *second_lane(void *arg)
 {
     DecodeLanes *l = arg;
+    omp_set_num_threads(1);         /* a lane is one thread (lanes_translate) */
     pthread_mutex_lock(&l->mu);
     for (;;) {
         while (l->state == IDLE || l->state == DONE) pthread_cond_wait(&l->cv, &l->mu);
         if (l->state == QUIT) break;
         pthread_mutex_unlock(&l->mu);
-        omp_set_num_threads(l->threads);
         TfmErr err = {0};
         const TfmStatus st = decoder_translate(l->dec, l->sents[1], l->lens[1], l->n, &l->opt,
                                                l->hyps[1], &err);
@@ -122,7 +122,6 @@ TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, c
     l->opt = *opt;
     if (opt->sentence_ids) l->opt.sentence_ids = l->ids[1];
     l->n = m[1];
-    l->threads = 1;
     l->state = WORK;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
