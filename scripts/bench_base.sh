@@ -53,7 +53,6 @@ wall() {
   e=$(date +%s.%N)
   awk -v s="$s" -v e="$e" 'BEGIN { printf "%.4f", e - s }'
 }
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 echo "# bench_base $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null)"
 cpu_line
@@ -68,7 +67,7 @@ IN=$OUT/empty.txt; : > "$IN"
 declare -A START
 for prec in $PRECISIONS; do
   t=""; for ((r = 0; r < REPEAT; r++)); do t="$t $(wall --precision "$prec")"; done
-  START[$prec]=$(echo "$t" | median)
+  START[$prec]=$(echo "$t" | tr ' ' '\n' | grep . | median)
   echo "start-up ($prec): ${START[$prec]} s"
 done
 echo
@@ -83,7 +82,7 @@ for beam in 1 5; do
         te="$te $(wall --precision "$prec" -b "$beam" --batch-size "$bs" --max-len-a 0 --max-len-b 1)"
         tf="$tf $(wall --precision "$prec" -b "$beam" --batch-size "$bs" --max-len-a 0 --max-len-b "$MAX_LEN_B")"
       done
-      e=$(echo "$te" | median); f=$(echo "$tf" | median)
+      e=$(echo "$te" | tr ' ' '\n' | grep . | median); f=$(echo "$tf" | tr ' ' '\n' | grep . | median)
       ENC[$prec.$beam.$bs]=$(awk -v e="$e" -v s="${START[$prec]}" 'BEGIN { printf "%.4f", e - s }')
       WORDS[$prec.$beam.$bs]=$(awk -v n="$lines" '{ w += NF } END { printf "%.1f", w / n }' "$OUT/out.txt")
       DEC[$prec.$beam.$bs]=$(awk -v e="$e" -v f="$f" 'BEGIN { printf "%.4f", f - e }')

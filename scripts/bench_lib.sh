@@ -1,5 +1,5 @@
-# bench_lib.sh: what the training benchmarks on the Multi30k en-de recipe
-# share (sourced by bench_mpi.sh and bench_parallel.sh).
+# bench_lib.sh: what the benchmarks share (sourced by bench_mpi.sh,
+# bench_parallel.sh, bench_shortlist.sh and bench_base.sh).
 
 # recipe_args STEPS LOG_EVERY: the recipe's model and batches in fp32 for
 # STEPS steps, with no validation, saving or averaging inside the timed steps.
@@ -15,6 +15,10 @@ median_tok_s() {
     grep '"tok_per_s"' "$1" | sed 's/.*"tok_per_s": \([0-9.]*\).*/\1/' | tail -n +2 | sort -n |
         awk '{ a[NR] = $1 } END { printf "%.0f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
+
+# median: the median of the numbers on stdin, one a line (of an even count,
+# the mean of the middle two).
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # cpu_line: the CPU, its cores and the OpenBLAS kernel tfm runs.
 cpu_line() {

@@ -42,7 +42,7 @@ secs() {
     t1=$(now)
     echo "$t1 - $t0" | bc -l
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. scripts/bench_lib.sh
 
 echo "# bench_shortlist $(date -u +%FT%TZ)"
 echo "# $("$TFM" --version | tr '\n' ';')"
