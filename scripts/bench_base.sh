@@ -44,15 +44,19 @@ if "$TFM" --version | grep -q '^bf16 products: none'; then
   echo "bf16: this CPU has no bf16 unit; not measured"
 fi
 
-# wall SECONDS of one run: translate "$@" from file $IN.
+# wall ARGS...: the wall seconds of one translate of $IN with ARGS (run in
+# $(...), so a failure is left in $OUT/failed for the caller to stop on).
+rm -f "$OUT/failed"
 wall() {
   local s e
   s=$(date +%s.%N)
   "$TFM" translate -m "$MODEL" --threads "$THREADS" -q "$@" < "$IN" > "$OUT/out.txt" ||
-    { echo "tfm translate $* failed" >&2; exit 1; }
+    { echo "tfm translate $* failed" >&2; touch "$OUT/failed"; }
   e=$(date +%s.%N)
   awk -v s="$s" -v e="$e" 'BEGIN { printf "%.4f", e - s }'
 }
+# median_of "T1 T2 ...": the median of a list of times.
+median_of() { echo "$1" | tr ' ' '\n' | grep . | median; }
 
 echo "# bench_base $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null)"
 cpu_line
@@ -62,12 +66,11 @@ echo "load at start: $(uptime | sed 's/.*load/load/')"
 echo "threads $THREADS, limit $MAX_LEN_B pieces a line, median of $REPEAT"
 echo
 
-declare -A ENC DEC WORDS
+declare -A START ENC DEC WORDS
 IN=$OUT/empty.txt; : > "$IN"
-declare -A START
 for prec in $PRECISIONS; do
   t=""; for ((r = 0; r < REPEAT; r++)); do t="$t $(wall --precision "$prec")"; done
-  START[$prec]=$(echo "$t" | tr ' ' '\n' | grep . | median)
+  START[$prec]=$(median_of "$t")
   echo "start-up ($prec): ${START[$prec]} s"
 done
 echo
@@ -82,7 +85,7 @@ for beam in 1 5; do
         te="$te $(wall --precision "$prec" -b "$beam" --batch-size "$bs" --max-len-a 0 --max-len-b 1)"
         tf="$tf $(wall --precision "$prec" -b "$beam" --batch-size "$bs" --max-len-a 0 --max-len-b "$MAX_LEN_B")"
       done
-      e=$(echo "$te" | tr ' ' '\n' | grep . | median); f=$(echo "$tf" | tr ' ' '\n' | grep . | median)
+      e=$(median_of "$te"); f=$(median_of "$tf")
       ENC[$prec.$beam.$bs]=$(awk -v e="$e" -v s="${START[$prec]}" 'BEGIN { printf "%.4f", e - s }')
       WORDS[$prec.$beam.$bs]=$(awk -v n="$lines" '{ w += NF } END { printf "%.1f", w / n }' "$OUT/out.txt")
       DEC[$prec.$beam.$bs]=$(awk -v e="$e" -v f="$f" 'BEGIN { printf "%.4f", f - e }')
@@ -90,6 +93,7 @@ for beam in 1 5; do
   done
 done
 
+[ -e "$OUT/failed" ] && exit 1
 echo "| search | batch | lines | precision | encoder s | x fp32 | decoder ms a step | x fp32 | words a line |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for beam in 1 5; do
