@@ -12,8 +12,8 @@ recipe_args() {
 # median_tok_s LOG: the median tok/s of a log.jsonl's train rows, without
 # the first (warm-up).
 median_tok_s() {
-    grep '"tok_per_s"' "$1" | sed 's/.*"tok_per_s": \([0-9.]*\).*/\1/' | tail -n +2 | sort -n |
-        awk '{ a[NR] = $1 } END { printf "%.0f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+    grep '"tok_per_s"' "$1" | sed 's/.*"tok_per_s": \([0-9.]*\).*/\1/' | tail -n +2 | median |
+        awk '{ printf "%.0f", $1 }'
 }
 
 # median: the median of the numbers on stdin, one a line (of an even count,
