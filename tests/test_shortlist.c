@@ -60,6 +60,76 @@ static int list_of(const Shortlist *sl, int s, int *out)
     return n;
 }
 
+/* Model 1 the plain way, as the reference: dense p(t | s) over the
+ * vocabulary, NULL as row 0, EM rounds over the corpus of word lines. */
+static void model1_reference(const Bpe *b, const char *src, const char *tgt, int rounds, double *p)
+{
+    const int V = bpe_vocab_size(b);
+    int ids[2][4][4], len[2][4] = {{0}};
+    const char *text[2] = {src, tgt};
+    for (int side = 0; side < 2; side++) {
+        char buf[256];
+        strcpy(buf, text[side]);
+        int line = 0;
+        for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"), line++) {
+            char w[64];
+            int at = 0, used;
+            while (sscanf(l + at, "%63s%n", w, &used) == 1) {
+                ids[side][line][len[side][line]++] = word_id(b, w);
+                at += used;
+            }
+        }
+    }
+    for (int i = 0; i < V * V; i++) p[i] = 1.0;     /* pairs that never meet get no mass */
+    double *e = calloc((size_t)V * V, sizeof *e);
+    for (int r = 0; r < rounds; r++) {
+        memset(e, 0, sizeof(double) * (size_t)V * V);
+        for (int q = 0; q < 4; q++)
+            for (int j = 0; j < len[1][q]; j++) {
+                const int t = ids[1][q][j];
+                double z = p[t];
+                for (int i = 0; i < len[0][q]; i++) z += p[ids[0][q][i] * V + t];
+                e[t] += p[t] / z;
+                for (int i = 0; i < len[0][q]; i++) e[ids[0][q][i] * V + t] += p[ids[0][q][i] * V + t] / z;
+            }
+        for (int s = 0; s < V; s++) {
+            double tot = 0;
+            for (int t = 0; t < V; t++) tot += e[s * V + t];
+            for (int t = 0; t < V; t++) p[s * V + t] = tot > 0 ? e[s * V + t] / tot : 0;
+        }
+    }
+    free(e);
+}
+
+TEST(test_shortlist_model1_by_hand)
+{
+    Bpe *b = word_vocab("");
+    CHECK(b != NULL);
+    const int cat = word_id(b, "cat"), dog = word_id(b, "dog");
+    const int katze = word_id(b, "katze"), hund = word_id(b, "hund");
+    /* "cat dog" -> "katze hund", "dog" -> "hund": co-occurrence ties cat
+     * with katze and hund (1 each). By hand, round 1: every z of pair 1 is
+     * 3 (NULL, cat, dog at p = 1), pair 2's is 2, so p(katze | cat) =
+     * p(hund | cat) = 1/2, p(hund | dog) = 5/7, p_NULL(hund) = 5/7; round
+     * 2: e(cat, katze) = 0.5 / (2/7 + 1/2 + 2/7) = 0.467 against e(cat,
+     * hund) = 0.5 / (5/7 + 1/2 + 5/7) = 0.259: dog explains hund, and cat
+     * goes to katze whatever the ids. */
+    char src[4096], tgt[4096];
+    strcpy(src, test_write_file("m1.src", "cat dog\ndog\n"));
+    strcpy(tgt, test_write_file("m1.tgt", "katze hund\nhund\n"));
+    Shortlist sl;
+    TfmErr err = {0};
+    CHECK(shortlist_build(&sl, b, src, tgt, 2, 0, &err) == TFM_OK);
+    int l[8];
+    CHECK_EQ_INT(list_of(&sl, cat, l), 2);
+    CHECK_EQ_INT(l[0], katze);
+    CHECK_EQ_INT(l[1], hund);
+    CHECK_EQ_INT(list_of(&sl, dog, l), 2);
+    CHECK_EQ_INT(l[0], hund);
+    shortlist_free(&sl);
+    bpe_free(b);
+}
+
 TEST(test_shortlist_counts_by_hand)
 {
     Bpe *b = word_vocab("");
@@ -71,39 +141,38 @@ TEST(test_shortlist_counts_by_hand)
     strcpy(src, test_write_file("sl.src", src_text));
     strcpy(tgt, test_write_file("sl.tgt", tgt_text));
     /* By hand: target occurrences katze 4, hund 3, sonne 1, so the one
-     * frequent piece is katze. Pairs: cat is in pairs 1, 2, 4 (katze in 3
-     * of them, hund in 2), dog in 1, 3 (hund 2, katze 1, sonne 1), sun in
-     * 3 (hund 1, sonne 1). Without katze (frequent): cat -> hund; dog ->
-     * hund, sonne; sun -> hund and sonne tied at 1 (the lower id first). */
+     * frequent piece is katze. The lists' order is Model 1's after its 5
+     * rounds, from the dense reference: sun never meets katze, cat never
+     * sonne, so those are not listed at all. */
+    const int V = bpe_vocab_size(b);
+    double *p = malloc(sizeof(double) * (size_t)V * V);
+    model1_reference(b, src_text, tgt_text, 5, p);
     Shortlist sl;
     TfmErr err = {0};
-    CHECK(shortlist_build(&sl, b, src, tgt, 2, 1, &err) == TFM_OK);
+    CHECK(shortlist_build(&sl, b, src, tgt, 3, 1, &err) == TFM_OK);
     CHECK_EQ_INT(sl.n_frequent, 1);
     CHECK_EQ_INT(sl.frequent[0], katze);
-    int l[8];
-    CHECK_EQ_INT(list_of(&sl, cat, l), 1);
-    CHECK_EQ_INT(l[0], hund);
-    CHECK_EQ_INT(list_of(&sl, dog, l), 2);
-    CHECK_EQ_INT(l[0], hund);
-    CHECK_EQ_INT(l[1], sonne);
-    CHECK_EQ_INT(list_of(&sl, sun, l), 2);
-    CHECK_EQ_INT(l[0], hund < sonne ? hund : sonne);
-    CHECK_EQ_INT(l[1], hund < sonne ? sonne : hund);
-    CHECK_EQ_INT(list_of(&sl, katze, l), 0);     /* a target word is no source piece here */
+    const int words[3] = {cat, dog, sun}, others[2] = {hund, sonne};
+    for (int w = 0; w < 3; w++) {
+        int l[8], want[2], m = 0;
+        for (int i = 0; i < 2; i++)
+            if (p[words[w] * V + others[i]] > 0) want[m++] = others[i];
+        if (m == 2 && (p[words[w] * V + want[1]] > p[words[w] * V + want[0]] ||
+                       (p[words[w] * V + want[1]] == p[words[w] * V + want[0]] && want[1] < want[0]))) {
+            const int x = want[0];
+            want[0] = want[1];
+            want[1] = x;
+        }
+        CHECK_EQ_INT(list_of(&sl, words[w], l), m);
+        for (int i = 0; i < m; i++) CHECK_EQ_INT(l[i], want[i]);
+    }
+    CHECK_EQ_INT(list_of(&sl, cat, (int[8]){0}), 1);     /* hund only: cat never meets sonne */
+    CHECK_EQ_INT(list_of(&sl, katze, (int[8]){0}), 0);   /* a target word is no source piece here */
     shortlist_free(&sl);
-
-    /* top 1, no frequent pieces: cat -> katze (3), dog -> hund (2) */
-    CHECK(shortlist_build(&sl, b, src, tgt, 1, 0, &err) == TFM_OK);
-    CHECK_EQ_INT(sl.n_frequent, 0);
-    CHECK_EQ_INT(list_of(&sl, cat, l), 1);
-    CHECK_EQ_INT(l[0], katze);
-    CHECK_EQ_INT(list_of(&sl, dog, l), 1);
-    CHECK_EQ_INT(l[0], hund);
-    shortlist_free(&sl);
+    free(p);
 
     /* --frequent of the vocabulary's size: every piece but the specials,
      * the counted ones first */
-    const int V = bpe_vocab_size(b);
     CHECK(shortlist_build(&sl, b, src, tgt, 5, V, &err) == TFM_OK);
     CHECK_EQ_INT(sl.n_frequent, V - 4);
     CHECK_EQ_INT(sl.frequent[0], katze);
@@ -207,35 +276,36 @@ TEST(test_packed_select_same_bits)
     check_select(true);
 }
 
-TEST(test_logsoftmax_spread)
+/* packed_linear_forward_ld: rows ldy apart give the bits of the packed
+ * rows, and the gaps between them are left alone (a shortlist writes a
+ * sentence's own columns after its shared ones). */
+static void check_strided(bool int8)
 {
-    enum { W = 70, N = 3 };
-    static float x[N * W], orig[N * W], ref[W];
+    enum { IN = 37, OUT = 45, N = 7, LD = 60 };
+    static float w[OUT * IN], b[OUT], x[N * IN], packed[N * OUT], strided[N * LD];
     Rng rng;
-    rng_seed(&rng, 9);
-    int all[W], some[5] = {0, 17, 18, 40, 69}, one[1] = {33};
-    for (int j = 0; j < W; j++) all[j] = j;
-    const int *cols[3] = {all, some, one};
-    const int len[3] = {W, 5, 1};
-    for (int t = 0; t < 3; t++) {
-        /* N compact rows of len[t] values, spread to N rows of W */
-        for (int i = 0; i < N * len[t]; i++) orig[i] = x[i] = 4 * rng_uniform(&rng) - 2;
-        for (int i = N * len[t]; i < N * W; i++) x[i] = 123.0f;      /* junk past them */
-        logsoftmax_spread(x, N, len[t], W, cols[t]);
-        for (int r = 0; r < N; r++) {
-            memcpy(ref, orig + r * len[t], sizeof(float) * (size_t)len[t]);
-            logsoftmax_rows(ref, 1, len[t]);
-            int at = 0;
-            for (int j = 0; j < W; j++) {
-                if (at < len[t] && cols[t][at] == j) {
-                    CHECK(memcmp(&x[r * W + j], &ref[at], sizeof(float)) == 0);
-                    at++;
-                } else {
-                    CHECK(x[r * W + j] == -INFINITY);
-                }
-            }
-        }
+    rng_seed(&rng, 5);
+    for (int i = 0; i < OUT * IN; i++) w[i] = rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < OUT; i++) b[i] = rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < N * IN; i++) x[i] = rng_uniform(&rng) - 0.5f;
+    PackedLinear p;
+    TfmErr err = {0};
+    CHECK((int8 ? packed_linear_init_int8 : packed_linear_init)(&p, w, NULL, b, IN, OUT, &err) ==
+          TFM_OK);
+    packed_linear_forward(&p, packed, x, N, 0);
+    for (int i = 0; i < N * LD; i++) strided[i] = 123.0f;
+    packed_linear_forward_ld(&p, strided, LD, x, N, 0);
+    for (int r = 0; r < N; r++) {
+        CHECK(memcmp(&strided[r * LD], &packed[r * OUT], sizeof(float) * OUT) == 0);
+        for (int j = OUT; j < LD; j++) CHECK(strided[r * LD + j] == 123.0f);
     }
+    packed_linear_free(&p);
+}
+
+TEST(test_packed_forward_strided_same_bits)
+{
+    check_strided(false);
+    check_strided(true);
 }
 
 /* ---- decoding ---- */

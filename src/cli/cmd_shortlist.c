@@ -1,5 +1,5 @@
 /* cmd_shortlist: `tfm shortlist -m MODEL -o OUT SRC TGT` — a vocabulary
- * shortlist for MODEL counted from a parallel corpus (decode/shortlist.h),
+ * shortlist for MODEL learned from a parallel corpus (decode/shortlist.h),
  * for tfm translate --shortlist and tfm serve --shortlist. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +14,13 @@
 static const char usage[] =
     "usage: tfm shortlist -m MODEL -o OUT [--top-k K] [--frequent N] [-q] SRC TGT\n"
     "\n"
-    "Writes to OUT a vocabulary shortlist for MODEL, counted from the parallel corpus\n"
+    "Writes to OUT a vocabulary shortlist for MODEL, learned from the parallel corpus\n"
     "SRC/TGT (one sentence a line, as many lines each; plain or gzip), for tfm\n"
     "translate --shortlist and tfm serve --shortlist. Both sides are encoded with\n"
-    "MODEL's vocabulary; c(s, t) counts the sentence pairs whose source holds piece\n"
-    "s and whose target holds piece t. A line translated with it may use </s>,\n"
-    "<unk>, the N most frequent target pieces and, for each of its source pieces\n"
-    "s, the K other pieces t of highest c(s, t).\n"
+    "MODEL's vocabulary; IBM Model 1 (5 rounds of EM) gives p(t | s), how likely\n"
+    "source piece s translates as target piece t. A line translated with it may use\n"
+    "</s>, <unk>, the N most frequent target pieces and, for each of its source\n"
+    "pieces s, the K other pieces t of highest p(t | s).\n"
     "\n"
     "  -m, --model MODEL  the model whose vocabulary it is for (default: $TFM_MODEL,\n"
     "                     else model.tfm)\n"

@@ -46,8 +46,8 @@ static int best_continuations(Search *s, const float *lp, int b, Cand *c)
         const float sc = s->score[r];
         if (sc == -INFINITY) continue;
         const float *row = lp + (size_t)(r - base) * W;
-        /* columns in the order of their tokens (tok is ascending): ties
-         * keep the lower token, whatever the columns */
+        /* columns in their order: ties keep the earlier column (the lower
+         * token without a shortlist, tok being ascending) */
         for (int j = 0; j < W; j++) {
             const int v = tok ? tok[j] : j;
             if (v == TOK_PAD || v == TOK_BOS) continue;

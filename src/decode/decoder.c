@@ -98,7 +98,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     Search *s = &d->search;
     SearchAdvance *advance = opt->sample ? search_sample_advance : search_beam_advance;
     s->cols = decoder_columns(d);
-    if (d->sl) {        /* this batch's columns, the same for every model of an ensemble */
+    if (d->sl) {        /* this batch's candidates, the same for every model of an ensemble */
         if ((st = shortlist_run_batch(d->sl, &d->step.p_out, src, n, S, err)) != TFM_OK)
             return st;
         d->step.sl = d->sl;
@@ -108,9 +108,12 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 return st;
             e->step.sl = e->sl;
         }
-        s->cols = (StepColumns){d->sl->width, d->sl->tok, d->sl->col};
     }
-    const int W = s->cols.width, T = d->step.T, max_limit = search_start(s, src, n, S, opt);
+    /* a row's log-probabilities: W of them, in blocks of k rows a sentence
+     * (with a shortlist, each sentence's own W, its block n_out a row) */
+    const StepColumns all = s->cols;
+    const size_t block = (size_t)k * (d->sl ? d->sl->n_out : all.width);
+    const int T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
         float *lp = (float *)decoder_step_columns(d, s->prev, moved ? s->parent : NULL, t);
@@ -120,10 +123,14 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
                 for (int r = b * k; r < (b + 1) * k; r++) search_idle_row(s, r);
                 continue;
             }
+            s->cols = d->sl ? (StepColumns){d->sl->cur_len[b], d->sl->cur[b], NULL, d->sl->n_shared}
+                            : all;
+            float *blk = lp + b * block;
             for (int r = b * k; r < (b + 1) * k; r++)
                 if (s->score[r] != -INFINITY)
-                    search_process_logits(s, lp + (size_t)r * W, s->hist + (size_t)r * T, t, opt);
-            advance(s, lp + (size_t)b * k * W, b, t, opt);
+                    search_process_logits(s, blk + (size_t)(r - b * k) * s->cols.width,
+                                          s->hist + (size_t)r * T, t, opt);
+            advance(s, blk, b, t, opt);
             active += !s->done[b];
         }
         if (!active) break;
@@ -140,6 +147,7 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     }
     d->step.sl = NULL;
     for (int i = 0; i < d->n_members; i++) d->members[i]->step.sl = NULL;
+    s->cols = all;
     for (int b = 0; b < n; b++) search_best(s, b, opt->nbest, out + (size_t)b * opt->nbest);
     return TFM_OK;
 }
@@ -171,7 +179,7 @@ TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err)
                        "%d", sl->vocab, d->step.V);
     if (!(d->sl = xcalloc(1, sizeof *d->sl, err))) return TFM_ERR_NOMEM;
     TfmStatus st = shortlist_run_init(d->sl, sl, &d->step.p_out, d->step.Vo, d->step.m->out_pos,
-                                      d->max_sents, err);
+                                      d->max_sents, d->max_beam, err);
     if (st == TFM_OK && d->sl->min_cands < 2 * d->max_beam)
         st = err_set(err, TFM_ERR_USAGE, "the shortlist gives every line %d candidates, too few "
                      "for beam %d (at least %d: make it with a larger --frequent)",

@@ -67,7 +67,7 @@ void search_sample_advance(Search *s, float *lp, int b, int t, const DecodeOptio
     rng_seed(&g, opt->seed ^ (0x9E3779B97F4A7C15ull * (id + 1)) ^ ((uint64_t)t << 40));
     const double u = (double)(rng_u64(&g) >> 11) * 0x1.0p-53;
     const int tok = sample_token(s, lp, opt, u);
-    const int col = s->cols.col ? s->cols.col[tok] : tok;
+    const int col = search_column(&s->cols, tok);
     const float score = s->score[r] + (col >= 0 ? lp[col] : -INFINITY);
     s->parent[r] = r;
     if (tok == TOK_EOS) {

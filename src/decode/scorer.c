@@ -66,8 +66,8 @@ static void step_own(Decoder *d, const int *prev, const int *parent, int t)
 StepColumns decoder_columns(const Decoder *d)
 {
     const Model *m = d->step.m;
-    if (d->n_members > 0 || !m->out_ids) return (StepColumns){d->step.V, NULL, NULL};
-    return (StepColumns){d->step.Vo, m->out_ids, m->out_pos};
+    if (d->n_members > 0 || !m->out_ids) return (StepColumns){d->step.V, NULL, NULL, d->step.V};
+    return (StepColumns){d->step.Vo, m->out_ids, m->out_pos, d->step.Vo};
 }
 
 const float *decoder_step_columns(Decoder *d, const int *prev, const int *parent, int t)
@@ -86,18 +86,28 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
     if (d->n_members > 0) {
         /* the weighted mean of the members' log-probabilities (Marian's
          * ensembles do the same; the mean is not renormalised); with a
-         * shortlist, over the batch's columns, the same for every model */
-        const size_t nv = (size_t)R * (s->sl ? s->sl->width : s->V);
+         * shortlist, over each sentence's block of candidates, the same
+         * for every model */
+        const ShortlistRun *sl = s->sl;
+        const int spans = sl ? d->cur_n : 1;
         const float w0 = d->weights[0];
-        float *lp = s->logits;
-        /* a member of weight 0 has no say, not even its -inf for the pieces
-         * it cannot write (model.output_vocab "target"): 0 · -inf is NaN */
-        for (size_t i = 0; i < nv; i++) lp[i] = w0 == 0 ? 0 : w0 * lp[i];
+        for (int b = 0; b < spans; b++) {
+            float *lp = s->logits + (sl ? (size_t)b * d->cur_k * sl->n_out : 0);
+            const size_t nv = sl ? (size_t)d->cur_k * sl->cur_len[b] : (size_t)R * s->V;
+            /* a member of weight 0 has no say, not even its -inf for the
+             * pieces it cannot write (model.output_vocab "target"): 0 ·
+             * -inf is NaN */
+            for (size_t i = 0; i < nv; i++) lp[i] = w0 == 0 ? 0 : w0 * lp[i];
+        }
         for (int m = 0; m < d->n_members; m++) {
             const float *e = decoder_step(d->members[m], prev, parent, t);
             const float w = d->weights[m + 1];
-            if (w != 0)
-                for (size_t i = 0; i < nv; i++) lp[i] += w * e[i];
+            if (w == 0) continue;
+            for (int b = 0; b < spans; b++) {
+                const size_t at = sl ? (size_t)b * d->cur_k * sl->n_out : 0;
+                const size_t nv = sl ? (size_t)d->cur_k * sl->cur_len[b] : (size_t)R * s->V;
+                for (size_t i = 0; i < nv; i++) s->logits[at + i] += w * e[at + i];
+            }
         }
     }
     return s->logits;

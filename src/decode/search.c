@@ -12,7 +12,7 @@ void search_carve(Search *s, Arena *a, int max_sents, int max_beam, int T, int V
     s->max_beam = max_beam;
     s->T = T;
     s->V = V;
-    s->cols = (StepColumns){V, NULL, NULL};
+    s->cols = (StepColumns){V, NULL, NULL, V};
     s->score = arena_take(a, R, sizeof(float));
     s->prev = arena_take(a, R, sizeof(int));
     s->parent = arena_take(a, R, sizeof(int));
@@ -91,10 +91,32 @@ void search_reorder_history(Search *s, int R, int t)
     s->hist_next = h;
 }
 
+/* v's index in the ascending a[0..n), or -1 */
+static int find_sorted(const int *a, int n, int v)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (a[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && a[lo] == v ? lo : -1;
+}
+
+int search_column(const StepColumns *c, int v)
+{
+    if (c->col) return c->col[v];
+    if (!c->tok) return v < c->width ? v : -1;
+    const int i = find_sorted(c->tok, c->run, v);
+    if (i >= 0) return i;
+    const int j = find_sorted(c->tok + c->run, c->width - c->run, v);
+    return j >= 0 ? c->run + j : -1;
+}
+
 /* lp[token v's column] = -inf (nothing when v has none) */
 static void ban(const Search *s, float *lp, int v)
 {
-    const int c = s->cols.col ? s->cols.col[v] : v;
+    const int c = search_column(&s->cols, v);
     if (c >= 0) lp[c] = -INFINITY;
 }
 

@@ -24,17 +24,24 @@ typedef struct {
     int id;
 } SampItem;
 
-/* The columns of a step's log-probabilities: width a row; column c is
- * token tok[c] (c when tok is NULL), and token v is column col[v] (v when
- * NULL; -1: never output, its log-probability is -inf). */
+/* The columns of a sentence's log-probabilities: width a row; column c
+ * is token tok[c] (c when tok is NULL), and token v is column col[v]
+ * (-1: never output, its log-probability is -inf). Without col, tok's
+ * first run columns and the rest are each ascending (a shortlist's shared
+ * pieces, then the sentence's own), found by search_column. */
 typedef struct {
     int width;
     const int *tok, *col;
+    int run;
 } StepColumns;
+
+/* Token v's column in c, or -1. */
+int search_column(const StepColumns *c, int v);
 
 typedef struct {
     int max_beam, T, V;                  /* buffers' bounds; T: tokens per row */
-    StepColumns cols;                    /* the current run's (decoder_run sets it) */
+    StepColumns cols;                    /* the sentence being advanced's (decoder_run
+                                            sets it) */
     int k;                               /* beam of the current run (<= max_beam) */
     float alpha;                         /* length penalty exponent */
     /* per row */

@@ -287,29 +287,21 @@ static void linear_self_step(DecStep *s, DecLayer *l, int R, int t)
     }
 }
 
-/* Sentence b's k rows with a shortlist: its own product over its
- * candidates (the same bits as the full product's columns: see
- * packed_linear_select), normalized over them alone and spread over the
- * batch's columns, so no line's probabilities depend on the others'. */
-static void shortlist_rows(DecStep *s, const float *top, int b, int k)
-{
-    const ShortlistRun *sl = s->sl;
-    const PackedLinear *p = &sl->line[sl->cur_slot[b]];
-    float *blk = s->logits + (size_t)b * k * sl->width;
-    packed_linear_forward(p, blk, top + (size_t)b * k * s->D, k, 0);
-    logsoftmax_spread(blk, k, p->out, sl->width, sl->cur[b]);
-}
-
-/* The output layer with a shortlist: the sentences split between the
- * threads (each product then runs on its thread). */
+/* The output layer with a shortlist: the shared columns of every row in
+ * one product, then each sentence's own, the sentences split between the
+ * threads (each of its products then runs on its thread). */
 static void shortlist_out(DecStep *s, const float *top, int n, int k)
 {
+    ShortlistRun *sl = s->sl;
+    shortlist_run_shared(sl, top, n * k);
+    const size_t block = (size_t)k * sl->n_out, x_block = (size_t)k * s->D;
     if (n == 1) {       /* no parallel region: even an idle one costs a team */
-        shortlist_rows(s, top, 0, k);
+        shortlist_run_rows(sl, s->logits, top, 0, k);
         return;
     }
 #pragma omp parallel for schedule(static)
-    for (int b = 0; b < n; b++) shortlist_rows(s, top, b, k);
+    for (int b = 0; b < n; b++)
+        shortlist_run_rows(sl, s->logits + b * block, top + b * x_block, b, k);
 }
 
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t)

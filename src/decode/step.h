@@ -88,9 +88,10 @@ typedef struct {
     StepScratch tmp;                     /* one step's activations */
     float *logits;                       /* (R, V): the step's log-probabilities
                                             (spread over the vocabulary when Vo < V) */
-    const ShortlistRun *sl;              /* a shortlist's batch (decoder_run sets it
-                                            for its batch): the step's columns are
-                                            sl's, (R, sl->width) in logits; or NULL */
+    ShortlistRun *sl;                    /* a shortlist's batch (decoder_run sets it
+                                            for its batch): sentence b's rows are
+                                            (k, sl->cur_len[b]) at logits + b·k·n_out,
+                                            over its own candidates; or NULL */
 } DecStep;
 
 /* Sets s's sizes for m, up to max_sents sentences of max_beam rows each,
@@ -121,8 +122,8 @@ void dec_step_reorder(DecStep *s, const int *parent, int R, int t);
  * model.output_vocab "target", else token j. */
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t);
 /* The last step's log-probabilities (R, Vo): logits_out or logits; with
- * a shortlist (s->sl), (R, s->sl->width) in logits, each row normalized
- * over its sentence's own columns, -inf in the others. */
+ * a shortlist (s->sl), logits in sentence blocks (see DecStep.sl), each
+ * row normalized over its sentence's own candidates. */
 float *dec_step_scores(DecStep *s);
 /* s->logits (R, V) from the last step's columns (-inf for the pieces the
  * model cannot output); nothing to do when Vo is V. */

@@ -245,15 +245,9 @@ void embed_forward(float *out, const int *tok, int n, int len, const float *emb,
 void embed_backward(float *demb, const float *dout, const int *tok, long rows,
                     int d, float scale, float p_word, uint64_t seed);
 
-/* In place: each row of x (N, V) becomes its log-softmax. */
+/* In place: each row of x (N, V) becomes its log-softmax (a row's bits do
+ * not depend on N; from a parallel region, on the calling thread). */
 void logsoftmax_rows(float *x, int n, int v);
-/* In place: x holds n rows of len values, (n, len), each the values of
- * the columns cols[0..len) (ascending, < w) of a row of width w; each row
- * becomes its log-softmax over those values alone (exactly logsoftmax_rows'
- * on them), spread out to (n, w) with -inf in the other columns. So a
- * row's values do not depend on the other columns (a shortlist's batch),
- * and equal logsoftmax_rows' when cols holds every column. */
-void logsoftmax_spread(float *x, int n, int len, int w, const int *cols);
 
 /* dst[i] = src[idx[i]] for rows of width d, i < m. */
 void gather_rows(float *dst, const float *src, const int *idx, int m, int d);

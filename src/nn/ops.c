@@ -207,33 +207,12 @@ static inline void logsoftmax_row(float *row, int v)
 
 void logsoftmax_rows(float *x, int n, int v)
 {
-    if ((long)n * v <= PAR_MIN) {
+    if ((long)n * v <= PAR_MIN || omp_in_parallel()) {
         for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * v, v);
         return;
     }
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * v, v);
-}
-
-void logsoftmax_spread(float *x, int n, int len, int w, const int *cols)
-{
-    for (int r = 0; r < n; r++) logsoftmax_row(x + (long)r * len, len);
-    /* Spread from the last row and, in a row, from the last value: a value
-     * lands at r·w + cols[j] >= r·len + j, past everything still to be read
-     * (cols is ascending, len <= w), and so do the -inf between them. */
-    for (int r = n - 1; r >= 0; r--) {
-        const float *src = x + (long)r * len;
-        float *dst = x + (long)r * w;
-        int end = w;                        /* dst[end..w) is written */
-        for (int j = len - 1; j >= 0; j--) {
-            const int c = cols[j];
-            const float v = src[j];
-            for (int i = c + 1; i < end; i++) dst[i] = -INFINITY;
-            dst[c] = v;
-            end = c;
-        }
-        for (int i = 0; i < end; i++) dst[i] = -INFINITY;
-    }
 }
 
 void gather_rows(float *dst, const float *src, const int *idx, int m, int d)

@@ -556,8 +556,8 @@ static void finish_tile(const int32_t *restrict acc, int mr, const float *restri
 }
 
 /* Tasks [t0, t1): (row chunk, panel) pairs, as packed_linear. */
-static void run_tasks(const PackedInt8 *p, const Kernel *k, float *y, int n, int relu, int chunk,
-                      long t0, long t1)
+static void run_tasks(const PackedInt8 *p, const Kernel *k, float *y, int ldy, int n, int relu,
+                      int chunk, long t0, long t1)
 {
     const int out = p->out, panels = p->panels, kp = 4 * p->groups;
     const Int8Scratch *s = p->scratch;
@@ -572,19 +572,24 @@ static void run_tasks(const PackedInt8 *p, const Kernel *k, float *y, int n, int
             k->block(mr, s->q + (size_t)r * kp, s->aux + (size_t)r * kp, kp, p->groups, panel,
                      p->corr + j * NR, acc);
             finish_tile(acc, mr, s->s + r, p->scale + j * NR, p->b + j * NR,
-                        y + (size_t)r * out + j * NR, out, ncols, relu);
+                        y + (size_t)r * ldy + j * NR, ldy, ncols, relu);
         }
     }
 }
 
 void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, int relu)
 {
+    packed_int8_forward_ld(p, y, p->out, x, n, relu);
+}
+
+void packed_int8_forward_ld(const PackedInt8 *p, float *y, int ldy, const float *x, int n, int relu)
+{
     const Kernel *k = kernel;
     if (n <= 0) return;
     if (!scratch_rows(p, n)) {
         /* no memory for the quantized inputs: zeros rather than garbage
          * (as packed_linear's bf16 path) */
-        memset(y, 0, (size_t)n * p->out * sizeof *y);
+        for (int r = 0; r < n; r++) memset(y + (size_t)r * ldy, 0, (size_t)p->out * sizeof *y);
         return;
     }
     /* rows in chunks of about 256 KB of quantized input, panels innermost
@@ -598,7 +603,7 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
      * step at batch 1 (5 rows) then runs its output layer on one thread. */
     if ((long)n * p->out * p->in <= (1L << 22) || omp_get_max_threads() == 1 || omp_in_parallel()) {
         quantize_rows(p, k, x, 0, n);
-        run_tasks(p, k, y, n, relu, chunk, 0, tasks);
+        run_tasks(p, k, y, ldy, n, relu, chunk, 0, tasks);
         return;
     }
     /* one region for both steps: on a busy machine every region's start
@@ -608,6 +613,6 @@ void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, i
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         quantize_rows(p, k, x, (int)((long)n * id / nt), (int)((long)n * (id + 1) / nt));
 #pragma omp barrier
-        run_tasks(p, k, y, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
+        run_tasks(p, k, y, ldy, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
     }
 }

@@ -51,6 +51,8 @@ void packed_int8_update(PackedInt8 *p, const float *w, const int *rows, const fl
  * Inf); a row of zeros gives the bias. Not reentrant for one p (its
  * scratch). */
 void packed_int8_forward(const PackedInt8 *p, float *y, const float *x, int n, int relu);
+/* The same with y's rows ldy floats apart (ldy >= out). */
+void packed_int8_forward_ld(const PackedInt8 *p, float *y, int ldy, const float *x, int n, int relu);
 void packed_int8_free(PackedInt8 *p);
 /* A product to hold a selection of up to cap of src's output columns
  * (packed_int8_select fills it), with its own buffer of quantized inputs. */

@@ -385,7 +385,7 @@ static bool round_inputs(const PackedLinear *p, const float *x, int n)
 }
 
 /* Tasks [t0, t1) of packed_linear_forward: (row chunk, panel) pairs. */
-static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, int relu,
+static void run_tasks(const PackedLinear *p, float *y, int ldy, const float *x, int n, int relu,
                       int chunk, long t0, long t1)
 {
     const int in = p->in, out = p->out, panels = p->panels;
@@ -398,21 +398,27 @@ static void run_tasks(const PackedLinear *p, float *y, const float *x, int n, in
             const uint16_t *panel = p->wh + (size_t)j * pairs * NR * 2;
             for (int r = r0; r < r1; r += MR)
                 block_rows_bf16(r1 - r < MR ? r1 - r : MR, p->scratch->x + (size_t)r * pairs,
-                                pairs, panel, p->b + j * NR, y + (size_t)r * out + j * NR, out,
+                                pairs, panel, p->b + j * NR, y + (size_t)r * ldy + j * NR, ldy,
                                 ncols, relu);
             continue;
         }
         const float *panel = p->w + (size_t)j * in * NR;
         for (int r = r0; r < r1; r += MR)
             block_rows(r1 - r < MR ? r1 - r : MR, x + (size_t)r * in, in, panel, p->b + j * NR,
-                       y + (size_t)r * out + j * NR, out, ncols, relu);
+                       y + (size_t)r * ldy + j * NR, ldy, ncols, relu);
     }
 }
 
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu)
 {
+    packed_linear_forward_ld(p, y, p->out, x, n, relu);
+}
+
+void packed_linear_forward_ld(const PackedLinear *p, float *y, int ldy, const float *x, int n,
+                              int relu)
+{
     if (p->i8) {
-        packed_int8_forward(p->i8, y, x, n, relu);
+        packed_int8_forward_ld(p->i8, y, ldy, x, n, relu);
         return;
     }
     /* Rows in chunks of about 256 KB of input (a core's L2 holds it); within
@@ -423,7 +429,7 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
     if (p->wh && !round_inputs(p, x, n)) {
         /* no memory for the rounded inputs: zeros rather than garbage; the
          * caller's next allocation reports it (never seen) */
-        memset(y, 0, (size_t)n * p->out * sizeof *y);
+        for (int r = 0; r < n; r++) memset(y + (size_t)r * ldy, 0, (size_t)p->out * sizeof *y);
         return;
     }
     int chunk = (65536 / p->in) / MR * MR;
@@ -433,12 +439,12 @@ void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int 
      * libgomp a team allocation, which shows at batch 1. So does one called
      * from a parallel region (a shortlist's products, one a sentence). */
     if ((long)n * p->out * p->in <= (1L << 18) || omp_get_max_threads() == 1 || omp_in_parallel()) {
-        run_tasks(p, y, x, n, relu, chunk, 0, tasks);
+        run_tasks(p, y, ldy, x, n, relu, chunk, 0, tasks);
         return;
     }
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        run_tasks(p, y, x, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
+        run_tasks(p, y, ldy, x, n, relu, chunk, tasks * id / nt, tasks * (id + 1) / nt);
     }
 }

@@ -68,6 +68,9 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b);
 /* y (n, out) = x (n, in) · wᵀ + b, then max(0, ·) if relu. Called from a
  * parallel region it runs on the calling thread. */
 void packed_linear_forward(const PackedLinear *p, float *y, const float *x, int n, int relu);
+/* The same with y's rows ldy floats apart (ldy >= out). */
+void packed_linear_forward_ld(const PackedLinear *p, float *y, int ldy, const float *x, int n,
+                              int relu);
 void packed_linear_free(PackedLinear *p);
 /* A product with room for a selection of up to cap of src's output
  * columns, in src's precision; packed_linear_select fills it. int8: it has
