@@ -91,14 +91,18 @@ static void scores(float *a, int lda, const float *q, int ldq, const float *k, i
         float *ai = a + (long)i * lda;
         int j = 0;
         /* a decoding step: eight keys at a time, eight sums in flight
-         * rather than one chain through a register per key */
+         * rather than one chain through a register per key; the last
+         * block reads its missing keys as the first one and keeps only
+         * the real ones (a lane's sum never meets the others', so a key's
+         * score is the same bits wherever it falls) */
         if (dh % 8 == 0)
-            for (; j + 8 <= tk; j += 8) {
+            for (; j < tk; j += 8) {
                 f32x8 acc[8];
                 const float *kj[8];
+                const int m = tk - j < 8 ? tk - j : 8;
 #pragma GCC unroll 8
                 for (int u = 0; u < 8; u++) {
-                    kj[u] = key_at(k, ldk, kr, j + u);
+                    kj[u] = key_at(k, ldk, kr, j + (u < m ? u : 0));
                     acc[u] = (f32x8){0};
                 }
                 for (int c = 0; c < dh; c += 8) {
@@ -112,7 +116,11 @@ static void scores(float *a, int lda, const float *q, int ldq, const float *k, i
                     }
                 }
                 const f32x8 sum = sums8(acc) * scale;
-                memcpy(ai + j, &sum, sizeof sum);
+                if (m == 8) {
+                    memcpy(ai + j, &sum, sizeof sum);
+                } else {
+                    for (int u = 0; u < m; u++) ai[j + u] = sum[u];
+                }
             }
         for (; j < tk; j++) ai[j] = dot(qi, key_at(k, ldk, kr, j), dh) * scale;
     }
