@@ -77,6 +77,20 @@ const float *decoder_step_columns(Decoder *d, const int *prev, const int *parent
     return dec_step_scores(&d->step);
 }
 
+/* Where span b of the step's log-probabilities starts in logits, and its
+ * length (*n): with a shortlist, sentence b's block of its candidates;
+ * without, one span of every row over the vocabulary. */
+static size_t logits_span(const Decoder *d, int b, size_t *n)
+{
+    const ShortlistRun *sl = d->step.sl;
+    if (!sl) {
+        *n = (size_t)d->cur_n * d->cur_k * d->step.V;
+        return 0;
+    }
+    *n = (size_t)d->cur_k * sl->cur_len[b];
+    return (size_t)b * d->cur_k * sl->n_out;
+}
+
 const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
 {
     DecStep *s = &d->step;
@@ -88,12 +102,11 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
          * ensembles do the same; the mean is not renormalised); with a
          * shortlist, over each sentence's block of candidates, the same
          * for every model */
-        const ShortlistRun *sl = s->sl;
-        const int spans = sl ? d->cur_n : 1;
+        const int spans = s->sl ? d->cur_n : 1;
         const float w0 = d->weights[0];
         for (int b = 0; b < spans; b++) {
-            float *lp = s->logits + (sl ? (size_t)b * d->cur_k * sl->n_out : 0);
-            const size_t nv = sl ? (size_t)d->cur_k * sl->cur_len[b] : (size_t)R * s->V;
+            size_t nv;
+            float *lp = s->logits + logits_span(d, b, &nv);
             /* a member of weight 0 has no say, not even its -inf for the
              * pieces it cannot write (model.output_vocab "target"): 0 ·
              * -inf is NaN */
@@ -104,8 +117,8 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
             const float w = d->weights[m + 1];
             if (w == 0) continue;
             for (int b = 0; b < spans; b++) {
-                const size_t at = sl ? (size_t)b * d->cur_k * sl->n_out : 0;
-                const size_t nv = sl ? (size_t)d->cur_k * sl->cur_len[b] : (size_t)R * s->V;
+                size_t nv;
+                const size_t at = logits_span(d, b, &nv);
                 for (size_t i = 0; i < nv; i++) s->logits[at + i] += w * e[at + i];
             }
         }
