@@ -136,6 +136,22 @@ uint16_t bf16_from_float(float x)
     return (uint16_t)(u >> 16);
 }
 
+/* The same rounding as bf16_from_float with a select for the NaN case
+ * instead of a branch, so that GCC vectorizes the loop: the decoder step
+ * rounds every product's inputs, and one float at a time this took 60% of
+ * the bf16 product's own time. */
+void bf16_from_floats(uint16_t *dst, const float *src, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, src + i, sizeof u);
+        const uint32_t nan = (u >> 16) | 0x40u;
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
+}
+
 float bf16_to_float(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
@@ -336,8 +352,7 @@ static void round_rows(uint16_t *dst, const float *src, int rows, int cols, int 
     for (int r = 0; r < rows; r++) {
         const float *s = src + (long)r * ld;
         uint16_t *d = dst + (long)r * pad_cols;
-#pragma omp simd
-        for (int j = 0; j < cols; j++) d[j] = bf16_from_float(s[j]);
+        bf16_from_floats(d, s, (size_t)cols);
         for (int j = cols; j < pad_cols; j++) d[j] = 0;
     }
     memset(dst + (long)rows * pad_cols, 0, (size_t)(pad_rows - rows) * pad_cols * sizeof *dst);

@@ -59,6 +59,8 @@ int bf16_fixed_primitives(void);
 /* float32 -> bfloat16, round to nearest even (NaN stays NaN). */
 uint16_t bf16_from_float(float x);
 float bf16_to_float(uint16_t h);
+/* dst[i] = bf16_from_float(src[i]) for n floats, vectorized. */
+void bf16_from_floats(uint16_t *dst, const float *src, size_t n);
 
 /* Frees the conversion buffers and primitives (at exit, for leak checks). */
 void bf16_release(void);

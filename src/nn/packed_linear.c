@@ -361,6 +361,8 @@ static void block_rows(int mr, const float *x, int in, const float *panel, const
     }
 }
 
+#define ROUND_PIECE 128         /* pairs rounded per buffer */
+
 /* bf16: the n input rows rounded into the scratch as pairs (a last odd
  * input paired with 0, matching the zero weights past `in`). */
 static bool round_inputs(const PackedLinear *p, const float *x, int n)
@@ -374,13 +376,20 @@ static bool round_inputs(const PackedLinear *p, const float *x, int n)
         s->x = nx;
         s->cap = need;
     }
-    for (int r = 0; r < n; r++)
-        for (int k = 0; k < pairs; k++) {
-            const float lo = x[(size_t)r * in + 2 * k];
-            const float hi = 2 * k + 1 < in ? x[(size_t)r * in + 2 * k + 1] : 0.0f;
-            s->x[(size_t)r * pairs + k] =
-                (uint32_t)bf16_from_float(lo) | (uint32_t)bf16_from_float(hi) << 16;
+    /* a pair is (lo | hi << 16): on x86, the two bf16 values in order, so
+     * a row is rounded as one array of 16-bit values, a piece at a time
+     * through a buffer (the scratch is uint32_t) */
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * in;
+        uint32_t *dst = s->x + (size_t)r * pairs;
+        for (int k0 = 0; k0 < in; k0 += 2 * ROUND_PIECE) {
+            uint16_t half[2 * ROUND_PIECE];
+            const int m = in - k0 < 2 * ROUND_PIECE ? in - k0 : 2 * ROUND_PIECE;
+            bf16_from_floats(half, xr + k0, (size_t)m);
+            if (m % 2) half[m] = 0;         /* the last odd input's pair */
+            memcpy(dst + k0 / 2, half, (size_t)(m + 1) / 2 * sizeof *dst);
         }
+    }
     return true;
 }
 
