@@ -45,6 +45,30 @@ TEST(bf16_rounding)
     }
 }
 
+/* the vectorized rounding gives the scalar one's bits on every kind of
+ * float: random bit patterns (NaNs, infinities, subnormals, ties among
+ * them) and the edges by hand, over a length that is no multiple of a
+ * vector */
+TEST(bf16_rounding_vectorized)
+{
+    enum { N = 4099 };
+    static float src[N];
+    static uint16_t got[N];
+    const uint32_t edges[] = {0x7f800000u, 0xff800000u, 0x7f800001u, 0xffffffffu, 0x7fc00000u,
+                              0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x00000001u, 0x80000000u};
+    Rng rng;
+    rng_seed(&rng, 5);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = i < (int)(sizeof edges / sizeof *edges) ? edges[i] : (uint32_t)rng_u64(&rng);
+        if (i % 7 == 3) u = (u & 0xffff0000u) | 0x8000u;          /* an exact tie */
+        memcpy(src + i, &u, sizeof u);
+    }
+    bf16_from_floats(got, src, N);
+    int same = 0;
+    for (int i = 0; i < N; i++) same += got[i] == bf16_from_float(src[i]);
+    CHECK(same == N);
+}
+
 /* C = op(A)·op(B) + beta·C0 in double over bf16-rounded inputs; also the sum
  * of |terms| per element, the scale of float32 summation error. */
 static void ref_rounded(const GemmArgs *g, const float *c0, double *out, double *mag)
