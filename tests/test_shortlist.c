@@ -4,9 +4,11 @@
  * per-group log-softmax, bit for bit against the full ones; and decoding
  * with a shortlist: every piece equals no shortlist, bit for bit, and a
  * line translates the same alone, in a batch, on 1 or 2 threads, fp32 and
- * int8; a self-ensemble with a shortlist as the model alone with it. */
+ * int8; a self-ensemble with a shortlist as the model alone with it; the
+ * estimate of the mass outside a line's candidates. */
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,10 +18,72 @@
 #include "base/rng.h"
 #include "decode/decoder.h"
 #include "decode/shortlist.h"
+#include "decode/shortlist_rest.h"
 #include "model/model.h"
 #include "nn/blas.h"
 #include "nn/layers.h"
 #include "nn/packed_linear.h"
+
+/* ---- the mass outside the candidates (shortlist_rest) ---- */
+
+/* The rest's mean and variance are exact: the normalized row equals
+ * z - log(Σ_C e^z + n·e^(μ + σ²/2)) with the rest's moments taken from the
+ * full product; and with normally distributed logits (random normal
+ * weights: x·w_v is normal over v) the estimated mass is the true one to a
+ * few percent. In int8 the logits are of quantized inputs and the moments of
+ * the float ones: close, not exact. */
+static void check_rest(bool int8)
+{
+    enum { D = 16, OUT = 3000, K = 3, W = 40 };
+    static float w[OUT * D], x[K * D], full[K * OUT], y[K * W], gx[K * D];
+    Rng rng;
+    rng_seed(&rng, 11);
+    for (int i = 0; i < OUT * D; i++) w[i] = (float)rng_normal(&rng) * 0.25f + 0.1f;
+    for (int i = 0; i < K * D; i++) x[i] = (float)rng_normal(&rng);
+    PackedLinear p;
+    ShortlistRest r;
+    TfmErr err = {0};
+    CHECK((int8 ? packed_linear_init_int8 : packed_linear_init)(&p, w, NULL, NULL, D, OUT, &err) ==
+          TFM_OK);
+    CHECK(shortlist_rest_init(&r, &p, OUT, D, &err) == TFM_OK);
+    packed_linear_forward(&p, full, x, K, 0);
+    int cols[W];
+    unsigned char is_cand[OUT] = {0};
+    for (int j = 0; j < W; j++) {
+        cols[j] = (int)(j * 71 + 5) % OUT;
+        is_cand[cols[j]] = 1;
+    }
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < W; j++) y[i * W + j] = full[i * OUT + cols[j]];
+    shortlist_rest_normalize(&r, y, W, x, K, gx);
+    for (int i = 0; i < K; i++) {
+        const float *f = full + i * OUT;
+        double m = 0, v = 0, cands = 0, rest = 0;
+        for (int c = 0; c < OUT; c++)
+            if (!is_cand[c]) m += f[c];
+        m /= OUT - W;
+        for (int c = 0; c < OUT; c++) {
+            if (is_cand[c]) cands += exp(f[c]);
+            else {
+                v += (f[c] - m) * (f[c] - m);
+                rest += exp(f[c]);
+            }
+        }
+        v /= OUT - W;
+        const double lse = log(cands + (OUT - W) * exp(m + v / 2));
+        for (int j = 0; j < W; j++) CHECK_NEAR(y[i * W + j], f[cols[j]] - lse, (int8 ? 2e-3 : 2e-4) * (1 + fabs(lse)));
+        /* the estimate against the true rest */
+        CHECK_NEAR(log((OUT - W) * exp(m + v / 2)), log(rest), 0.05);
+    }
+    shortlist_rest_free(&r);
+    packed_linear_free(&p);
+}
+
+TEST(test_shortlist_rest_moments)
+{
+    check_rest(false);
+    check_rest(true);
+}
 
 /* ---- counting ---- */
 

@@ -228,6 +228,12 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
         return st;
     }
     packed_linear_select(&r->shared_p, out, r->sel, r->n_shared);
+    if ((st = shortlist_rest_init(&r->rest, out, n_out, out->in, err)) != TFM_OK) {
+        shortlist_run_free(r);
+        return st;
+    }
+    r->rest_x = xmalloc(n * (size_t)max_beam * (size_t)out->in * sizeof(float), err);
+    if (!r->rest_x) goto nomem;
     for (size_t b = 1; b < n; b++)
         memcpy(r->own + b * no, r->own, (size_t)r->n_shared * sizeof(int));
     return TFM_OK;
@@ -305,7 +311,10 @@ void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, 
     for (int i = 0; i < k; i++)
         memcpy(y + (size_t)i * W, r->shared_y + ((size_t)b * k + i) * ns, (size_t)ns * sizeof *y);
     if (W > ns) packed_linear_forward_ld(&r->line[r->cur_slot[b]], y + ns, W, x, k, 0);
-    logsoftmax_rows(y, k, W);
+    if (W == r->n_out)
+        logsoftmax_rows(y, k, W);
+    else
+        shortlist_rest_normalize(&r->rest, y, W, x, k, r->rest_x + (size_t)b * k * r->rest.d);
 }
 
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n)
@@ -324,7 +333,8 @@ void shortlist_run_free(ShortlistRun *r)
     if (r->line)
         for (int b = 0; b < r->max_sents; b++) packed_linear_free(&r->line[b]);
     packed_linear_free(&r->shared_p);
+    shortlist_rest_free(&r->rest);
     FREE_ALL(r->line, r->line_cap, r->mark, r->sel, r->own, r->own_len, r->cur, r->cur_slot,
-             r->cur_len, r->shared_y);
+             r->cur_len, r->shared_y, r->rest_x);
     memset(r, 0, sizeof *r);
 }

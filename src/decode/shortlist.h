@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "decode/shortlist_rest.h"
 #include "nn/packed_linear.h"
 #include "text/bpe.h"
 
@@ -88,6 +89,8 @@ typedef struct {
     int *cur_len;           /*   and how many, compacted with it (shortlist_run_drop) */
     int min_cands;          /* the fewest candidates a sentence can have that
                                are not <pad> or <s> */
+    ShortlistRest rest;     /* the mass outside a sentence's candidates */
+    float *rest_x;          /* (max_sents · max_beam, d) its scratch */
 } ShortlistRun;
 
 /* Prepares sl's use for up to max_sents sentences of max_beam rows with
@@ -105,7 +108,9 @@ TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const in
 /* The k rows of sentence b (of the current batch) from the step's top
  * states x (k, in): log-probabilities over its candidates into y (k,
  * cur_len[b]). Thread-safe across sentences once shared_y holds the rows
- * (shortlist_run_shared). */
+ * (shortlist_run_shared). A row is normalized over the whole output, the
+ * mass outside its candidates estimated (shortlist_rest.h); with every
+ * output piece a candidate it is exactly the full log-softmax. */
 void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, int k);
 /* The shared columns of every row x (rows, in) of the step into shared_y. */
 void shortlist_run_shared(ShortlistRun *r, const float *x, int rows);

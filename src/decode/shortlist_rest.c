@@ -1,0 +1,89 @@
+/* shortlist_rest: see shortlist_rest.h. */
+#include "decode/shortlist_rest.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/blas.h"
+#include "nn/layers.h"
+
+TfmStatus shortlist_rest_init(ShortlistRest *r, const PackedLinear *out, int n_out, int d,
+                              TfmErr *err)
+{
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    r->n_out = n_out;
+    const size_t D = (size_t)d, N = (size_t)n_out;
+    float *eye = xcalloc(D * D, sizeof(float), err);
+    float *wt = xmalloc(D * N * sizeof(float), err);    /* (d, n_out): wᵀ */
+    r->mean = xmalloc(D * sizeof(float), err);
+    r->gram = xmalloc(D * D * sizeof(float), err);
+    TfmStatus st = TFM_ERR_NOMEM;
+    if (!eye || !wt || !r->mean || !r->gram) goto done;
+    /* the identity's rows through the product give the weights as they
+     * score (dequantized in int8, rounded in bf16) */
+    for (size_t i = 0; i < D; i++) eye[i * D + i] = 1.0f;
+    packed_linear_forward(out, wt, eye, d, 0);
+    for (size_t i = 0; i < D; i++) {
+        float *row = wt + i * N;
+        double s = 0;
+        for (size_t v = 0; v < N; v++) s += row[v];
+        r->mean[i] = (float)(s / (double)N);
+        for (size_t v = 0; v < N; v++) row[v] -= r->mean[i];
+    }
+    blas_gemm(0, 1, d, d, n_out, 1.0f, wt, n_out, wt, n_out, 0.0f, r->gram, d);
+    st = packed_linear_init(&r->gram_p, r->gram, NULL, NULL, d, d, err);   /* Ĝ is symmetric */
+done:
+    free(eye);
+    free(wt);
+    if (st != TFM_OK) shortlist_rest_free(r);
+    return st;
+}
+
+/* log(1 + e^a) without overflow */
+static double softplus(double a)
+{
+    return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a));
+}
+
+void shortlist_rest_normalize(const ShortlistRest *r, float *y, int W, const float *x, int k,
+                              float *gx)
+{
+    const int d = r->d;
+    const double rest = (double)(r->n_out - W);
+    packed_linear_forward(&r->gram_p, gx, x, k, 0);
+    for (int i = 0; i < k; i++) {
+        float *z = y + (size_t)i * W;
+        const float *xi = x + (size_t)i * d, *gi = gx + (size_t)i * d;
+        double mu_all = 0, q = 0;       /* the whole output's mean; Σ (z - mu_all)² */
+        for (int c = 0; c < d; c++) {
+            mu_all += (double)xi[c] * r->mean[c];
+            q += (double)xi[c] * gi[c];
+        }
+        double c1 = 0, c2 = 0;          /* the candidates' part of both */
+        for (int j = 0; j < W; j++) {
+            const double e = z[j] - mu_all;
+            c1 += e;
+            c2 += e * e;
+        }
+        /* the rest: Σ (z - mu_all) over all of them is 0 */
+        const double m1 = -c1 / rest;
+        double var = (q - c2) / rest - m1 * m1;
+        if (var < 0) var = 0;
+        const double log_rest = log(rest) + mu_all + m1 + var / 2;
+        const float z0 = z[0];
+        logsoftmax_rows(z, 1, W);
+        const double lse_cands = (double)z0 - z[0];
+        const float shift = (float)softplus(log_rest - lse_cands);
+        for (int j = 0; j < W; j++) z[j] -= shift;
+    }
+}
+
+void shortlist_rest_free(ShortlistRest *r)
+{
+    packed_linear_free(&r->gram_p);
+    free(r->mean);
+    free(r->gram);
+    memset(r, 0, sizeof *r);
+}
