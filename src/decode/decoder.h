@@ -96,11 +96,12 @@ TfmStatus decoder_score(Decoder *d, const Model *m, const int *const *srcs, cons
                         TfmErr *err);
 const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t);
 
-/* Makes decoder_run compute the output layer and log-softmax of each
- * line over its candidates alone (decode/shortlist.h: the specials, sl's
- * frequent pieces and the targets of each of its source pieces) and the
- * beam's scan over the batch's columns (their union), so a line's
- * translation does not depend on its batch. sl (checked
+/* Makes decoder_run compute the output layer of each line over its
+ * candidates alone (decode/shortlist.h: the specials, sl's frequent
+ * pieces and the targets of each of its source pieces), normalized over
+ * the whole output with the rest estimated (shortlist_rest.h), and the
+ * beam's scan over those columns, so a line's translation does not depend
+ * on its batch. sl (checked
  * against the model's vocabulary by shortlist_load) must outlive d; NULL
  * turns it off. decoder_step and decoder_score never use it. An ensemble's
  * members get it too (call after decoder_set_ensemble): each computes the
