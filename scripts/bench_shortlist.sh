@@ -3,14 +3,15 @@
 # measured side by side, and what it costs in BLEU.
 #
 # For each precision and batch size: `tfm translate --shortlist SL` (A) and
-# plain `tfm translate` (B) run in turn, A B A B ..., REPEAT pairs; the
-# speed-up B/A is taken pair by pair (a machine whose speed drifts moves
-# both of a pair alike) and its median printed, with the wall seconds of
-# both. Then BLEU (sacreBLEU-identical `tfm bleu`) of both outputs on each
+# the baseline, plain `BASE_TFM translate --precision fp32` (B), run in turn,
+# A B A B ..., REPEAT pairs; the speed-up B/A is taken pair by pair (a
+# machine whose speed drifts moves both of a pair alike) and its median
+# printed, with the wall seconds of both. BASE_TFM is another build to
+# measure against (an earlier release, say), by default TFM itself. Then BLEU (sacreBLEU-identical `tfm bleu`) of both outputs on each
 # test set, at batch 64.
 #
 # usage: scripts/bench_shortlist.sh MODEL SHORTLIST [out_dir]
-#   env: TFM (./tfm), SETS ("2016_flickr 2017_flickr 2018_flickr"), SRC_LANG
+#   env: TFM (./tfm), BASE_TFM ($TFM), SETS ("2016_flickr 2017_flickr 2018_flickr"), SRC_LANG
 #        (de), TGT_LANG (en), BEAM (5), THREADS (2), BATCHES ("64 1"),
 #        LINES_B1 (lines at batch 1, default 300; 0: all), REPEAT (3),
 #        PRECISIONS ("fp32 int8")
@@ -20,6 +21,7 @@ MODEL=${1:?usage: scripts/bench_shortlist.sh MODEL SHORTLIST [out_dir]}
 SL=${2:?usage: scripts/bench_shortlist.sh MODEL SHORTLIST [out_dir]}
 OUT=${3:-/tmp/bench_shortlist}
 TFM=${TFM:-./tfm}
+BASE_TFM=${BASE_TFM:-$TFM}
 SETS=${SETS:-"2016_flickr 2017_flickr 2018_flickr"}
 SRC_LANG=${SRC_LANG:-de}
 TGT_LANG=${TGT_LANG:-en}
@@ -46,9 +48,10 @@ secs() {
 
 echo "# bench_shortlist $(date -u +%FT%TZ)"
 echo "# $("$TFM" --version | tr '\n' ';')"
+[ "$BASE_TFM" = "$TFM" ] || echo "# baseline $BASE_TFM: $("$BASE_TFM" --version | head -1)"
 echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), model $MODEL, shortlist $SL"
 echo
-echo "| precision | batch | lines | without (s) | with (s) | speed-up, median of $REPEAT pairs |"
+echo "| precision | batch | lines | fp32 without (s) | with (s) | speed-up, median of $REPEAT pairs |"
 echo "|---|---|---|---|---|---|"
 in=data/test_$first.$SRC_LANG
 for prec in $PRECISIONS; do
@@ -58,11 +61,11 @@ for prec in $PRECISIONS; do
             head -n "$LINES_B1" "$in" >"$OUT/in_b1.txt"
             src=$OUT/in_b1.txt
         fi
-        args=(translate -q -m "$MODEL" -b "$BEAM" --threads "$THREADS" --batch-size "$b" --precision "$prec" -i "$src")
+        common=(translate -q -m "$MODEL" -b "$BEAM" --threads "$THREADS" --batch-size "$b" -i "$src")
         : >"$OUT/ratios"; : >"$OUT/with"; : >"$OUT/without"
         for _ in $(seq "$REPEAT"); do
-            a=$(secs "$TFM" "${args[@]}" --shortlist "$SL")
-            n=$(secs "$TFM" "${args[@]}")
+            a=$(secs "$TFM" "${common[@]}" --precision "$prec" --shortlist "$SL")
+            n=$(secs "$BASE_TFM" "${common[@]}" --precision fp32)
             echo "$a" >>"$OUT/with"; echo "$n" >>"$OUT/without"
             echo "$n / $a" | bc -l >>"$OUT/ratios"
         done

@@ -55,6 +55,7 @@ static void check_rest(bool int8)
     }
     for (int i = 0; i < K; i++)
         for (int j = 0; j < W; j++) y[i * W + j] = full[i * OUT + cols[j]];
+    shortlist_rest_project(&r, gx, x, K);
     shortlist_rest_normalize(&r, y, W, x, K, gx);
     for (int i = 0; i < K; i++) {
         const float *f = full + i * OUT;

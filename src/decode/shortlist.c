@@ -303,6 +303,7 @@ TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const in
 void shortlist_run_shared(ShortlistRun *r, const float *x, int rows)
 {
     packed_linear_forward(&r->shared_p, r->shared_y, x, rows, 0);
+    shortlist_rest_project(&r->rest, r->rest_x, x, rows);
 }
 
 void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, int k)

@@ -90,7 +90,7 @@ typedef struct {
     int min_cands;          /* the fewest candidates a sentence can have that
                                are not <pad> or <s> */
     ShortlistRest rest;     /* the mass outside a sentence's candidates */
-    float *rest_x;          /* (max_sents · max_beam, d) its scratch */
+    float *rest_x;          /* (max_sents · max_beam, d) the step's rows' x·Ĝ */
 } ShortlistRun;
 
 /* Prepares sl's use for up to max_sents sentences of max_beam rows with
@@ -112,7 +112,8 @@ TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const in
  * mass outside its candidates estimated (shortlist_rest.h); with every
  * output piece a candidate it is exactly the full log-softmax. */
 void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, int k);
-/* The shared columns of every row x (rows, in) of the step into shared_y. */
+/* The shared columns of every row x (rows, in) of the step into shared_y,
+ * and their x·Ĝ (shortlist_rest.h) into rest_x. */
 void shortlist_run_shared(ShortlistRun *r, const float *x, int rows);
 /* Removes the sentences done marks from the current lists (out of n). */
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n);

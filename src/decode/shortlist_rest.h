@@ -28,11 +28,14 @@ typedef struct {
  * bias), whatever its precision: its weights are read back through it. */
 TfmStatus shortlist_rest_init(ShortlistRest *r, const PackedLinear *out, int n_out, int d,
                               TfmErr *err);
+/* gx (rows, d) = x·Ĝ for the rows x (rows, d): one product over every row
+ * of a step, which shortlist_rest_normalize then reads line by line. */
+void shortlist_rest_project(const ShortlistRest *r, float *gx, const float *x, int rows);
 /* y (k, W): the raw logits of W < n_out candidate columns for the rows x
  * (k, d), turned into log-probabilities over the whole output with the
- * rest estimated; gx (k, d) is scratch. */
+ * rest estimated; gx (k, d) is their shortlist_rest_project. */
 void shortlist_rest_normalize(const ShortlistRest *r, float *y, int W, const float *x, int k,
-                              float *gx);
+                              const float *gx);
 void shortlist_rest_free(ShortlistRest *r);
 
 #endif
