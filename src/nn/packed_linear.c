@@ -175,6 +175,7 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
         packed_int8_update(p->i8, w, p->rows, b);
         return;
     }
+    p->w_src = w;
     if (p->wh) {
         const int pairs = (in + 1) / 2;
         for (int j = 0; j < p->out; j++) {
@@ -227,6 +228,18 @@ void packed_linear_select(PackedLinear *p, const PackedLinear *src, const int *c
     for (int j = 0; j < n; j++) {
         const int c = cols[j];
         p->b[j] = src->b[c];
+        if (src->w_src) {     /* from the caller's row, packed as update packs it */
+            const float *wc = src->w_src + (size_t)(src->rows ? src->rows[c] : c) * in;
+            if (p->wh) {
+                uint16_t *panel = p->wh + (size_t)(j / NR) * pairs * NR * 2;
+                for (int k = 0; k < in; k++)
+                    panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] = bf16_from_float(wc[k]);
+            } else {
+                float *dp = p->w + (size_t)(j / NR) * in * NR + j % NR;
+                for (int k = 0; k < in; k++) dp[(size_t)k * NR] = wc[k];
+            }
+            continue;
+        }
         if (p->wh) {        /* a column's bf16 pair of each two inputs: 32 bits */
             const uint32_t *sp = (const uint32_t *)src->wh + (size_t)(c / NR) * pairs * NR + c % NR;
             uint32_t *dp = (uint32_t *)p->wh + (size_t)(j / NR) * pairs * NR + j % NR;

@@ -31,6 +31,10 @@ typedef struct {
     int in, out, panels;
     const int *rows;    /* output j is row rows[j] of the caller's matrix, or NULL
                            (row j); the caller's array, read again by updates */
+    const float *w_src; /* float paths: the caller's w as last packed, which
+                           packed_linear_select reads a column of at once
+                           (the packed one is spread over in cache lines);
+                           like rows, it must outlive p */
     float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
     /* bf16 (packed while blas_bf16() is on, as in tfm translate --precision
