@@ -293,6 +293,38 @@ TEST(attention_key_rows_match_gathered)
     for (int i = 0; i < N * AD; i++) CHECK(isfinite(o2[i]));
 }
 
+/* AttnShape.kv_sent (a decoder's batch after sentences left it): each
+ * sentence reading the keys and values of the slot the map names gives the
+ * same bits as those keys and values moved into its own place first; the
+ * slots no sentence names hold garbage that must not be read. */
+TEST(attention_kv_sent_matches_moved)
+{
+    enum { SLOTS = 4, N = 2, TQ = 3, TK = 7 };
+    Rng rng;
+    rng_seed(&rng, 23);
+    static float kv[SLOTS * TK * 2 * AD], moved[N * TK * 2 * AD];
+    float q[N * TQ * AD], o1[N * TQ * AD], o2[N * TQ * AD], a1[N * AH * TQ * TK],
+        a2[N * AH * TQ * TK];
+    gc_fill(kv, SLOTS * TK * 2 * AD, &rng, -1, 1);
+    gc_fill(q, N * TQ * AD, &rng, -1, 1);
+    const int slot[N] = {3, 1};
+    for (int b = 0; b < N; b++)
+        memcpy(moved + (size_t)b * TK * 2 * AD, kv + (size_t)slot[b] * TK * 2 * AD,
+               TK * 2 * AD * sizeof(float));
+    for (int i = 0; i < TK * 2 * AD; i++) kv[i] = kv[2 * TK * 2 * AD + i] = NAN;
+    const int len[N] = {TK, TK - 2};
+    AttnShape s = {.n = N, .heads = AH, .dh = ADH, .tq = TQ, .tk = TK, .ldq = AD,
+                   .ldk = 2 * AD, .ldv = 2 * AD, .ldo = AD, .q_stride = TQ * AD,
+                   .k_stride = TK * 2 * AD, .v_stride = TK * 2 * AD, .o_stride = TQ * AD,
+                   .key_len = len};
+    attention_forward(o1, a1, a1, q, moved, moved + AD, &s, 0, 0);
+    s.kv_sent = slot;
+    attention_forward(o2, a2, a2, q, kv, kv + AD, &s, 0, 0);
+    CHECK(memcmp(o1, o2, sizeof o1) == 0);
+    CHECK(memcmp(a1, a2, sizeof a1) == 0);
+    for (int i = 0; i < N * TQ * AD; i++) CHECK(isfinite(o2[i]));
+}
+
 /* A decoding step's attention (one query, a few dozen keys: the plain
  * loops, eight keys at a time, 32 and 16 columns at a time, and their
  * tails) against a double-precision reference, with padded keys. */

@@ -148,7 +148,7 @@ void decoder_drop_sentences(Decoder *d, const char *done)
         if (done[b]) continue;
         if (j != b) {
             memmove(d->src_buf + (size_t)j * S, d->src_buf + (size_t)b * S, sizeof(int) * S);
-            dec_step_move_sentence(&d->step, j, b, S);
+            dec_step_move_sentence(&d->step, j, b);
         }
         j++;
     }

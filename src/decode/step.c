@@ -139,6 +139,7 @@ void dec_step_carve(DecStep *s, Arena *a, const Model *m, int max_sents, int max
     s->enc.kv = arena_take(a, grp * S * 2 * D, f);
     s->enc.src = arena_take(a, grp * S, sizeof(int));
     s->enc_len = arena_take(a, n, sizeof(int));
+    s->enc_slot = arena_take(a, n, sizeof(int));
     s->enc.order = arena_take(a, n, sizeof(int));
 
     /* attention probabilities: self (R, H, T), cross (n, H, k, S) */
@@ -179,6 +180,7 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
     const int D2 = 2 * s->D;
     int *len = s->enc_len, *order = s->enc.order;
     for (int b = 0; b < n; b++) {
+        s->enc_slot[b] = b;
         const int l = len[b] = model_src_len(src + (size_t)b * S, S);
         int i = b;                      /* insertion sort by length, stable */
         while (i > 0 && len[order[i - 1]] > l) {
@@ -214,14 +216,9 @@ TfmStatus dec_step_encode(DecStep *s, const int *src, int n, int S, TfmErr *err)
     return TFM_OK;
 }
 
-void dec_step_move_sentence(DecStep *s, int to, int from, int S)
+void dec_step_move_sentence(DecStep *s, int to, int from)
 {
-    const size_t D2 = 2 * (size_t)s->D;
-    for (int i = 0; i < s->m->cfg.dec_layers; i++) {
-        float *kv = s->layer[i].cross_kv, *cs = s->layer[i].cross_state;
-        if (kv) memmove(kv + (size_t)to * S * D2, kv + (size_t)from * S * D2, sizeof(float) * S * D2);
-        if (cs) memmove(cs + to * s->lin_w, cs + from * s->lin_w, sizeof(float) * s->lin_w);
-    }
+    s->enc_slot[to] = s->enc_slot[from];
     s->enc_len[to] = s->enc_len[from];
 }
 
@@ -323,7 +320,7 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
         .ldq = D, .ldk = 2 * D, .ldv = 2 * D, .ldo = D,
         .q_stride = (long)k * D, .k_stride = (long)S * 2 * D, .v_stride = (long)S * 2 * D,
         .o_stride = (long)k * D, .key_tok = src, .key_tok_stride = S, .key_pad = TOK_PAD,
-        .key_len = s->enc_len,
+        .key_len = s->enc_len, .kv_sent = s->enc_slot,
     };
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         DecLayer *l = &s->layer[i];
@@ -346,7 +343,7 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
         if (s->linear) {
 #pragma omp parallel for schedule(static) if (R * (long)D * (D / s->H) > 65536)
             for (int r = 0; r < R; r++) {
-                const float *st = l->cross_state + (size_t)(r / k) * s->lin_w;
+                const float *st = l->cross_state + (size_t)s->enc_slot[r / k] * s->lin_w;
                 linattn_state_query(s->tmp.ctx + (size_t)r * D, s->tmp.q + (size_t)r * D, st,
                                     st + (size_t)D * (D / s->H), s->H, D / s->H);
             }

@@ -85,6 +85,10 @@ typedef struct {
     EncGroups enc;                       /* encoding in groups of similar length */
     int *enc_len;                        /* (n): source length with </s>, moved with
                                             its sentence (cross-attention keys) */
+    int *enc_slot;                       /* (n): where sentence b's cross-attention
+                                            state is (the b it had when encoded):
+                                            dropping a sentence moves this, not
+                                            the state */
     StepScratch tmp;                     /* one step's activations */
     float *logits;                       /* (R, V): the step's log-probabilities
                                             (spread over the vocabulary when Vo < V) */
@@ -128,7 +132,8 @@ float *dec_step_scores(DecStep *s);
 /* s->logits (R, V) from the last step's columns (-inf for the pieces the
  * model cannot output); nothing to do when Vo is V. */
 void dec_step_spread(DecStep *s, int R);
-/* Moves sentence from's encoder state (cross-attention, length) to to. */
-void dec_step_move_sentence(DecStep *s, int to, int from, int S);
+/* Sentence from becomes sentence to: its encoder state (cross-attention,
+ * length) is to's from now on (the state itself stays where it is). */
+void dec_step_move_sentence(DecStep *s, int to, int from);
 
 #endif

@@ -192,8 +192,9 @@ static inline void attend_pair(float *out, float *att, float *att_d, const float
     /* with key_row, k and v start at sentence 0's rows */
     const KeyRows kr = {s->key_row ? s->key_row + (long)b * s->key_row_stride : NULL,
                         s->k_stride};
-    const float *kb = k + (kr.rows ? 0 : b * s->k_stride) + h * dh;
-    const float *vb = v + (kr.rows ? 0 : b * s->v_stride) + h * dh;
+    const long kvb = s->kv_sent ? s->kv_sent[b] : b;
+    const float *kb = k + (kr.rows ? 0 : kvb * s->k_stride) + h * dh;
+    const float *vb = v + (kr.rows ? 0 : kvb * s->v_stride) + h * dh;
     float *ob = out + b * s->o_stride + h * dh;
     float *a = att + bh * tq * tk;
     const int kl = s->key_len && s->key_len[b] < tk ? s->key_len[b] : tk;

@@ -111,6 +111,11 @@ typedef struct {
                                    equal k_stride), not b's: a beam's rows
                                    share the cache of their common prefix */
     int key_row_stride;
+    const int *kv_sent;         /* forward only, (n) or NULL: sentence b's keys and
+                                   values are sentence kv_sent[b]'s (at k +
+                                   kv_sent[b]·k_stride, v likewise), not b's: a
+                                   decoder drops finished sentences from its
+                                   batch without moving the others' */
 } AttnShape;
 
 /* Floats in one probability array: n · heads · tq · tk. */
