@@ -12,7 +12,7 @@
 #
 # usage: scripts/bench_shortlist.sh MODEL SHORTLIST [out_dir]
 #   env: TFM (./tfm), BASE_TFM ($TFM), SETS ("2016_flickr 2017_flickr 2018_flickr"), SRC_LANG
-#        (de), TGT_LANG (en), BEAM (5), THREADS (2), BATCHES ("64 1"),
+#        (de), TGT_LANG (en), BEAM (5), THREADS (2), BATCHES ("64 1"; "" for BLEU only),
 #        LINES_B1 (lines at batch 1, default 300; 0: all), REPEAT (3),
 #        PRECISIONS ("fp32 int8")
 set -u
@@ -27,7 +27,7 @@ SRC_LANG=${SRC_LANG:-de}
 TGT_LANG=${TGT_LANG:-en}
 BEAM=${BEAM:-5}
 THREADS=${THREADS:-2}
-BATCHES=${BATCHES:-"64 1"}
+BATCHES=${BATCHES-"64 1"}
 LINES_B1=${LINES_B1:-300}
 REPEAT=${REPEAT:-3}
 PRECISIONS=${PRECISIONS:-"fp32 int8"}
