@@ -33,8 +33,8 @@ typedef struct {
                            (row j); the caller's array, read again by updates */
     const float *w_src; /* float paths: the caller's w as last packed, which
                            packed_linear_select reads a column of at once
-                           (the packed one is spread over in cache lines);
-                           like rows, it must outlive p */
+                           (the packed one is spread over in cache lines):
+                           it must outlive p while p is selected from */
     float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
     /* bf16 (packed while blas_bf16() is on, as in tfm translate --precision
