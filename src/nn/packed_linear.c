@@ -168,6 +168,21 @@ TfmStatus packed_linear_init_int8(PackedLinear *p, const float *w, const int *ro
     return new_int8(p, NULL, 0, w, b, err);
 }
 
+/* Output column j of a float product from its weights wj (in floats):
+ * fp32 as they are, bf16 rounded, in the panel layout. */
+static void pack_column(PackedLinear *p, int j, const float *wj)
+{
+    const int in = p->in;
+    if (p->wh) {
+        uint16_t *panel = p->wh + (size_t)(j / NR) * ((in + 1) / 2) * NR * 2;
+        for (int k = 0; k < in; k++)
+            panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] = bf16_from_float(wj[k]);
+        return;
+    }
+    float *panel = p->w + (size_t)(j / NR) * in * NR;
+    for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = wj[k];
+}
+
 void packed_linear_update(PackedLinear *p, const float *w, const float *b)
 {
     const int in = p->in;
@@ -176,21 +191,8 @@ void packed_linear_update(PackedLinear *p, const float *w, const float *b)
         return;
     }
     p->w_src = w;
-    if (p->wh) {
-        const int pairs = (in + 1) / 2;
-        for (int j = 0; j < p->out; j++) {
-            uint16_t *panel = p->wh + (size_t)(j / NR) * pairs * NR * 2;
-            const float *wj = w + (size_t)(p->rows ? p->rows[j] : j) * in;
-            for (int k = 0; k < in; k++)
-                panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] = bf16_from_float(wj[k]);
-            p->b[j] = b ? b[j] : 0.0f;
-        }
-        return;
-    }
     for (int j = 0; j < p->out; j++) {
-        float *panel = p->w + (size_t)(j / NR) * in * NR;
-        const float *wj = w + (size_t)(p->rows ? p->rows[j] : j) * in;
-        for (int k = 0; k < in; k++) panel[(size_t)k * NR + j % NR] = wj[k];
+        pack_column(p, j, w + (size_t)(p->rows ? p->rows[j] : j) * in);
         p->b[j] = b ? b[j] : 0.0f;
     }
 }
@@ -229,15 +231,7 @@ void packed_linear_select(PackedLinear *p, const PackedLinear *src, const int *c
         const int c = cols[j];
         p->b[j] = src->b[c];
         if (src->w_src) {     /* from the caller's row, packed as update packs it */
-            const float *wc = src->w_src + (size_t)(src->rows ? src->rows[c] : c) * in;
-            if (p->wh) {
-                uint16_t *panel = p->wh + (size_t)(j / NR) * pairs * NR * 2;
-                for (int k = 0; k < in; k++)
-                    panel[((size_t)(k / 2) * NR + j % NR) * 2 + k % 2] = bf16_from_float(wc[k]);
-            } else {
-                float *dp = p->w + (size_t)(j / NR) * in * NR + j % NR;
-                for (int k = 0; k < in; k++) dp[(size_t)k * NR] = wc[k];
-            }
+            pack_column(p, j, src->w_src + (size_t)(src->rows ? src->rows[c] : c) * in);
             continue;
         }
         if (p->wh) {        /* a column's bf16 pair of each two inputs: 32 bits */
