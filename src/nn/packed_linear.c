@@ -226,23 +226,12 @@ void packed_linear_select(PackedLinear *p, const PackedLinear *src, const int *c
         packed_int8_select(p->i8, src->i8, cols, n);
         return;
     }
-    const int in = p->in, pairs = (in + 1) / 2;
+    /* from the caller's rows, packed as update packs them: a column read
+     * out of src's panels would touch one cache line an input */
     for (int j = 0; j < n; j++) {
         const int c = cols[j];
         p->b[j] = src->b[c];
-        if (src->w_src) {     /* from the caller's row, packed as update packs it */
-            pack_column(p, j, src->w_src + (size_t)(src->rows ? src->rows[c] : c) * in);
-            continue;
-        }
-        if (p->wh) {        /* a column's bf16 pair of each two inputs: 32 bits */
-            const uint32_t *sp = (const uint32_t *)src->wh + (size_t)(c / NR) * pairs * NR + c % NR;
-            uint32_t *dp = (uint32_t *)p->wh + (size_t)(j / NR) * pairs * NR + j % NR;
-            for (int k = 0; k < pairs; k++) dp[(size_t)k * NR] = sp[(size_t)k * NR];
-            continue;
-        }
-        const float *sp = src->w + (size_t)(c / NR) * in * NR + c % NR;
-        float *dp = p->w + (size_t)(j / NR) * in * NR + j % NR;
-        for (int k = 0; k < in; k++) dp[(size_t)k * NR] = sp[(size_t)k * NR];
+        pack_column(p, j, src->w_src + (size_t)(src->rows ? src->rows[c] : c) * p->in);
     }
 }
 

@@ -32,9 +32,8 @@ typedef struct {
     const int *rows;    /* output j is row rows[j] of the caller's matrix, or NULL
                            (row j); the caller's array, read again by updates */
     const float *w_src; /* float paths: the caller's w as last packed, which
-                           packed_linear_select reads a column of at once
-                           (the packed one is spread over in cache lines):
-                           it must outlive p while p is selected from */
+                           packed_linear_select reads columns from: it must
+                           outlive p while p is selected from */
     float *w;           /* panels × in × panel width, zero-padded past out */
     float *b;           /* out, or NULL */
     /* bf16 (packed while blas_bf16() is on, as in tfm translate --precision
@@ -82,8 +81,9 @@ void packed_linear_free(PackedLinear *p);
  * made so may run at the same time. */
 TfmStatus packed_linear_init_like(PackedLinear *p, const PackedLinear *src, int cap, TfmErr *err);
 /* p (from packed_linear_init_like src) becomes the product over src's
- * output columns cols[0..n) (n <= its cap), copied from src's packing (no
- * float weights needed). p's column j gives exactly src's column cols[j]:
+ * output columns cols[0..n) (n <= its cap); src is packed_linear_init's or
+ * packed_linear_init_int8's. Float products pack the columns from src's
+ * w_src (its caller's matrix), int8 copies them from src's packing. p's column j gives exactly src's column cols[j]:
  * in every precision an output element is one chain over the inputs, its
  * column's lane of a panel never meeting the others' (the last, partial
  * panel only stores fewer), so which columns are computed with it changes
