@@ -254,6 +254,28 @@ TEST(logsoftmax_rows_normalised)
     CHECK_NEAR(x[7], 0.0, 1e-5);
 }
 
+/* row_sum and row_centered_sq_sum against double sums, over lengths that
+ * exercise the tail (whose missing lanes must add nothing, even with a
+ * mean to subtract). */
+TEST(row_sums_match_double)
+{
+    enum { N = 300 };
+    float x[N + 16];
+    uint64_t s = 777;
+    for (int i = 0; i < N + 16; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float)((s >> 40) % 20000) / 1000.0f - 3.0f;
+    }
+    for (int n = 0; n <= N; n += n < 40 ? 1 : 37) {
+        double sum = 0, sq = 0;
+        for (int i = 0; i < n; i++) sum += x[i];
+        const float mu = n ? (float)(sum / n) : 0.0f;
+        for (int i = 0; i < n; i++) sq += ((double)x[i] - mu) * ((double)x[i] - mu);
+        CHECK_NEAR(row_sum(x, n), sum, 1e-5 * (fabs(sum) + n + 1));
+        CHECK_NEAR(row_centered_sq_sum(x, n, mu), sq, 1e-5 * (sq + 1));
+    }
+}
+
 /* The 16-lane row kernels: each element's exp is exp_fast's bit for bit,
  * across lengths that exercise the tail, and special values behave as the
  * scalar form does (-inf -> 0, underflow -> 0, NaN -> not finite sums);

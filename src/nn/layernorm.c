@@ -12,17 +12,12 @@ static inline void layernorm_row(float *y, float *mean, float *rstd, const float
     const float *xr = x + (long)r * d;
     float *yr = y + (long)r * d;
     /* Two passes (mean, then centred variance): no cancellation when
-     * |mean| >> std, which a residual stream can reach. */
-    float s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int j = 0; j < d; j++) s += xr[j];
-    float mu = s / d;
-    float v = 0;
-#pragma omp simd reduction(+ : v)
-    for (int j = 0; j < d; j++) {
-        float c = xr[j] - mu;
-        v += c * c;
-    }
+     * |mean| >> std, which a residual stream can reach. Both in rowexp.c's
+     * fixed lanes: an `omp simd` reduction left its lanes on the stack and
+     * read them back one by one, a store-forwarding stall that was most of
+     * a decoder step's LayerNorm time (perf, int8 batch 1). */
+    const float mu = row_sum(xr, d) / d;
+    const float v = row_centered_sq_sum(xr, d, mu);
     float rs = 1.0f / sqrtf(v / d + LN_EPS);
 #pragma omp simd
     for (int j = 0; j < d; j++) yr[j] = (xr[j] - mu) * rs * g[j] + b[j];

@@ -207,6 +207,9 @@ float row_exp_sum(const float *x, int n, float shift, float *sum_x);
 float row_exp_inplace(float *x, int n, float shift, float *sum_before);
 /* Σ x[i]·y[i]. */
 float row_dot(const float *x, const float *y, int n);
+/* Σ x[i], and Σ (x[i] - mu)² (a LayerNorm's two passes). */
+float row_sum(const float *x, int n);
+float row_centered_sq_sum(const float *x, int n, float mu);
 
 /* The inverted-dropout mask of element i is a pure function of (seed, i):
  * kept with probability 1 - t/65536, t = round(p·65536), and scaled by

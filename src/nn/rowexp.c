@@ -200,3 +200,27 @@ float row_dot(const float *x, const float *y, int n)
     if (i < n) acc += load_tail(x + i, n - i, 0.0f) * load_tail(y + i, n - i, 0.0f);
     return lanes_sum(acc);
 }
+
+float row_sum(const float *x, int n)
+{
+    vf acc = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc += loadv(x + i);
+    if (i < n) acc += load_tail(x + i, n - i, 0.0f);
+    return lanes_sum(acc);
+}
+
+float row_centered_sq_sum(const float *x, int n, float mu)
+{
+    vf acc = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const vf c = loadv(x + i) - mu;
+        acc += c * c;
+    }
+    if (i < n) {
+        const vf c = (vf)((vi)(load_tail(x + i, n - i, 0.0f) - mu) & lanes_below(n - i));
+        acc += c * c;
+    }
+    return lanes_sum(acc);
+}
