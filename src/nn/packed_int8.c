@@ -575,11 +575,17 @@ static void finish_tile(const int32_t *restrict acc, int mr, const float *restri
         const float s = sx[r];
         float *restrict yr = y + (size_t)r * ldy;
         const int32_t *restrict ar = acc + r * NR;
-#pragma omp simd
-        for (int j = 0; j < ncols; j++) yr[j] = (float)ar[j] * (s * sw[j]) + b[j];
+        /* relu in the same pass: reading back a row just written, by the
+         * masked loads of a short row, stalled on store forwarding */
         if (relu)
 #pragma omp simd
-            for (int j = 0; j < ncols; j++) yr[j] = yr[j] > 0.0f ? yr[j] : 0.0f;
+            for (int j = 0; j < ncols; j++) {
+                const float v = (float)ar[j] * (s * sw[j]) + b[j];
+                yr[j] = v > 0.0f ? v : 0.0f;
+            }
+        else
+#pragma omp simd
+            for (int j = 0; j < ncols; j++) yr[j] = (float)ar[j] * (s * sw[j]) + b[j];
     }
 }
 
