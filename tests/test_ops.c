@@ -279,7 +279,8 @@ TEST(row_sums_match_double)
 /* The 16-lane row kernels: each element's exp is exp_fast's bit for bit,
  * across lengths that exercise the tail, and special values behave as the
  * scalar form does (-inf -> 0, underflow -> 0, NaN -> not finite sums);
- * nothing past a row is written. */
+ * row_softmax_inplace is row_exp_inplace then a multiply by 1/Σ; nothing
+ * past a row is written. */
 TEST(row_kernels_match_scalar_exp_fast)
 {
     enum { N = 1003 };
@@ -302,6 +303,17 @@ TEST(row_kernels_match_scalar_exp_fast)
         memcpy(y, x, sizeof x);
         float sum_x2, got2 = row_exp_inplace(y, n, mx, &sum_x2);
         CHECK(got2 == got);
+        float z[N];
+        memcpy(z, x, sizeof x);
+        CHECK(row_softmax_inplace(z, n, mx) == got);
+        for (int i = 0; i < N; i++) {   /* row_exp_inplace then · 1/Σ, bit for bit */
+            const float want_z = i < n ? y[i] * (1.0f / got) : x[i];
+            if (memcmp(&z[i], &want_z, sizeof want_z) != 0) {
+                test_fail(__FILE__, __LINE__, "softmax, n %d: element %d: %g, want %g", n, i,
+                          (double)z[i], (double)want_z);
+                break;
+            }
+        }
         for (int i = n; i < N; i++) {     /* the tail's store stops at n */
             if (y[i] != x[i]) {
                 test_fail(__FILE__, __LINE__, "n %d: element %d past the row written", n, i);

@@ -209,19 +209,21 @@ static inline void attend_pair(float *out, float *att, float *att_d, const float
         float *row = a + (long)i * tk;
         for (int j = kl; j < tk; j++) row[j] = 0.0f;
         float mx = -INFINITY;
-        for (int j = 0; j < kl; j++) {
-            if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
-            else if (row[j] > mx) mx = row[j];
+        if (!s->causal && !s->key_tok) {    /* no mask: a decoder's self-attention */
+            mx = row_max(row, kl);
+        } else {
+            for (int j = 0; j < kl; j++) {
+                if (!key_visible(s, b, i, j)) row[j] = -INFINITY;
+                else if (row[j] > mx) mx = row[j];
+            }
         }
         if (mx == -INFINITY) {      /* every key masked: zeros, not NaN */
             for (int j = 0; j < kl; j++) row[j] = 0.0f;
             continue;
         }
-        /* exp (exactly 0 for masked keys) and their sum, in the fixed
-         * lanes of rowexp.c */
-        const float sum = row_exp_inplace(row, kl, mx, NULL);
-        const float inv = 1.0f / sum;
-        for (int j = 0; j < kl; j++) row[j] *= inv;
+        /* exp (exactly 0 for masked keys), divided by their sum, in the
+         * fixed lanes of rowexp.c */
+        row_softmax_inplace(row, kl, mx);
     }
     float *ad = a;
     if (p > 0) {

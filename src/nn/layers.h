@@ -205,6 +205,9 @@ float row_exp_sum(const float *x, int n, float shift, float *sum_x);
 /* x[i] = exp_fast(x[i] - shift); returns their sum, and, if sum_before is
  * not NULL, stores there the sum of the x[i] it replaced. */
 float row_exp_inplace(float *x, int n, float shift, float *sum_before);
+/* x[i] = exp_fast(x[i] - shift) · (1 / Σ), Σ the sum of those exps, which
+ * it returns: row_exp_inplace then a multiply by 1/Σ, the same bits. */
+float row_softmax_inplace(float *x, int n, float shift);
 /* Σ x[i]·y[i]. */
 float row_dot(const float *x, const float *y, int n);
 /* Σ x[i], and Σ (x[i] - mu)² (a LayerNorm's two passes). */

@@ -192,6 +192,26 @@ float row_exp_inplace(float *x, int n, float shift, float *sum_before)
     return lanes_sum(acc);
 }
 
+float row_softmax_inplace(float *x, int n, float shift)
+{
+    vf acc = {0}, tail = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const vf e = exp_fastv(loadv(x + i) - shift);
+        acc += e;
+        storev(x + i, e);
+    }
+    if (i < n) {
+        tail = (vf)((vi)exp_fastv(load_tail(x + i, n - i, 0.0f) - shift) & lanes_below(n - i));
+        acc += tail;
+    }
+    const float sum = lanes_sum(acc), inv = 1.0f / sum;
+    for (int j = 0; j + LANES <= n; j += LANES) storev(x + j, loadv(x + j) * inv);
+    /* the tail from its register: read back from a masked store, it stalled */
+    if (i < n) store_tail(x + i, n - i, tail * inv);
+    return sum;
+}
+
 float row_dot(const float *x, const float *y, int n)
 {
     vf acc = {0};
