@@ -276,6 +276,47 @@ TEST(row_sums_match_double)
     }
 }
 
+/* row_max_abs against a scalar loop at every tail length, with the
+ * largest |x| placed in each lane in turn, and its NaN/Inf flag for a bad
+ * value anywhere in the row (and nowhere past it). */
+TEST(row_max_abs_matches_scalar)
+{
+    enum { N = 80 };
+    float x[N + 16];
+    uint64_t s = 4242;
+    for (int i = 0; i < N + 16; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float)((s >> 40) % 20000) / 1000.0f - 10.0f;
+    }
+    for (int n = 0; n <= N; n++) {
+        for (int at = -1; at < n; at++) {
+            float y[N + 16];
+            memcpy(y, x, sizeof y);
+            if (at >= 0) y[at] = at % 2 ? -50.0f : 50.0f;
+            y[n] = 1e30f;                       /* past the row: never read */
+            float want = 0;
+            for (int i = 0; i < n; i++) want = fabsf(y[i]) > want ? fabsf(y[i]) : want;
+            bool bad = true;
+            CHECK(row_max_abs(y, n, &bad) == want);
+            CHECK(!bad);
+        }
+        for (int at = 0; at < n; at += 7) {
+            float y[N + 16];
+            memcpy(y, x, sizeof y);
+            y[at] = at % 2 ? NAN : -INFINITY;
+            bool bad = false;
+            (void)row_max_abs(y, n, &bad);
+            CHECK(bad);
+        }
+        float y[N + 16];
+        memcpy(y, x, sizeof y);
+        y[n] = NAN;
+        bool bad = true;
+        (void)row_max_abs(y, n, &bad);
+        CHECK(!bad);
+    }
+}
+
 /* The 16-lane row kernels: each element's exp is exp_fast's bit for bit,
  * across lengths that exercise the tail, and special values behave as the
  * scalar form does (-inf -> 0, underflow -> 0, NaN -> not finite sums);

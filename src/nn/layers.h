@@ -18,6 +18,7 @@
 #ifndef TFM_LAYERS_H
 #define TFM_LAYERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* ---- linear: y = x·Wᵀ + b (linear.c) ---- */
@@ -199,6 +200,9 @@ static inline float exp_fast(float x)
 /* Row kernels in 16 fixed lanes (rowexp.c): the same bits on any compiler
  * and thread count. row_max of an empty row is -inf. */
 float row_max(const float *x, int n);
+/* max |x[i]| (0 for an empty row); *nonfinite says whether any x[i] is NaN
+ * or ±Inf. */
+float row_max_abs(const float *x, int n, bool *nonfinite);
 /* Σ exp_fast(x[i] - shift); x is not changed. If sum_x is not NULL, the
  * sum of the x[i] goes there. */
 float row_exp_sum(const float *x, int n, float shift, float *sum_x);

@@ -8,6 +8,7 @@
  * A kernel computes an MR × 32 tile of exact int32 sums; finish_tile, the
  * same C code for all kernels, turns it into floats. */
 #include "nn/packed_int8.h"
+#include "nn/layers.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -32,66 +33,12 @@ struct Int8Scratch {
 
 /* ---- quantizers ---- */
 
-/* max |x[i]|, and whether any x[i] is NaN or ±Inf (x·0 is then NaN); in
- * 16 lanes of GCC/Clang vectors, reduced in registers: the array form left
- * the lanes on the stack and read them back one by one, a store-forwarding
- * stall that was most of this function's time (perf, int8 batch 1). The
- * max does not depend on the order, so any reduction gives the same bits. */
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-
-static inline f32x16 max16(f32x16 a, f32x16 b)
-{
-    const i32x16 m = a > b;
-    return (f32x16)(((i32x16)a & m) | ((i32x16)b & ~m));
-}
-
-static float max_abs(const float *x, int n, bool *nonfinite)
-{
-    f32x16 mx = {0}, probe = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        f32x16 v;
-        memcpy(&v, x + i, sizeof v);
-        mx = max16((f32x16)((i32x16)v & 0x7fffffff), mx);
-        probe += v * 0.0f;
-    }
-    float m_tail = 0.0f, p_tail = 0.0f;
-    for (; i < n; i++) {
-        const float a = fabsf(x[i]);
-        m_tail = a > m_tail ? a : m_tail;
-        p_tail += x[i] * 0.0f;
-    }
-    /* by halves: 16 -> 8 -> 4 -> 2 -> 1 lanes */
-    typedef float f32x8 __attribute__((vector_size(32)));
-    typedef float f32x4 __attribute__((vector_size(16)));
-    typedef int32_t i32x8 __attribute__((vector_size(32)));
-    typedef int32_t i32x4 __attribute__((vector_size(16)));
-    f32x8 m8 = __builtin_shufflevector(mx, mx, 0, 1, 2, 3, 4, 5, 6, 7);
-    const f32x8 h8 = __builtin_shufflevector(mx, mx, 8, 9, 10, 11, 12, 13, 14, 15);
-    i32x8 k8 = h8 > m8;
-    m8 = (f32x8)(((i32x8)h8 & k8) | ((i32x8)m8 & ~k8));
-    f32x4 m4 = __builtin_shufflevector(m8, m8, 0, 1, 2, 3);
-    const f32x4 h4 = __builtin_shufflevector(m8, m8, 4, 5, 6, 7);
-    i32x4 k4 = h4 > m4;
-    m4 = (f32x4)(((i32x4)h4 & k4) | ((i32x4)m4 & ~k4));
-    const float m2[2] = {m4[0] > m4[2] ? m4[0] : m4[2], m4[1] > m4[3] ? m4[1] : m4[3]};
-    float m = m2[0] > m2[1] ? m2[0] : m2[1];
-    m = m_tail > m ? m_tail : m;
-    const f32x8 p8 = __builtin_shufflevector(probe, probe, 0, 1, 2, 3, 4, 5, 6, 7) +
-                     __builtin_shufflevector(probe, probe, 8, 9, 10, 11, 12, 13, 14, 15);
-    const f32x4 p4 = __builtin_shufflevector(p8, p8, 0, 1, 2, 3) +
-                     __builtin_shufflevector(p8, p8, 4, 5, 6, 7);
-    *nonfinite = p4[0] + p4[1] + p4[2] + p4[3] + p_tail != 0.0f;
-    return m;
-}
-
 float int8_quantize_row(int8_t *q, const float *w, int n)
 {
-    /* max_abs, not an fmaxf loop: fmaxf is a libm call per weight, which
+    /* row_max_abs, not an fmaxf loop: fmaxf is a libm call per weight, which
      * made quantizing at load 5x the load itself (a base model, Xeon) */
     bool nonfinite;
-    const float m = max_abs(w, n, &nonfinite);
+    const float m = row_max_abs(w, n, &nonfinite);
     if (!(m >= 0x1p-100f)) {            /* zero (or NaN: w must be finite) */
         memset(q, 0, (size_t)n);
         return 0.0f;
@@ -113,7 +60,7 @@ float int8_quantize_row(int8_t *q, const float *w, int n)
 float int8_quantize_input(int8_t *restrict q, const float *restrict x, int n)
 {
     bool nonfinite;
-    const float m = max_abs(x, n, &nonfinite);
+    const float m = row_max_abs(x, n, &nonfinite);
     if (nonfinite || !(m >= 0x1p-100f)) {
         memset(q, 0, (size_t)n);
         return nonfinite ? NAN : 0.0f;

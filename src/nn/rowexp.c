@@ -17,6 +17,13 @@
 #include <math.h>
 #include <string.h>
 
+/* Every function that passes a 16-lane vector by value is static inline
+ * in this file, so the vectors never cross an ABI boundary: GCC's note that
+ * a 64-byte vector's passing differs without AVX-512 does not apply. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 #define LANES 16
 typedef float vf __attribute__((vector_size(4 * LANES)));
 typedef int32_t vi __attribute__((vector_size(4 * LANES)));
@@ -132,6 +139,42 @@ static inline void store_tail(float *x, int rem, vf v)
 }
 #endif
 
+/* The largest lane, by halves (16 -> 8 -> 4 -> 2 -> 1) in registers: a
+ * loop over the lanes reads them back from the stack one by one, a
+ * store-forwarding stall that was most of a short row's time (perf, int8
+ * batch 1). A max does not depend on its order (NaN lanes never win), so
+ * any reduction gives the same value. */
+static inline float lanes_max(vf m)
+{
+    typedef float vf8 __attribute__((vector_size(32)));
+    typedef float vf4 __attribute__((vector_size(16)));
+    typedef int32_t vi8 __attribute__((vector_size(32)));
+    typedef int32_t vi4 __attribute__((vector_size(16)));
+    vf8 m8 = __builtin_shufflevector(m, m, 0, 1, 2, 3, 4, 5, 6, 7);
+    const vf8 h8 = __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15);
+    const vi8 k8 = h8 > m8;
+    m8 = (vf8)(((vi8)h8 & k8) | ((vi8)m8 & ~k8));
+    vf4 m4 = __builtin_shufflevector(m8, m8, 0, 1, 2, 3);
+    const vf4 h4 = __builtin_shufflevector(m8, m8, 4, 5, 6, 7);
+    const vi4 k4 = h4 > m4;
+    m4 = (vf4)(((vi4)h4 & k4) | ((vi4)m4 & ~k4));
+    const float a = m4[0] > m4[2] ? m4[0] : m4[2];
+    const float b = m4[1] > m4[3] ? m4[1] : m4[3];
+    return a > b ? a : b;
+}
+
+/* The lanes' sum by halves, for a sum whose order does not matter. */
+static inline float lanes_sum_tree(vf v)
+{
+    typedef float vf8 __attribute__((vector_size(32)));
+    typedef float vf4 __attribute__((vector_size(16)));
+    const vf8 p8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                   __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    const vf4 p4 = __builtin_shufflevector(p8, p8, 0, 1, 2, 3) +
+                   __builtin_shufflevector(p8, p8, 4, 5, 6, 7);
+    return p4[0] + p4[1] + p4[2] + p4[3];
+}
+
 float row_max(const float *x, int n)
 {
     if (n <= 0) return -INFINITY;
@@ -145,9 +188,29 @@ float row_max(const float *x, int n)
         const vf v = load_tail(x + i, n - i, -INFINITY);
         m = selectv(v > m, v, m);
     }
-    float mx = -INFINITY;
-    for (int k = 0; k < LANES; k++) mx = m[k] > mx ? m[k] : mx;
-    return mx;
+    return lanes_max(m);
+}
+
+/* The NaN/Inf probe is Σ x[i]·0: 0 for finite x, NaN otherwise (only
+ * whether it is 0 is read, so the order of the sum does not matter). */
+float row_max_abs(const float *x, int n, bool *nonfinite)
+{
+    vf m = {0}, probe = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const vf v = loadv(x + i);
+        const vf a = (vf)((vi)v & 0x7fffffff);
+        m = selectv(a > m, a, m);
+        probe += v * 0.0f;
+    }
+    if (i < n) {
+        const vf v = load_tail(x + i, n - i, 0.0f);
+        const vf a = (vf)((vi)v & 0x7fffffff);
+        m = selectv(a > m, a, m);
+        probe += v * 0.0f;
+    }
+    *nonfinite = lanes_sum_tree(probe) != 0.0f;
+    return lanes_max(m);
 }
 
 /* Lane k sums elements k, k+LANES, ... (the tail as one more vector whose
