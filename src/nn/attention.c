@@ -28,7 +28,20 @@ long attn_probs_size(const AttnShape *s)
  * made GCC add them up through the stack); the lanes are added in order
  * after the tail, so the sum does not depend on the compiler. */
 typedef float f32x8 __attribute__((vector_size(32)));
-typedef float f32x16 __attribute__((vector_size(64)));
+
+/* The weighted sum's columns, in vectors of the ISA's own width: GCC 12
+ * keeps a vector wider than the ISA's on the stack (AVX2: a 16-lane sum
+ * was stored and reloaded at every key, most of attention's time at batch
+ * 1 on Zen 3). Each column is its own chain, so any width gives the same
+ * bits. */
+#if defined(__AVX512F__)
+#define COL_LANES 16
+#elif defined(__AVX__)
+#define COL_LANES 8
+#else
+#define COL_LANES 4
+#endif
+typedef float vcol __attribute__((vector_size(4 * COL_LANES)));
 
 static inline float dot(const float *x, const float *y, int n)
 {
@@ -138,27 +151,27 @@ static void weighted_sum(float *o, int ldo, const float *p, int ldp, const float
         float *oi = o + (long)i * ldo;
         const float *pi = p + (long)i * ldp;
         int c0 = 0;
-        /* 32 columns at a time, summed in registers over the keys: two
-         * independent sums, and each key's weight read once for both */
+        /* 32 columns at a time, summed in registers over the keys: several
+         * independent sums, and each key's weight read once for all */
         for (; c0 + 32 <= dh; c0 += 32) {
-            f32x16 lo = {0}, hi = {0};
+            vcol acc[32 / COL_LANES] = {{0}};
             for (int j = 0; j < tk; j++) {
                 if (pi[j] == 0.0f) continue;    /* masked or dropped */
                 const float *vj = key_at(v, ldv, kr, j) + c0;
-                f32x16 x, y;
-                memcpy(&x, vj, sizeof x);
-                memcpy(&y, vj + 16, sizeof y);
-                lo += pi[j] * x;
-                hi += pi[j] * y;
+                for (int u = 0; u < 32 / COL_LANES; u++) {
+                    vcol x;
+                    memcpy(&x, vj + u * COL_LANES, sizeof x);
+                    acc[u] += pi[j] * x;
+                }
             }
-            memcpy(oi + c0, &lo, sizeof lo);
-            memcpy(oi + c0 + 16, &hi, sizeof hi);
+            for (int u = 0; u < 32 / COL_LANES; u++)
+                memcpy(oi + c0 + u * COL_LANES, &acc[u], sizeof acc[u]);
         }
-        for (; c0 + 16 <= dh; c0 += 16) {
-            f32x16 lane = {0};
+        for (; c0 + COL_LANES <= dh; c0 += COL_LANES) {
+            vcol lane = {0};
             for (int j = 0; j < tk; j++) {
                 if (pi[j] == 0.0f) continue;
-                f32x16 x;
+                vcol x;
                 memcpy(&x, key_at(v, ldv, kr, j) + c0, sizeof x);
                 lane += pi[j] * x;
             }
