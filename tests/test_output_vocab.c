@@ -398,7 +398,10 @@ TEST(output_vocab_packed_bytes_are_what_packing_holds)
             decoder_free(d);
             model_free(&m);
         }
-    /* int8 weights take a byte, not four; fewer pieces, fewer rows */
-    CHECK(figure[0][1] * 2 < figure[0][0] && figure[1][1] * 2 < figure[1][0]);
+    /* int8 weights take a byte, not four (counted as floats, int8's figure
+     * would pass fp32's); not half: at this size the float scales, biases
+     * and panel padding are a large share, and int8 came to 0.51 of fp32 on
+     * AVX2 (8-wide fp32 panels). Fewer pieces, fewer rows. */
+    CHECK(figure[0][1] * 3 < figure[0][0] * 2 && figure[1][1] * 3 < figure[1][0] * 2);
     CHECK(figure[1][0] < figure[0][0] && figure[1][1] < figure[0][1]);
 }
