@@ -196,6 +196,17 @@ static inline void store_tail(float *x, int rem, const vn v[PARTS])
 }
 #endif
 
+/* A row's tail (rem < LANES elements at x): its values in v (missing
+ * lanes 0) and their exp_fast(v - shift) in e (missing lanes 0, not
+ * exp(-shift)). */
+static inline void tail_exp(vn v[PARTS], vn e[PARTS], const float *x, int rem, float shift)
+{
+    vni m[PARTS];
+    load_tail(v, x, rem, 0.0f);
+    lanes_below(m, rem);
+    EACH_PART(k) e[k] = (vn)((vni)exp_fastn(v[k] - shift) & m[k]);
+}
+
 float row_max(const float *x, int n)
 {
     if (n <= 0) return -INFINITY;
@@ -258,13 +269,11 @@ float row_exp_sum(const float *x, int n, float shift, float *sum_x)
         }
     }
     if (i < n) {
-        vn v[PARTS];
-        vni m[PARTS];
-        load_tail(v, x + i, n - i, 0.0f);
-        lanes_below(m, n - i);
+        vn v[PARTS], e[PARTS];
+        tail_exp(v, e, x + i, n - i, shift);
         EACH_PART(k) {
             acc_x[k] += v[k];
-            acc[k] += (vn)((vni)exp_fastn(v[k] - shift) & m[k]);
+            acc[k] += e[k];
         }
     }
     if (sum_x) *sum_x = lanes_sum(acc_x);
@@ -287,11 +296,8 @@ float row_exp_inplace(float *x, int n, float shift, float *sum_before)
     }
     if (i < n) {
         vn v[PARTS], e[PARTS];
-        vni m[PARTS];
-        load_tail(v, x + i, n - i, 0.0f);
-        lanes_below(m, n - i);
+        tail_exp(v, e, x + i, n - i, shift);
         EACH_PART(k) {
-            e[k] = (vn)((vni)exp_fastn(v[k] - shift) & m[k]);
             acc_x[k] += v[k];
             acc[k] += e[k];
         }
@@ -315,13 +321,8 @@ float row_softmax_inplace(float *x, int n, float shift)
     }
     if (i < n) {
         vn v[PARTS];
-        vni m[PARTS];
-        load_tail(v, x + i, n - i, 0.0f);
-        lanes_below(m, n - i);
-        EACH_PART(k) {
-            tail[k] = (vn)((vni)exp_fastn(v[k] - shift) & m[k]);
-            acc[k] += tail[k];
-        }
+        tail_exp(v, tail, x + i, n - i, shift);
+        EACH_PART(k) acc[k] += tail[k];
     }
     const float sum = lanes_sum(acc), inv = 1.0f / sum;
     for (int j = 0; j + LANES <= n; j += LANES) {
