@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nn/blas.h"
+#include "nn/vec_width.h"
 
 /* Below this, a loop runs here without a parallel region: even an if(0)
  * region makes libgomp allocate a team and end it with a futex wake (a
@@ -29,18 +30,11 @@ long attn_probs_size(const AttnShape *s)
  * after the tail, so the sum does not depend on the compiler. */
 typedef float f32x8 __attribute__((vector_size(32)));
 
-/* The weighted sum's columns, in vectors of the ISA's own width: GCC 12
- * keeps a vector wider than the ISA's on the stack (AVX2: a 16-lane sum
- * was stored and reloaded at every key, most of attention's time at batch
- * 1 on Zen 3). Each column is its own chain, so any width gives the same
- * bits. */
-#if defined(__AVX512F__)
-#define COL_LANES 16
-#elif defined(__AVX__)
-#define COL_LANES 8
-#else
-#define COL_LANES 4
-#endif
+/* The weighted sum's columns, in vectors of the ISA's own width
+ * (vec_width.h; on AVX2 a 16-lane sum was stored and reloaded at every
+ * key, most of attention's time at batch 1 on Zen 3). Each column is its
+ * own chain, so any width gives the same bits. */
+#define COL_LANES VEC_FLOATS
 typedef float vcol __attribute__((vector_size(4 * COL_LANES)));
 
 static inline float dot(const float *x, const float *y, int n)

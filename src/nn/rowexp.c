@@ -19,18 +19,13 @@
  * step of every loop went through the stack (perf, Zen 3: the row kernels
  * were a fifth of a batch-1 decode). */
 #include "nn/layers.h"
+#include "nn/vec_width.h"
 
 #include <math.h>
 #include <string.h>
 
 #define LANES 16
-#if defined(__AVX512F__)
-#define NATIVE 16
-#elif defined(__AVX__)
-#define NATIVE 8
-#else
-#define NATIVE 4
-#endif
+#define NATIVE VEC_FLOATS
 #define PARTS (LANES / NATIVE)
 typedef float vn __attribute__((vector_size(4 * NATIVE)));
 typedef int32_t vni __attribute__((vector_size(4 * NATIVE)));
