@@ -185,6 +185,16 @@ for prec in $sl_precs; do
     expect_exit 0 "$prec: --shortlist greedy, batch 7 vs 1" -- sh -c "\"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 7 -i sl_in.txt >g7.txt && \"$TFM\" translate -q -b 1 --precision $prec --shortlist few.sl --batch-size 1 -i sl_in.txt"
     check "$prec: greedy with a shortlist, batch independent" cmp -s g7.txt "$T/out"
 done
+# the guard: greedy with a list too small for these lines still gives
+# greedy's words without one, and the summary counts the lines it helped
+"$TFM" shortlist -q -m model.tfm -o tiny.sl --top-k 1 --frequent 2 "$MINI/train.de" "$MINI/train.en"
+for prec in $sl_precs; do
+    "$TFM" translate -q -b 1 --precision $prec --batch-size 7 -i sl_in.txt >g_none.txt
+    expect_exit 0 "$prec: greedy, a tiny shortlist" -- "$TFM" translate -q -b 1 --precision $prec --batch-size 7 --shortlist tiny.sl -i sl_in.txt
+    check "$prec: greedy with a shortlist: greedy's words without one" cmp -s "$T/out" g_none.txt
+done
+expect_exit 0 "the summary counts the lines the guard gave the whole output" -- "$TFM" translate -b 1 --shortlist tiny.sl -i sl_in.txt
+check "... in a line of its own" grep -Eq "^tfm: the shortlist's guard gave [1-9][0-9]* of them the whole output$" "$T/err"
 # a model whose output layer covers the target side's pieces only
 # (model.output_vocab "target"): the shortlist keeps to them
 mkdir ov && sed 's/"dropout": 0.1/"dropout": 0.1, "output_vocab": "target"/' "$MINI/mini.json" >ov/mini.json

@@ -460,6 +460,16 @@ static void check_same(const Out *a, const Out *b, int n)
     }
 }
 
+/* Whether piece t is one of the candidates of the line src (len pieces). */
+static bool is_candidate(const Shortlist *sl, const int *src, int len, int t)
+{
+    if (t < 4 + sl->n_frequent) return true;
+    for (int j = 0; j < len; j++)
+        for (int e = sl->start[src[j]]; e < sl->start[src[j] + 1]; e++)
+            if (sl->list[e] == t) return true;
+    return false;
+}
+
 static void check_decoding(bool int8)
 {
     Model m;
@@ -474,7 +484,7 @@ static void check_decoding(bool int8)
     CHECK(decoder_init(&some, &m, NSENT, BEAM, &err) == TFM_OK);
     Shortlist all, few;
     make_shortlist(&all, V - 4, 1);     /* every piece */
-    make_shortlist(&few, 6, 3);
+    make_shortlist(&few, 20, 3);
     CHECK(decoder_set_shortlist(full, &all, &err) == TFM_OK);
     CHECK(decoder_set_shortlist(some, &few, &err) == TFM_OK);
     static Out a, b, c;
@@ -493,16 +503,25 @@ static void check_decoding(bool int8)
         run(some, src, S, 0, NSENT, beam, nbest, &c);
         blas_set_threads(threads);
         check_same(&b, &c, NSENT * nbest);
-        /* and it did cut: every output piece is one of the line's candidates */
-        for (int s = 0; s < NSENT; s++)
-            for (int i = 0; i < b.len[s * nbest]; i++) {
-                const int t = b.tok[s * nbest][i];
-                bool ok = t < 4 + few.n_frequent;
-                for (int j = 0; j < lens[s] && !ok; j++)
-                    for (int e = few.start[src[s * S + j]]; e < few.start[src[s * S + j] + 1]; e++)
-                        ok |= few.list[e] == t;
-                CHECK(ok);
+        /* the guard: greedy's tokens are always the plain ones; a line
+         * outside its candidates is one the guard gave the whole output */
+        const long was = decoder_lines_whole(some);
+        run(some, src, S, 0, NSENT, beam, nbest, &b);
+        const long whole = decoder_lines_whole(some) - was;
+        int outside = 0;
+        for (int s = 0; s < NSENT; s++) {
+            for (int i = 0; i < b.len[s * nbest]; i++)
+                if (!is_candidate(&few, src + s * S, lens[s], b.tok[s * nbest][i])) {
+                    outside++;
+                    break;
+                }
+            if (beam == 1) {
+                CHECK_EQ_INT(a.len[s], b.len[s]);
+                CHECK(memcmp(a.tok[s], b.tok[s], sizeof(int) * (size_t)a.len[s]) == 0);
             }
+        }
+        CHECK(whole > 0 && whole < NSENT);
+        CHECK(outside <= whole);
     }
     /* an ensemble of the model with itself, with the shortlist: as alone */
     Decoder *ens, *member;

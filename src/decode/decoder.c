@@ -116,6 +116,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     const int T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
+        if (d->sl)      /* sampling draws from the list as it is: nothing to guard */
+            for (int b = 0; b < d->cur_n; b++) d->sl->guard.on[b] = !s->done[b] && !opt->sample;
         float *lp = (float *)decoder_step_columns(d, s->prev, moved ? s->parent : NULL, t);
         int active = 0;
         for (int b = 0; b < d->cur_n; b++) {
@@ -190,6 +192,11 @@ TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err)
         d->sl = NULL;
     }
     return st;
+}
+
+long decoder_lines_whole(const Decoder *d)
+{
+    return d->sl ? d->sl->lines_whole : 0;
 }
 
 TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,

@@ -101,16 +101,21 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
  * pieces and the targets of each of its source pieces), normalized over
  * the whole output with the rest estimated (shortlist_rest.h), and the
  * beam's scan over those columns, so a line's translation does not depend
- * on its batch. sl (checked
- * against the model's vocabulary by shortlist_load) must outlive d; NULL
- * turns it off. decoder_step and decoder_score never use it. An ensemble's
- * members get it too (call after decoder_set_ensemble): each computes the
- * same columns. Errors: a shortlist of another size, members that output
- * other pieces (model.output_vocab), TFM_ERR_NOMEM;
- * decoder_run refuses a beam k when a line could have fewer than 2k
- * candidates. */
+ * on its batch. Beam search (not sampling) is guarded
+ * (shortlist_guard.h): a line whose best hypothesis would rather take a
+ * piece outside its candidates gets the whole output from that step on,
+ * so greedy gives the tokens it gives without a list. sl
+ * (checked against the model's vocabulary by shortlist_load) must outlive
+ * d; NULL turns it off. decoder_step and decoder_score never use it. An
+ * ensemble's members get it too (call after decoder_set_ensemble): each
+ * computes the same columns; the first model's rows guard them all.
+ * Errors: a shortlist of another size, members that output other pieces
+ * (model.output_vocab), TFM_ERR_NOMEM; decoder_run refuses a beam k when a
+ * line could have fewer than 2k candidates. */
 typedef struct Shortlist Shortlist;
 TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err);
+/* The lines the shortlist's guard gave the whole output, over d's life. */
+long decoder_lines_whole(const Decoder *d);
 
 void decoder_free(Decoder *d);
 

@@ -144,6 +144,11 @@ TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, c
     return TFM_OK;
 }
 
+long lanes_lines_whole(const DecodeLanes *l)
+{
+    return decoder_lines_whole(l->dec);
+}
+
 void lanes_free(DecodeLanes *l)
 {
     if (!l) return;

@@ -205,6 +205,12 @@ TfmStatus pipeline_text(const Pipeline *p, const Hypothesis *h, char **text, siz
     return TFM_OK;
 }
 
+long pipeline_lines_whole(const Pipeline *p)
+{
+    if (!p->dec) return 0;
+    return decoder_lines_whole(p->dec) + (p->lanes ? lanes_lines_whole(p->lanes) : 0);
+}
+
 void pipeline_free(Pipeline *p)
 {
     lanes_free(p->lanes);

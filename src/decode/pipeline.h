@@ -83,6 +83,10 @@ TfmStatus pipeline_encode(const Pipeline *p, const char *line, size_t len, int *
 TfmStatus pipeline_text(const Pipeline *p, const Hypothesis *h, char **text, size_t *len,
                         size_t *cap, TfmErr *err);
 
+/* The lines a shortlist's guard gave the whole output
+ * (decoder_lines_whole), over every decoder of p. */
+long pipeline_lines_whole(const Pipeline *p);
+
 void pipeline_free(Pipeline *p);
 
 #endif

@@ -113,6 +113,7 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
             for (size_t i = 0; i < nv; i++) lp[i] = w0 == 0 ? 0 : w0 * lp[i];
         }
         for (int m = 0; m < d->n_members; m++) {
+            if (s->sl) shortlist_run_follow(d->members[m]->step.sl, s->sl, d->cur_n);
             const float *e = decoder_step(d->members[m], prev, parent, t);
             const float w = d->weights[m + 1];
             if (w == 0) continue;

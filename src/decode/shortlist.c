@@ -234,6 +234,31 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
     }
     r->rest_x = xmalloc(n * (size_t)max_beam * (size_t)out->in * sizeof(float), err);
     if (!r->rest_x) goto nomem;
+    if ((st = shortlist_guard_init(&r->guard, out, out_pos, n_out, out->in, max_sents, err)) !=
+        TFM_OK) {
+        shortlist_run_free(r);
+        return st;
+    }
+    if (getenv("GRANK")) r->guard.rank = atoi(getenv("GRANK"));
+    /* the whole output, for the lines the guard marks: the shared pieces,
+     * then every other output piece */
+    r->all = xmalloc(no * sizeof(int), err);
+    r->whole = xcalloc(n, sizeof(bool), err);
+    if (!r->all || !r->whole) goto nomem;
+    memcpy(r->all, r->own, (size_t)r->n_shared * sizeof(int));
+    for (int i = 0; i < r->n_shared; i++) r->mark[r->own[i]] = 1;
+    int m = r->n_shared;
+    for (int v = 0; v < r->V; v++)
+        if (!r->mark[v] && out_col(r, v) >= 0) r->all[m++] = v;
+    for (int i = 0; i < r->n_shared; i++) r->mark[r->own[i]] = 0;
+    if (m > r->n_shared) {
+        if ((st = packed_linear_init_like(&r->others_p, out, m - r->n_shared, err)) != TFM_OK) {
+            shortlist_run_free(r);
+            return st;
+        }
+        for (int i = r->n_shared; i < m; i++) r->sel[i - r->n_shared] = out_col(r, r->all[i]);
+        packed_linear_select(&r->others_p, out, r->sel, m - r->n_shared);
+    }
     for (size_t b = 1; b < n; b++)
         memcpy(r->own + b * no, r->own, (size_t)r->n_shared * sizeof(int));
     return TFM_OK;
@@ -295,27 +320,77 @@ TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const in
         r->cur[b] = r->own + (size_t)b * r->n_out;
         r->cur_slot[b] = b;
         r->cur_len[b] = r->own_len[b];
+        r->whole[b] = false;
     }
     for (int i = 0; i < ns; i++) r->mark[r->own[i]] = 0;
     return TFM_OK;
 }
 
-void shortlist_run_shared(ShortlistRun *r, const float *x, int rows)
-{
-    packed_linear_forward(&r->shared_p, r->shared_y, x, rows, 0);
-    shortlist_rest_project(&r->rest, r->rest_x, x, rows);
-}
-
-void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, int k)
+/* The k rows of sentence b from its top states x (k, in) into y (k,
+ * cur_len[b]); shared_y and rest_x already hold the step's. */
+static void sentence_rows(const ShortlistRun *r, float *y, const float *x, int b, int k)
 {
     const int W = r->cur_len[b], ns = r->n_shared;
     for (int i = 0; i < k; i++)
         memcpy(y + (size_t)i * W, r->shared_y + ((size_t)b * k + i) * ns, (size_t)ns * sizeof *y);
-    if (W > ns) packed_linear_forward_ld(&r->line[r->cur_slot[b]], y + ns, W, x, k, 0);
+    const int slot = r->cur_slot[b];
+    if (W > ns)
+        packed_linear_forward_ld(r->whole[slot] ? &r->others_p : &r->line[slot], y + ns, W, x, k,
+                                 0);
     if (W == r->n_out)
         logsoftmax_rows(y, k, W);
     else
         shortlist_rest_normalize(&r->rest, y, W, x, k, r->rest_x + (size_t)b * k * r->rest.d);
+}
+
+/* Sentence b has the whole output from now on. */
+static void give_whole(ShortlistRun *r, int b)
+{
+    r->whole[r->cur_slot[b]] = true;
+    r->cur[b] = r->all;
+    r->cur_len[b] = r->n_out;
+}
+
+/* The rows of the sentences with the whole output (want true) or the
+ * others: the others' products are each their own, so the sentences split
+ * between the threads; the whole output's is one for all (its int8 and
+ * bf16 scratch too), so those go one after another, each product on
+ * every thread. */
+static void rows_of(const ShortlistRun *r, float *y, const float *x, int n, int k, bool want)
+{
+    const size_t block = (size_t)k * r->n_out, x_block = (size_t)k * r->guard.d;
+    if (want || n == 1) {   /* no parallel region: even an idle one costs a team */
+        for (int b = 0; b < n; b++)
+            if (r->whole[r->cur_slot[b]] == want) sentence_rows(r, y + b * block, x + b * x_block, b, k);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < n; b++)
+        if (!r->whole[r->cur_slot[b]]) sentence_rows(r, y + b * block, x + b * x_block, b, k);
+}
+
+void shortlist_run_step(ShortlistRun *r, float *y, const float *x, int n, int k)
+{
+    packed_linear_forward(&r->shared_p, r->shared_y, x, n * k, 0);
+    shortlist_rest_project(&r->rest, r->rest_x, x, n * k);
+    rows_of(r, y, x, n, k, false);
+    rows_of(r, y, x, n, k, true);
+    ShortlistGuard *g = &r->guard;
+    const int marked = shortlist_guard_check(g, x, n, k, r->cur, r->cur_len);
+    if (!marked) return;
+    r->lines_whole += marked;
+    const size_t block = (size_t)k * r->n_out, x_block = (size_t)k * g->d;
+    for (int b = 0; b < n; b++) {
+        if (!g->mark[b]) continue;
+        give_whole(r, b);
+        sentence_rows(r, y + b * block, x + b * x_block, b, k);
+    }
+}
+
+void shortlist_run_follow(ShortlistRun *r, const ShortlistRun *lead, int n)
+{
+    for (int b = 0; b < n; b++)
+        if (lead->whole[lead->cur_slot[b]] && !r->whole[r->cur_slot[b]]) give_whole(r, b);
 }
 
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n)
@@ -335,7 +410,9 @@ void shortlist_run_free(ShortlistRun *r)
         for (int b = 0; b < r->max_sents; b++) packed_linear_free(&r->line[b]);
     packed_linear_free(&r->shared_p);
     shortlist_rest_free(&r->rest);
-    FREE_ALL(r->line, r->line_cap, r->mark, r->sel, r->own, r->own_len, r->cur, r->cur_slot,
+    shortlist_guard_free(&r->guard);
+    packed_linear_free(&r->others_p);
+    FREE_ALL(r->all, r->whole, r->line, r->line_cap, r->mark, r->sel, r->own, r->own_len, r->cur, r->cur_slot,
              r->cur_len, r->shared_y, r->rest_x);
     memset(r, 0, sizeof *r);
 }

@@ -16,9 +16,11 @@
 #ifndef TFM_DECODE_SHORTLIST_H
 #define TFM_DECODE_SHORTLIST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
+#include "decode/shortlist_guard.h"
 #include "decode/shortlist_rest.h"
 #include "nn/packed_linear.h"
 #include "text/bpe.h"
@@ -91,6 +93,12 @@ typedef struct {
                                are not <pad> or <s> */
     ShortlistRest rest;     /* the mass outside a sentence's candidates */
     float *rest_x;          /* (max_sents · max_beam, d) the step's rows' x·Ĝ */
+    ShortlistGuard guard;   /* the best piece outside each line's candidates */
+    int *all;               /* (n_out) every output piece: the shared, then the others
+                               ascending (a line given the whole output) */
+    PackedLinear others_p;  /* the product over all[n_shared..n_out) */
+    bool *whole;            /* (max_sents) by slot: the line has the whole output */
+    long lines_whole;       /* lines the guard gave the whole output, over r's life */
 } ShortlistRun;
 
 /* Prepares sl's use for up to max_sents sentences of max_beam rows with
@@ -105,16 +113,21 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
  * TFM_ERR_NOMEM). */
 TfmStatus shortlist_run_batch(ShortlistRun *r, const PackedLinear *out, const int *src, int n,
                               int S, TfmErr *err);
-/* The k rows of sentence b (of the current batch) from the step's top
- * states x (k, in): log-probabilities over its candidates into y (k,
- * cur_len[b]). Thread-safe across sentences once shared_y holds the rows
- * (shortlist_run_shared). A row is normalized over the whole output, the
- * mass outside its candidates estimated (shortlist_rest.h); with every
- * output piece a candidate it is exactly the full log-softmax. */
-void shortlist_run_rows(const ShortlistRun *r, float *y, const float *x, int b, int k);
-/* The shared columns of every row x (rows, in) of the step into shared_y,
- * and their x·Ĝ (shortlist_rest.h) into rest_x. */
-void shortlist_run_shared(ShortlistRun *r, const float *x, int rows);
+/* The step's log-probabilities y from its top states x (n sentences of k
+ * rows, in each): sentence b's rows (k, cur_len[b]) at y + b·k·n_out, over
+ * its candidates. The shared columns of every row come from one product;
+ * each sentence's others from its own, the sentences split between the
+ * threads (those with the whole output, whose product is one for all,
+ * one after another, each product on every thread). A row is normalized
+ * over the whole output, the mass outside its candidates estimated
+ * (shortlist_rest.h); with every output piece a candidate it is exactly
+ * the full log-softmax. Then the guard (shortlist_guard.h, the sentences
+ * with guard.on): a sentence it marks gets the whole output from now on,
+ * this step's rows again included. */
+void shortlist_run_step(ShortlistRun *r, float *y, const float *x, int n, int k);
+/* An ensemble member's r gives the whole output to the lines lead (the
+ * first model's) gave it, before its own step. */
+void shortlist_run_follow(ShortlistRun *r, const ShortlistRun *lead, int n);
 /* Removes the sentences done marks from the current lists (out of n). */
 void shortlist_run_drop(ShortlistRun *r, const char *done, int n);
 void shortlist_run_free(ShortlistRun *r);

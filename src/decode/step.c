@@ -284,23 +284,6 @@ static void linear_self_step(DecStep *s, DecLayer *l, int R, int t)
     }
 }
 
-/* The output layer with a shortlist: the shared columns of every row in
- * one product, then each sentence's own, the sentences split between the
- * threads (each of its products then runs on its thread). */
-static void shortlist_out(DecStep *s, const float *top, int n, int k)
-{
-    ShortlistRun *sl = s->sl;
-    shortlist_run_shared(sl, top, n * k);
-    const size_t block = (size_t)k * sl->n_out, x_block = (size_t)k * s->D;
-    if (n == 1) {       /* no parallel region: even an idle one costs a team */
-        shortlist_run_rows(sl, s->logits, top, 0, k);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < n; b++)
-        shortlist_run_rows(sl, s->logits + b * block, top + b * x_block, b, k);
-}
-
 void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const int *src, int t)
 {
     const Model *m = s->m;
@@ -368,7 +351,7 @@ void dec_step_forward(DecStep *s, const int *prev, int n, int k, int S, const in
      * search reads them through the model's out_ids; dec_step_spread
      * writes the whole vocabulary when asked) */
     if (s->sl) {
-        shortlist_out(s, top, n, k);
+        shortlist_run_step(s->sl, s->logits, top, n, k);
         return;
     }
     packed_linear_forward(&s->p_out, dec_step_scores(s), top, R, 0);
