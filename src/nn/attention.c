@@ -66,8 +66,10 @@ static inline const float *key_at(const float *base, int ld, KeyRows kr, int j)
 }
 
 /* The sums of eight vectors' lanes, as one vector: lane i is Σ a[i]'s
- * lanes, added by a fixed tree (pairs, then fours, then the halves). */
-static inline f32x8 sums8(const f32x8 a[8])
+ * lanes, added by a fixed tree (pairs, then fours, then the halves).
+ * Written through out, not returned: a 32-byte vector return changes the
+ * ABI in a build without AVX (PORTABLE=1), which GCC warns of. */
+static inline void sums8(const f32x8 a[8], f32x8 *out)
 {
 #define EVEN(x, y) __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14)
 #define ODD(x, y) __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15)
@@ -81,7 +83,7 @@ static inline f32x8 sums8(const f32x8 a[8])
     const f32x8 q47 = __builtin_shufflevector(p45, p67, 0, 1, 8, 9, 4, 5, 12, 13) +
                       __builtin_shufflevector(p45, p67, 2, 3, 10, 11, 6, 7, 14, 15);
     /* q03 = (a0..a3 over lanes 0-3, then a0..a3 over lanes 4-7) */
-    return __builtin_shufflevector(q03, q47, 0, 1, 2, 3, 8, 9, 10, 11) +
+    *out = __builtin_shufflevector(q03, q47, 0, 1, 2, 3, 8, 9, 10, 11) +
            __builtin_shufflevector(q03, q47, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
@@ -122,7 +124,9 @@ static void scores(float *a, int lda, const float *q, int ldq, const float *k, i
                         acc[u] += x * y;
                     }
                 }
-                const f32x8 sum = sums8(acc) * scale;
+                f32x8 sum;
+                sums8(acc, &sum);
+                sum *= scale;
                 if (m == 8) {
                     memcpy(ai + j, &sum, sizeof sum);
                 } else {
