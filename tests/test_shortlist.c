@@ -505,9 +505,9 @@ static void check_decoding(bool int8)
         check_same(&b, &c, NSENT * nbest);
         /* the guard: greedy's tokens are always the plain ones; a line
          * outside its candidates is one the guard gave the whole output */
-        const long was = decoder_lines_whole(some);
+        const long was = decoder_lines_guarded(some);
         run(some, src, S, 0, NSENT, beam, nbest, &b);
-        const long whole = decoder_lines_whole(some) - was;
+        const long guarded = decoder_lines_guarded(some) - was;
         int outside = 0;
         for (int s = 0; s < NSENT; s++) {
             for (int i = 0; i < b.len[s * nbest]; i++)
@@ -520,8 +520,8 @@ static void check_decoding(bool int8)
                 CHECK(memcmp(a.tok[s], b.tok[s], sizeof(int) * (size_t)a.len[s]) == 0);
             }
         }
-        CHECK(whole > 0 && whole < NSENT);
-        CHECK(outside <= whole);
+        CHECK(guarded > 0 && guarded < NSENT);
+        CHECK(outside <= guarded);
     }
     /* an ensemble of the model with itself, with the shortlist: as alone */
     Decoder *ens, *member;

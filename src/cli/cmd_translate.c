@@ -566,7 +566,8 @@ TfmStatus cmd_translate(int argc, char **argv, TfmErr *err)
                 t.o.score_ref ? "reference" : "output", secs,
                 secs > 0 ? (double)t.lines_done / secs : 0.0);
         if (t.o.dec.spec.shortlist)
-            fprintf(stderr, "tfm: the shortlist's guard gave %ld of them the whole output\n", pipeline_lines_whole(&t.p));
+            fprintf(stderr, "tfm: the shortlist's guard gave %ld of them the whole output\n",
+                    pipeline_lines_guarded(&t.p));
     }
 done:
     atomic_abort(&af);

@@ -116,8 +116,15 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     const int T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
-        if (d->sl)      /* sampling draws from the list as it is: nothing to guard */
-            for (int b = 0; b < d->cur_n; b++) d->sl->guard.on[b] = !s->done[b] && !opt->sample;
+        if (d->sl) {    /* sampling draws from the list as it is: nothing to guard */
+            static int g_rows = -1;
+            if (g_rows < 0) g_rows = getenv("GROWS") ? atoi(getenv("GROWS")) : 1;
+            for (int b = 0; b < d->cur_n; b++) {
+                int live = 0;
+                while (live < k && live < g_rows && s->score[b * k + live] != -INFINITY) live++;
+                d->sl->guard.on[b] = s->done[b] || opt->sample ? 0 : live;
+            }
+        }
         float *lp = (float *)decoder_step_columns(d, s->prev, moved ? s->parent : NULL, t);
         int active = 0;
         for (int b = 0; b < d->cur_n; b++) {
@@ -194,9 +201,9 @@ TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err)
     return st;
 }
 
-long decoder_lines_whole(const Decoder *d)
+long decoder_lines_guarded(const Decoder *d)
 {
-    return d->sl ? d->sl->lines_whole : 0;
+    return d->sl ? d->sl->lines_guarded : 0;
 }
 
 TfmStatus decoder_translate(Decoder *d, const int *const *sents, const int *lens, int n,

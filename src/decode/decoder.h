@@ -115,7 +115,7 @@ const float *decoder_step(Decoder *d, const int *prev, const int *parent, int t)
 typedef struct Shortlist Shortlist;
 TfmStatus decoder_set_shortlist(Decoder *d, const Shortlist *sl, TfmErr *err);
 /* The lines the shortlist's guard gave the whole output, over d's life. */
-long decoder_lines_whole(const Decoder *d);
+long decoder_lines_guarded(const Decoder *d);
 
 void decoder_free(Decoder *d);
 

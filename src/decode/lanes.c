@@ -144,9 +144,9 @@ TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, c
     return TFM_OK;
 }
 
-long lanes_lines_whole(const DecodeLanes *l)
+long lanes_lines_guarded(const DecodeLanes *l)
 {
-    return decoder_lines_whole(l->dec);
+    return decoder_lines_guarded(l->dec);
 }
 
 void lanes_free(DecodeLanes *l)

@@ -46,8 +46,8 @@ TfmStatus lanes_new(DecodeLanes **out, const Model *m, const Shortlist *sl, int 
 TfmStatus lanes_translate(DecodeLanes *l, Decoder *d, const int *const *sents, const int *lens,
                           int n, const DecodeOptions *opt, Hypothesis *out, TfmErr *err);
 
-/* decoder_lines_whole of the second lane. */
-long lanes_lines_whole(const DecodeLanes *l);
+/* decoder_lines_guarded of the second lane. */
+long lanes_lines_guarded(const DecodeLanes *l);
 
 void lanes_free(DecodeLanes *l);
 

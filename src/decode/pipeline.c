@@ -205,10 +205,10 @@ TfmStatus pipeline_text(const Pipeline *p, const Hypothesis *h, char **text, siz
     return TFM_OK;
 }
 
-long pipeline_lines_whole(const Pipeline *p)
+long pipeline_lines_guarded(const Pipeline *p)
 {
     if (!p->dec) return 0;
-    return decoder_lines_whole(p->dec) + (p->lanes ? lanes_lines_whole(p->lanes) : 0);
+    return decoder_lines_guarded(p->dec) + (p->lanes ? lanes_lines_guarded(p->lanes) : 0);
 }
 
 void pipeline_free(Pipeline *p)

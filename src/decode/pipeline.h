@@ -84,8 +84,8 @@ TfmStatus pipeline_text(const Pipeline *p, const Hypothesis *h, char **text, siz
                         size_t *cap, TfmErr *err);
 
 /* The lines a shortlist's guard gave the whole output
- * (decoder_lines_whole), over every decoder of p. */
-long pipeline_lines_whole(const Pipeline *p);
+ * (decoder_lines_guarded), over every decoder of p. */
+long pipeline_lines_guarded(const Pipeline *p);
 
 void pipeline_free(Pipeline *p);
 

@@ -234,8 +234,8 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
     }
     r->rest_x = xmalloc(n * (size_t)max_beam * (size_t)out->in * sizeof(float), err);
     if (!r->rest_x) goto nomem;
-    if ((st = shortlist_guard_init(&r->guard, out, out_pos, n_out, out->in, max_sents, err)) !=
-        TFM_OK) {
+    if ((st = shortlist_guard_init(&r->guard, out, out_pos, n_out, out->in, max_sents, max_beam,
+                                   err)) != TFM_OK) {
         shortlist_run_free(r);
         return st;
     }
@@ -378,7 +378,7 @@ void shortlist_run_step(ShortlistRun *r, float *y, const float *x, int n, int k)
     ShortlistGuard *g = &r->guard;
     const int marked = shortlist_guard_check(g, x, n, k, r->cur, r->cur_len);
     if (!marked) return;
-    r->lines_whole += marked;
+    r->lines_guarded += marked;
     const size_t block = (size_t)k * r->n_out, x_block = (size_t)k * g->d;
     for (int b = 0; b < n; b++) {
         if (!g->mark[b]) continue;

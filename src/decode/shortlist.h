@@ -98,7 +98,7 @@ typedef struct {
                                ascending (a line given the whole output) */
     PackedLinear others_p;  /* the product over all[n_shared..n_out) */
     bool *whole;            /* (max_sents) by slot: the line has the whole output */
-    long lines_whole;       /* lines the guard gave the whole output, over r's life */
+    long lines_guarded;     /* lines the guard gave the whole output, over r's life */
 } ShortlistRun;
 
 /* Prepares sl's use for up to max_sents sentences of max_beam rows with

@@ -10,7 +10,8 @@
 #include "nn/layers.h"
 
 TfmStatus shortlist_guard_init(ShortlistGuard *g, const PackedLinear *full,
-                               const int *out_pos, int n_out, int d, int max_sents, TfmErr *err)
+                               const int *out_pos, int n_out, int d, int max_sents,
+                               int max_rows, TfmErr *err)
 {
     memset(g, 0, sizeof *g);
     g->full = full;
@@ -19,14 +20,16 @@ TfmStatus shortlist_guard_init(ShortlistGuard *g, const PackedLinear *full,
     g->d = d;
     g->max_sents = max_sents;
     g->rank = 1;
-    const size_t n = (size_t)max_sents;
-    g->on = xcalloc(n, sizeof *g->on, err);
+    g->max_rows = max_rows;
+    const size_t n = (size_t)max_sents * (size_t)max_rows;
+    g->on = xcalloc((size_t)max_sents, sizeof *g->on, err);
     g->which = xmalloc(n * sizeof *g->which, err);
     g->x = xmalloc(n * (size_t)d * sizeof *g->x, err);
     g->z = xmalloc(n * (size_t)n_out * sizeof *g->z, err);
     g->cz = xmalloc(n * (size_t)n_out * sizeof *g->cz, err);
-    g->mark = xcalloc(n, sizeof *g->mark, err);
-    if (!g->on || !g->which || !g->x || !g->z || !g->cz || !g->mark) {
+    g->mark = xcalloc((size_t)max_sents, sizeof *g->mark, err);
+    g->row_mark = xcalloc(n, sizeof *g->row_mark, err);
+    if (!g->on || !g->which || !g->x || !g->z || !g->cz || !g->mark || !g->row_mark) {
         shortlist_guard_free(g);
         return TFM_ERR_NOMEM;
     }
@@ -57,25 +60,31 @@ int shortlist_guard_check(ShortlistGuard *g, const float *x, int n, int k,
     int m = 0;
     for (int b = 0; b < n; b++) {
         g->mark[b] = false;
-        if (!g->on[b] || len[b] == g->n_out) continue;
-        memcpy(g->x + (size_t)m * g->d, x + (size_t)b * k * g->d, (size_t)g->d * sizeof *x);
-        g->which[m++] = b;
+        if (len[b] == g->n_out) continue;
+        for (int j = 0; j < g->on[b] && j < g->max_rows; j++) {
+            memcpy(g->x + (size_t)m * g->d, x + ((size_t)b * k + j) * g->d,
+                   (size_t)g->d * sizeof *x);
+            g->which[m++] = b;
+        }
     }
     if (!m) return 0;
     packed_linear_forward(g->full, g->z, g->x, m, 0);
-    int marked = 0;
-#pragma omp parallel for schedule(static) if (m > 1) reduction(+ : marked)
+#pragma omp parallel for schedule(static) if (m > 1)
     for (int i = 0; i < m; i++) {
         const int b = g->which[i];
-        float *z = g->z + (size_t)i * g->n_out;
-        g->mark[b] = outside_wins(g, z, g->cz + (size_t)i * g->n_out, pieces[b], len[b]);
-        marked += g->mark[b];
+        g->row_mark[i] = outside_wins(g, g->z + (size_t)i * g->n_out,
+                                      g->cz + (size_t)i * g->n_out, pieces[b], len[b]);
+    }
+    int marked = 0;
+    for (int i = 0; i < m; i++) {
+        marked += g->row_mark[i] && !g->mark[g->which[i]];
+        g->mark[g->which[i]] |= g->row_mark[i];
     }
     return marked;
 }
 
 void shortlist_guard_free(ShortlistGuard *g)
 {
-    FREE_ALL(g->on, g->which, g->x, g->z, g->cz, g->mark);
+    FREE_ALL(g->on, g->which, g->x, g->z, g->cz, g->mark, g->row_mark);
     memset(g, 0, sizeof *g);
 }

@@ -25,18 +25,24 @@ typedef struct {
     const int *out_pos;         /* piece -> its output column (NULL: the piece) */
     int n_out, d, max_sents;
     int rank;                   /* mark when fewer candidates beat the outside piece */
-    bool *on;                   /* (max_sents) by the batch's current index: check it */
-    int *which;                 /* (max_sents) the lines checked this step */
-    float *x, *z, *cz;          /* (max_sents, d) their rows; (max_sents, n_out) their
+    int max_rows;               /* rows checked a sentence at most */
+    int *on;                    /* (max_sents) by the batch's current index: how many of
+                                   its first rows (live ones) to check */
+    int *which;                 /* (max_sents · max_rows) the sentence of each row checked */
+    float *x, *z, *cz;          /* (max_sents · max_rows, d) those rows; (·, n_out) their
                                    logits, and their candidates' */
+    bool *row_mark;             /* (max_sents · max_rows) each checked row's verdict */
     bool *mark;                 /* (max_sents) by current index: the step's verdict */
 } ShortlistGuard;
 
 TfmStatus shortlist_guard_init(ShortlistGuard *g, const PackedLinear *full,
-                               const int *out_pos, int n_out, int d, int max_sents, TfmErr *err);
-/* For each of the n sentences with on[b]: from the step's top states x
- * (n·k, d), row b·k's whole output, and mark[b] whether fewer than rank
- * of its len[b] candidates pieces[b] beat the best piece outside them.
+                               const int *out_pos, int n_out, int d, int max_sents,
+                               int max_rows, TfmErr *err);
+/* For each of the n sentences: from the step's top states x (n·k, d),
+ * the whole output of its first on[b] rows (none when its len[b]
+ * candidates pieces[b] are every output piece), and mark[b] whether in
+ * one of them fewer than rank of the candidates beat the best piece
+ * outside them.
  * Returns how many are marked. */
 int shortlist_guard_check(ShortlistGuard *g, const float *x, int n, int k,
                           const int *const *pieces, const int *len);
