@@ -116,15 +116,8 @@ TfmStatus decoder_run(Decoder *d, const int *src, int n, int S, const DecodeOpti
     const int T = d->step.T, max_limit = search_start(s, src, n, S, opt);
     bool moved = false;         /* rows changed places since the last step */
     for (int t = 0; t < max_limit; t++) {
-        if (d->sl) {    /* sampling draws from the list as it is: nothing to guard */
-            static int g_rows = -1;
-            if (g_rows < 0) g_rows = getenv("GROWS") ? atoi(getenv("GROWS")) : 1;
-            for (int b = 0; b < d->cur_n; b++) {
-                int live = 0;
-                while (live < k && live < g_rows && s->score[b * k + live] != -INFINITY) live++;
-                d->sl->guard.on[b] = s->done[b] || opt->sample ? 0 : live;
-            }
-        }
+        if (d->sl)      /* sampling draws from the list as it is: nothing to guard */
+            for (int b = 0; b < d->cur_n; b++) d->sl->guard.on[b] = !s->done[b] && !opt->sample;
         float *lp = (float *)decoder_step_columns(d, s->prev, moved ? s->parent : NULL, t);
         int active = 0;
         for (int b = 0; b < d->cur_n; b++) {

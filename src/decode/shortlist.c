@@ -234,12 +234,11 @@ TfmStatus shortlist_run_init(ShortlistRun *r, const Shortlist *sl, const PackedL
     }
     r->rest_x = xmalloc(n * (size_t)max_beam * (size_t)out->in * sizeof(float), err);
     if (!r->rest_x) goto nomem;
-    if ((st = shortlist_guard_init(&r->guard, out, out_pos, n_out, out->in, max_sents, max_beam,
-                                   err)) != TFM_OK) {
+    if ((st = shortlist_guard_init(&r->guard, out, out_pos, n_out, out->in, max_sents, err)) !=
+        TFM_OK) {
         shortlist_run_free(r);
         return st;
     }
-    if (getenv("GRANK")) r->guard.rank = atoi(getenv("GRANK"));
     /* the whole output, for the lines the guard marks: the shared pieces,
      * then every other output piece */
     r->all = xmalloc(no * sizeof(int), err);
