@@ -360,7 +360,8 @@ static void rows_of(const ShortlistRun *r, float *y, const float *x, int n, int 
     const size_t block = (size_t)k * r->n_out, x_block = (size_t)k * r->guard.d;
     if (want || n == 1) {   /* no parallel region: even an idle one costs a team */
         for (int b = 0; b < n; b++)
-            if (r->whole[r->cur_slot[b]] == want) sentence_rows(r, y + b * block, x + b * x_block, b, k);
+            if (r->whole[r->cur_slot[b]] == want)
+                sentence_rows(r, y + b * block, x + b * x_block, b, k);
         return;
     }
 #pragma omp parallel for schedule(static)
@@ -411,7 +412,7 @@ void shortlist_run_free(ShortlistRun *r)
     shortlist_rest_free(&r->rest);
     shortlist_guard_free(&r->guard);
     packed_linear_free(&r->others_p);
-    FREE_ALL(r->all, r->whole, r->line, r->line_cap, r->mark, r->sel, r->own, r->own_len, r->cur, r->cur_slot,
-             r->cur_len, r->shared_y, r->rest_x);
+    FREE_ALL(r->all, r->whole, r->line, r->line_cap, r->mark, r->sel, r->own, r->own_len, r->cur,
+             r->cur_slot, r->cur_len, r->shared_y, r->rest_x);
     memset(r, 0, sizeof *r);
 }

@@ -71,7 +71,10 @@ void shortlist_free(Shortlist *sl);
  * of those columns of the model's, made once per batch). So a line's step
  * costs its own candidates, never the union of the batch's (at batch 64
  * on Multi30k with --top-k 100 --frequent 1000 the union is 2.6 times a
- * line's), and nothing in it depends on the other lines. */
+ * line's), and nothing in it depends on the other lines. A sentence the
+ * guard marks (shortlist_guard.h) has every output piece from then on:
+ * the shared ones, then all the others ascending, from one product made
+ * once (others_p). */
 typedef struct {
     const Shortlist *sl;
     int V, n_out;           /* vocabulary; the model's output columns */
@@ -93,7 +96,7 @@ typedef struct {
                                are not <pad> or <s> */
     ShortlistRest rest;     /* the mass outside a sentence's candidates */
     float *rest_x;          /* (max_sents · max_beam, d) the step's rows' x·Ĝ */
-    ShortlistGuard guard;   /* the best piece outside each line's candidates */
+    ShortlistGuard guard;   /* whose best row would rather take a piece outside */
     int *all;               /* (n_out) every output piece: the shared, then the others
                                ascending (a line given the whole output) */
     PackedLinear others_p;  /* the product over all[n_shared..n_out) */
