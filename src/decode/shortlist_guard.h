@@ -10,7 +10,8 @@
  * <s>); the shortlist then gives that line the whole output from that
  * step on, that step included (shortlist.h). For greedy decoding the
  * marked steps are exactly those where the list would change greedy's
- * choice, so greedy gives the tokens it gives without a list. It costs
+ * choice, so greedy gives the tokens it gives without a list (up to exact
+ * ties, and without no_repeat_ngram, whose bans it does not see). It costs
  * one row of the whole output layer per checked line and step, a beam's
  * share of what the list saves. */
 #ifndef TFM_DECODE_SHORTLIST_GUARD_H
